@@ -1,0 +1,122 @@
+"""Causal self-attention with 1..n_heads KV heads (MHA, GQA, MQA) and its KV cache.
+
+One scaled-dot-product core serves every variant. K and V are never copied per query head: SDPA's
+``enable_gqa`` maps query head i to KV head ``i // (n_heads // n_kv_heads)`` (the Llama/HF mapping) in
+the kernel. Materialising the copies (``repeat_kv``) was measured here to make long-context GQA decode
+slower than MHA, which would invert the very result the kv sweep measures.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from components.config import ArchConfig
+from components.positions import Rotation, apply_rotation
+from components.registry import Registry
+
+ATTENTIONS: Registry[type[nn.Module]] = Registry("attn.name")
+
+
+class KVCache:
+    """Preallocated K/V for every layer, sized by n_kv_heads: (layers, batch, n_kv_heads, max_len, head_dim).
+
+    ``pos`` is the number of positions filled. Layers write at ``pos`` during a forward; the model
+    advances ``pos`` once all layers ran. Setting ``pos`` back rewinds the cache (used to time one
+    decode step repeatedly at a fixed context).
+    """
+
+    def __init__(
+        self,
+        n_layers: int,
+        batch_size: int,
+        n_kv_heads: int,
+        max_seq_len: int,
+        head_dim: int,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        shape = (n_layers, batch_size, n_kv_heads, max_seq_len, head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.max_seq_len = max_seq_len
+        self.pos = 0
+
+    @classmethod
+    def for_model(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None, **kw: object) -> KVCache:
+        return cls(
+            cfg.model.n_layers, batch_size, cfg.n_kv_heads, max_seq_len or cfg.model.max_seq_len, cfg.head_dim, **kw
+        )
+
+    @property
+    def nbytes(self) -> int:
+        return self.k.nbytes + self.v.nbytes
+
+    def bytes_per_token(self) -> int:
+        """K and V bytes one token adds over all layers and the whole batch."""
+        return self.nbytes // self.max_seq_len
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write this step's K/V at ``pos`` and return views of everything cached so far for ``layer``."""
+        end = self.pos + k.shape[2]
+        if end > self.max_seq_len:
+            raise ValueError(f"KV cache holds {self.max_seq_len} positions; position {end - 1} does not fit")
+        self.k[layer, :, :, self.pos : end] = k
+        self.v[layer, :, :, self.pos : end] = v
+        return self.k[layer, :, :, :end], self.v[layer, :, :, :end]
+
+
+@ATTENTIONS.register("mha")
+@ATTENTIONS.register("gqa")
+@ATTENTIONS.register("mqa")
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal attention ``softmax(QK^T / sqrt(d_k)) V`` with n_kv_heads K/V heads.
+
+    MHA, GQA and MQA differ only in ``cfg.n_kv_heads``; with n_kv_heads == n_heads this is exactly MHA.
+    """
+
+    def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
+        super().__init__()
+        d, bias = cfg.model.d_model, cfg.model.bias
+        self.n_heads, self.n_kv_heads, self.head_dim = cfg.model.n_heads, cfg.n_kv_heads, cfg.head_dim
+        self.layer = layer
+        # Separate projections (Llama's wq/wk/wv) so GQA's smaller K/V weights are visible in counts.
+        self.q = nn.Linear(d, self.n_heads * self.head_dim, bias=bias)
+        self.k = nn.Linear(d, self.n_kv_heads * self.head_dim, bias=bias)
+        self.v = nn.Linear(d, self.n_kv_heads * self.head_dim, bias=bias)
+        self.out = nn.Linear(self.n_heads * self.head_dim, d, bias=bias)
+
+    def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None) -> torch.Tensor:
+        b, t, _ = x.shape
+        q = self.q(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.k(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        if rotation is not None:
+            q, k = apply_rotation(q, rotation), apply_rotation(k, rotation)
+        start = 0
+        if cache is not None:
+            start = cache.pos
+            k, v = cache.update(self.layer, k, v)
+        y = sdpa(q, k, v, start)
+        return self.out(y.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim))
+
+
+def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """Causal SDPA for queries at positions ``start..start+len(q)-1`` over keys at ``0..start+len(q)-1``.
+
+    SDPA's ``is_causal`` aligns the mask top-left, which is right only when queries start at 0; a single
+    decode step sees every key; a chunk after a prefix needs the explicit bottom-right mask.
+    """
+    t, s = q.shape[2], k.shape[2]
+    gqa = q.shape[1] != k.shape[1]
+    if start == 0 and t == s:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+    if t == 1:
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
+    mask = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(diagonal=s - t)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+
+
+def build_attention(cfg: ArchConfig, layer: int = 0) -> nn.Module:
+    return ATTENTIONS.get(cfg.attn.name)(cfg, layer)

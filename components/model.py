@@ -1,0 +1,94 @@
+"""The decoder stack and a small language model around it.
+
+GPT-2 and Llama-2 are two ``ArchConfig`` values for these same classes, not two classes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from components.attention import KVCache
+from components.block import Block
+from components.config import ArchConfig
+from components.norms import build_norm
+from components.positions import build_positions
+
+
+class Decoder(nn.Module):
+    """Positions, ``n_layers`` blocks and the final norm, on hidden states of shape (batch, seq, d_model).
+
+    This is what the harness times as "the block": everything a design choice touches, without the
+    vocabulary-sized embedding and head that would otherwise dominate at small d.
+    """
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        super().__init__()
+        cfg.validate()
+        self.cfg = cfg
+        self.positions = build_positions(cfg)
+        self.blocks = nn.ModuleList(Block(cfg, layer=i) for i in range(cfg.model.n_layers))
+        self.norm = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
+        init_weights(self, cfg)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        offset = cache.pos if cache is not None else 0
+        x = self.positions.embed(x, offset)
+        rotation = self.positions.rotation(x.shape[1], offset, x.device)
+        for block in self.blocks:
+            x = block(x, rotation, cache)
+        if cache is not None:
+            cache.pos += x.shape[1]
+        return self.norm(x)
+
+    def new_cache(self, batch_size: int, max_seq_len: int | None = None) -> KVCache:
+        p = next(self.parameters())
+        return KVCache.for_model(self.cfg, batch_size, max_seq_len, dtype=p.dtype, device=p.device)
+
+
+class LanguageModel(nn.Module):
+    """Token embedding, the decoder, and an output head (tied to the embedding when configured)."""
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.model.vocab_size, cfg.model.d_model)
+        self.decoder = Decoder(cfg)
+        self.head = nn.Linear(cfg.model.d_model, cfg.model.vocab_size, bias=False)
+        init_weights(self.embed, cfg)
+        if cfg.model.tie_embeddings:
+            self.head.weight = self.embed.weight
+        else:
+            init_weights(self.head, cfg)
+
+    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        return self.head(self.decoder(self.embed(tokens), cache))
+
+    def new_cache(self, batch_size: int, max_seq_len: int | None = None) -> KVCache:
+        return self.decoder.new_cache(batch_size, max_seq_len)
+
+
+def init_weights(module: nn.Module, cfg: ArchConfig) -> None:
+    """GPT-2's init for every variant alike, so no variant wins by its initialisation.
+
+    N(0, init_std) for linear and embedding weights, zero biases, ones for norm weights, and residual
+    output projections (attention out, FFN down) scaled by 1/sqrt(2 n_layers).
+    """
+    std = cfg.model.init_std
+    residual_std = std / math.sqrt(2 * cfg.model.n_layers)
+    for name, p in module.named_parameters():
+        leaf = name.rsplit(".", 1)[-1]
+        if p.ndim >= 2:
+            is_residual = name.endswith(("attn.out.weight", "ffn.down.weight"))
+            nn.init.normal_(p, mean=0.0, std=residual_std if is_residual else std)
+        elif leaf == "bias":
+            nn.init.zeros_(p)
+        else:
+            nn.init.ones_(p)
+
+
+def count_parameters(module: nn.Module) -> int:
+    """Distinct parameters (a tied head counts once); works on the meta device."""
+    return sum(p.numel() for p in module.parameters())

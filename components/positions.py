@@ -1,0 +1,117 @@
+"""Position information: GPT-2's learned table, Llama-2's RoPE, and none at all (NoPE).
+
+Every variant offers the same two hooks so the model never branches on the variant's name:
+``embed`` acts at the input (the learned table is added there) and ``rotation`` supplies what attention
+applies to Q and K (RoPE's cos/sin). Both take ``offset``, the position of the first token, which is
+non-zero when decoding with a KV cache.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from components.config import ArchConfig, ConfigError
+from components.registry import Registry
+
+POSITIONS: Registry[type[nn.Module]] = Registry("pos.name")
+
+
+class Rotation(NamedTuple):
+    """cos and sin of shape (seq, head_dim // 2), fp32, plus the pairing of the rotated coordinates."""
+
+    cos: torch.Tensor
+    sin: torch.Tensor
+    layout: str
+
+
+def check_length(seq_len: int, offset: int, max_seq_len: int) -> None:
+    if offset + seq_len > max_seq_len:
+        raise ConfigError(
+            f"positions {offset}..{offset + seq_len - 1} exceed model.max_seq_len={max_seq_len}; "
+            "raise model.max_seq_len or use shorter sequences"
+        )
+
+
+@POSITIONS.register("none")
+class NoPositions(nn.Module):
+    """NoPE: causal attention alone; a reference point that shows what the other two add."""
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        super().__init__()
+        self.max_seq_len = cfg.model.max_seq_len
+
+    def embed(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        check_length(x.shape[1], offset, self.max_seq_len)
+        return x
+
+    def rotation(self, seq_len: int, offset: int = 0, device: torch.device | str = "cpu") -> Rotation | None:
+        return None
+
+
+@POSITIONS.register("learned")
+class LearnedPositions(NoPositions):
+    """GPT-2's ``wpe``: a max_seq_len x d table added to the token embeddings. No vector exists past it."""
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        super().__init__(cfg)
+        self.table = nn.Embedding(cfg.model.max_seq_len, cfg.model.d_model)
+
+    def embed(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        check_length(x.shape[1], offset, self.max_seq_len)
+        pos = torch.arange(offset, offset + x.shape[1], device=x.device)
+        return x + self.table(pos)
+
+
+@POSITIONS.register("rope")
+class RotaryPositions(NoPositions):
+    """RoPE (Su et al. 2021): rotate each pair of Q/K coordinates by ``pos * theta^(-2i/head_dim)``.
+
+    Angles are computed in fp64, stored as fp32 cos/sin for max_seq_len positions and applied in fp32:
+    in bf16, position 4000's angle would be off by more than a whole step of the slowest frequency.
+    """
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        super().__init__(cfg)
+        self.layout = cfg.pos.layout
+        head_dim = cfg.head_dim
+        self.inv_freq = 1.0 / (cfg.pos.theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+        # A plain dict, not buffers: ``model.to(bfloat16)`` must not round the table; filled per device.
+        self._tables: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def _table(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        if device not in self._tables:
+            pos = torch.arange(self.max_seq_len, dtype=torch.float64)
+            angles = torch.outer(pos, self.inv_freq)
+            self._tables[device] = (
+                angles.cos().to(device, torch.float32),
+                angles.sin().to(device, torch.float32),
+            )
+        return self._tables[device]
+
+    def rotation(self, seq_len: int, offset: int = 0, device: torch.device | str = "cpu") -> Rotation:
+        check_length(seq_len, offset, self.max_seq_len)
+        cos, sin = self._table(torch.device(device))
+        return Rotation(cos[offset : offset + seq_len], sin[offset : offset + seq_len], self.layout)
+
+
+def apply_rotation(x: torch.Tensor, rot: Rotation) -> torch.Tensor:
+    """Rotate ``x`` of shape (batch, heads, seq, head_dim) in fp32 and return it in its own dtype."""
+    xf = x.float()
+    cos, sin = rot.cos, rot.sin
+    if rot.layout == "interleaved":
+        # Pairs (2i, 2i+1): Meta's complex-number form written out in reals.
+        even, odd = xf[..., 0::2], xf[..., 1::2]
+        out = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+    else:
+        # Pairs (i, i + head_dim/2): HF's rotate_half.
+        half = xf.shape[-1] // 2
+        first, second = xf[..., :half], xf[..., half:]
+        out = torch.cat((first * cos - second * sin, first * sin + second * cos), dim=-1)
+    return out.type_as(x)
+
+
+def build_positions(cfg: ArchConfig) -> nn.Module:
+    return POSITIONS.get(cfg.pos.name)(cfg)
