@@ -77,18 +77,22 @@ class RotaryPositions(NoPositions):
         super().__init__(cfg)
         self.layout = cfg.pos.layout
         head_dim = cfg.head_dim
-        self.inv_freq = 1.0 / (cfg.pos.theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+        # On the CPU whatever device the module is built on (meta, cuda): the table is computed here and moved.
+        steps = torch.arange(0, head_dim, 2, dtype=torch.float64, device="cpu")
+        self.inv_freq = 1.0 / (cfg.pos.theta ** (steps / head_dim))
         # A plain dict, not buffers: ``model.to(bfloat16)`` must not round the table; filled per device.
         self._tables: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def _table(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         if device not in self._tables:
-            pos = torch.arange(self.max_seq_len, dtype=torch.float64)
-            angles = torch.outer(pos, self.inv_freq)
-            self._tables[device] = (
-                angles.cos().to(device, torch.float32),
-                angles.sin().to(device, torch.float32),
-            )
+            # Built outside inference mode even when first asked for there, so training can reuse it.
+            with torch.inference_mode(False):
+                pos = torch.arange(self.max_seq_len, dtype=torch.float64, device="cpu")
+                angles = torch.outer(pos, self.inv_freq)
+                self._tables[device] = (
+                    angles.cos().to(device, torch.float32),
+                    angles.sin().to(device, torch.float32),
+                )
         return self._tables[device]
 
     def rotation(self, seq_len: int, offset: int = 0, device: torch.device | str = "cpu") -> Rotation:

@@ -1,0 +1,77 @@
+"""Hydra callback: progress with an ETA across points, then the collected table and a summary."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+log = logging.getLogger("ablations")
+
+# Set by ``ablations.cli.main`` after it expanded the sweep; None when unknown.
+EXPECTED_POINTS: int | None = None
+
+
+def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> None:
+    """Write the collected table, print the summary, and make the last line the folder's path."""
+    from ablations.store import write_table
+
+    table, written = write_table(folder)
+    failed = statuses.count("failed")
+    summary = (
+        f"{len(statuses)} point(s): {statuses.count('ok')} ok, {failed} failed, "
+        f"{statuses.count('skipped')} skipped (already measured); {len(table)} rows in {written[0].name}"
+    )
+    if cfg is not None and failed == 0:
+        try:
+            from ablations.report import build_report
+        except ImportError:
+            pass
+        else:
+            build_report(folder)
+    print(summary, file=sys.stderr)
+    print(folder.resolve())
+    sys.stdout.flush()
+    if failed:
+        raise SystemExit(1)
+
+
+class SweepCallback(Callback):
+    def __init__(self) -> None:
+        self.statuses: list[str] = []
+        self.started = time.monotonic()
+        self.bar: Any = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from tqdm.auto import tqdm
+
+        self.started = time.monotonic()
+        self.bar = tqdm(total=EXPECTED_POINTS, desc=f"sweep {config.sweep_name}", unit="point",
+                        disable=not sys.stderr.isatty())
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if job_return.status == JobStatus.COMPLETED:
+            status = job_return.return_value
+        else:  # an exception escaped the point (it should not): count it as a failure
+            status = "failed"
+        self.statuses.append(status)
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(f"{config.get('sweep_name')}: last {status}")
+        if not sys.stderr.isatty():
+            done, total = len(self.statuses), EXPECTED_POINTS
+            elapsed = time.monotonic() - self.started
+            eta = f", ETA {elapsed / done * (total - done):.0f} s" if total else ""
+            log.info("point %d/%s %s (%.0f s elapsed%s)", done, total or "?", status, elapsed, eta)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        folder = Path(config.out) if config.get("out") else Path(config.hydra.sweep.dir)
+        finish(folder, self.statuses, config)

@@ -1,0 +1,127 @@
+"""The ``python -m ablations`` entry: check every point first, then hand over to Hydra.
+
+Hydra reports a bad override over several lines and only composes a sweep's points one batch at a time;
+our cross-field rules would otherwise fail at the first bad point after the good ones had run. So the
+whole sweep is expanded and checked up front, exactly as Hydra's basic sweeper will expand it, and the
+first problem is printed as one line naming the key, with a non-zero exit and no traceback.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import hydra
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from ablations.checks import check_run
+from ablations.schema import ModelSizes, ProfileConfig, RunConfig, register_configs
+from components.config import AttnConfig, FFNConfig, NormConfig, PosConfig
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+CONFIG_NAME = "config"
+# Flags with which Hydra prints something instead of running; nothing to check then.
+_INFO_FLAGS = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--resolve", "--shell-completion", "-sc")
+
+register_configs()
+
+_NOISE = ("object_type=", "reference_type=", "Set the environment", "provider=", "path=", "full_key:",
+          "To append to your config")
+_SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, PosConfig, NormConfig, FFNConfig, AttnConfig,
+                                          ProfileConfig)}
+
+
+class UsageError(SystemExit):
+    """A user's mistake: print one line to stderr and exit with status 2."""
+
+    def __init__(self, message: str) -> None:
+        print(f"ablations: error: {message}", file=sys.stderr)
+        super().__init__(2)
+
+
+def one_line(exc: BaseException) -> str:
+    """Hydra and OmegaConf spread an error over several lines and chained causes; keep what names the
+    key, what was wrong, and what is allowed."""
+    parts: list[str] = []
+    err: BaseException | None = exc
+    for _ in range(2):  # the error and its first cause; deeper ones repeat them as templates
+        if err is None:
+            break
+        text = str(err)
+        options = re.findall(r"Available options in '([^']+)':\s*\n((?:\s+\S+\n?)+)", text)
+        keep = []
+        for ln in (ln.strip() for ln in text.splitlines()):
+            if ln.startswith(("Config search path", "Available options")):
+                break
+            if not ln or "$VALUE" in ln or ln.startswith(_NOISE):
+                continue
+            keep.append(re.sub(r"^In '[^']+': ", "", ln))
+        msg = " ".join(keep)
+        for group, block in options:
+            names = [n for n in block.split() if not n.endswith("_schema")]  # schema nodes are not choices
+            msg += f" (available options in '{group}': {', '.join(names)})"
+        unknown = re.search(r"Key '(\w+)' not in '(\w+)'", msg)
+        if unknown and unknown.group(2) in _SCHEMAS:
+            msg += f" (allowed keys: {', '.join(f.name for f in fields(_SCHEMAS[unknown.group(2)]))})"
+        if msg and msg not in parts:
+            parts.append(msg.rstrip("."))
+        err = err.__cause__ or err.__context__
+    return "; ".join(parts)
+
+
+def expand_jobs(loader: object, primary: DictConfig, overrides: list[str], multirun: bool) -> list[list[str]]:
+    """The override list of each job, as Hydra's basic sweeper will produce them."""
+    if not (multirun or primary.hydra.mode == RunMode.MULTIRUN):
+        return [overrides]
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    params = [f"{k}={v}" for k, v in (primary.hydra.sweeper.get("params") or {}).items()]
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(params + overrides)
+    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def prevalidate(argv: list[str]) -> int | None:
+    """Check every point of the run described by ``argv``; return how many points there are."""
+    if any(a.split("=")[0] in _INFO_FLAGS for a in argv):
+        return None
+    multirun = "-m" in argv or "--multirun" in argv
+    overrides = [a for a in argv if not a.startswith("-")]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="ablations"):
+            loader = GlobalHydra.instance().config_loader()
+            primary = loader.load_configuration(CONFIG_NAME, overrides, run_mode=RunMode.MULTIRUN)
+            jobs = expand_jobs(loader, primary, overrides, multirun)
+            for job in jobs:
+                cfg = loader.load_sweep_config(primary, job) if len(jobs) > 1 or multirun else primary
+                OmegaConf.resolve(cfg)
+                check_run(cfg)
+    except SystemExit:
+        raise
+    except Exception as exc:  # Hydra, OmegaConf and our ConfigError all describe the user's input
+        raise UsageError(one_line(exc)) from None
+    finally:
+        GlobalHydra.instance().clear()
+    return len(jobs)
+
+
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)
+def hydra_main(cfg: DictConfig) -> str:
+    from ablations.runner import run_job
+
+    return run_job(cfg)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    from ablations import callbacks
+
+    callbacks.EXPECTED_POINTS = prevalidate(argv)
+    sys.argv = [sys.argv[0], *argv]
+    hydra_main()

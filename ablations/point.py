@@ -1,0 +1,218 @@
+"""Measure one sweep point: the variant against the GPT-2 baseline, paired, on one device and dtype.
+
+Produces long-form rows (see ``ablations.store.COLUMNS``). Knows nothing of Hydra beyond the config.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from omegaconf import DictConfig
+from torch import nn
+
+from ablations import flops as F
+from ablations.checks import Shape, baseline_of, parse_shape
+from ablations.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
+from ablations.timing import PairedTiming, Summary, time_one, time_paired
+from components import ArchConfig, Decoder, build_decoder, count_parameters
+
+
+@dataclass
+class Rows:
+    """Accumulates rows that share one identity and provenance."""
+
+    base: dict
+    rows: list[dict] = field(default_factory=list)
+
+    def add(self, metric: str, value: float | int | None, unit: str, *, mode: str = "", shape: Shape | None = None,
+            statistic: str = "exact", summary: Summary | None = None, **extra: object) -> None:
+        row = dict(self.base, metric=metric, value=value, unit=unit, mode=mode, statistic=statistic, **extra)
+        if shape is not None:
+            row.update(batch=shape.batch, seq_len=shape.seq)
+        if summary is not None:
+            row.update(lo=summary.p25, hi=summary.p75, min=summary.min, max=summary.max, n=summary.n)
+        row.setdefault("status", "ok")
+        row["time"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.rows.append(row)
+
+    def timing(self, prefix: str, mode: str, shape: Shape, paired: PairedTiming, tokens: int) -> Summary:
+        """Rows for one paired timing: latency of both, the ratio (the headline) and tokens/s."""
+        a, b, ratio = Summary.of(paired.a), Summary.of(paired.b), Summary.of(paired.ratios)
+        self.add(f"{prefix}latency", a.median, "s", mode=mode, shape=shape, statistic="median", summary=a)
+        self.add(f"{prefix}baseline_latency", b.median, "s", mode=mode, shape=shape, statistic="median", summary=b)
+        self.add(f"{prefix}latency_ratio", ratio.median, "x", mode=mode, shape=shape, statistic="median",
+                 summary=ratio)
+        per_s = [tokens / t for t in paired.a]
+        self.add(f"{prefix}throughput", tokens / a.median, "tokens/s", mode=mode, shape=shape, statistic="median",
+                 summary=Summary.of(per_s))
+        return a
+
+
+def finite_or_raise(t: torch.Tensor, what: str) -> None:
+    if not torch.isfinite(t).all():
+        raise FloatingPointError(f"{what} produced NaN or inf")
+
+
+class Subject:
+    """A model plus the callables the harness times: inference forward and a training step."""
+
+    def __init__(self, arch: ArchConfig, device: torch.device, dtype: torch.dtype, seed: int, compiled: bool):
+        torch.manual_seed(seed)
+        self.arch = arch
+        self.model: Decoder = build_decoder(arch, device=device, dtype=dtype)
+        self.params = count_parameters(self.model)
+        self.run = torch.compile(self.model) if compiled else self.model
+
+    def forward(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        def fn() -> torch.Tensor:
+            with torch.inference_mode():
+                return self.run(x)
+        return fn
+
+    def train_step(self, x: torch.Tensor) -> Callable[[], None]:
+        def fn() -> None:
+            # Forward and backward of a scalar loss; the optimiser step is not part of the block's cost.
+            self.run(x).float().square().mean().backward()
+            self.model.zero_grad(set_to_none=True)
+        return fn
+
+
+@contextmanager
+def _progress(total: int, desc: str) -> Iterator[Callable[[str], None]]:
+    import sys
+
+    from tqdm.auto import tqdm
+    bar = tqdm(total=total, desc=desc, leave=False, disable=not sys.stderr.isatty(), unit="step")
+    try:
+        yield lambda note: (bar.set_postfix_str(note), bar.update(1))
+    finally:
+        bar.close()
+
+
+def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype: torch.dtype,
+                  rows: Rows, timing: bool) -> None:
+    """Every measurement family the profile enables, appended to ``rows``."""
+    p = cfg.profile
+    seed = int(cfg.seed)
+    variant = Subject(arch, device, dtype, seed, bool(cfg.compile))
+    baseline = Subject(baseline_of(arch), device, dtype, seed, bool(cfg.compile))
+    rows.base.update(params=variant.params, params_baseline=baseline.params)
+    rows.add("params", variant.params, "count")
+    rows.add("param_bytes", parameter_bytes(variant.model), "B")
+    shapes = [parse_shape(s, "profile.shapes") for s in p.shapes]
+    decode_points = [(c, b) for c in p.decode_contexts for b in p.decode_batch_sizes] if p.decode else []
+    steps = len(shapes) * (int(p.forward) + int(p.train_step) + int(p.flops) + int(p.memory)) + len(decode_points)
+    timed = dict(rounds=p.rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device)
+
+    peak = None
+    if timing and p.flops:
+        n = int(p.peak_matmul_n)
+        a = torch.randn(n, n, device=device, dtype=dtype)
+        b = torch.randn(n, n, device=device, dtype=dtype)
+        s = time_one(lambda: a @ b, **timed)
+        peak = 2 * n**3 / s.median
+        rows.add("matmul_peak", peak, "FLOP/s", statistic="median", mode=f"{n}x{n}@{n}x{n}")
+
+    with _progress(steps, f"{rows.base['variant']}") as tick:
+        for shape in shapes:
+            tokens = shape.batch * shape.seq
+            x = torch.randn(shape.batch, shape.seq, arch.model.d_model, device=device, dtype=dtype)
+            finite_or_raise(variant.forward(x)(), "the variant's forward")
+            latency: dict[str, Summary] = {}
+            for mode, enabled, make in (("forward", p.forward, Subject.forward),
+                                        ("train", p.train_step, Subject.train_step)):
+                if not enabled:
+                    continue
+                if timing:
+                    if cfg.compile:
+                        _record_compile_time(rows, mode, shape, make(variant, x), device)
+                    paired = time_paired(make(variant, x), make(baseline, x), **timed)
+                    latency[mode] = rows.timing("", mode, shape, paired, tokens)
+                tick(f"{mode} {shape}")
+            if p.flops:
+                fwd = F.count_flops(variant.forward(x))
+                fwd_bwd = F.count_flops(variant.train_step(x))
+                for mode, count in (("forward", fwd), ("train", fwd_bwd)):
+                    rows.add("flops", count, "FLOP", mode=mode, shape=shape)
+                    if mode in latency:
+                        rate = count / latency[mode].median
+                        rows.add("flop_rate", rate, "FLOP/s", mode=mode, shape=shape, statistic="median")
+                        if peak:
+                            rows.add("utilisation", rate / peak, "fraction of matmul peak", mode=mode,
+                                     shape=shape, statistic="median")
+                tick(f"flops {shape}")
+            if p.memory:
+                step = variant.train_step(x)
+                rows.add("activation_bytes", saved_activation_bytes(variant.model, step), "B", mode="train",
+                         shape=shape)
+                peak_bytes = cuda_peak_bytes(step, device)
+                if peak_bytes is not None:
+                    rows.add("peak_memory_bytes", peak_bytes, "B", mode="train", shape=shape)
+                tick(f"memory {shape}")
+        for context, batch in decode_points:
+            _measure_decode(rows, variant, baseline, context, batch, cfg, device, dtype, timing)
+            tick(f"decode {batch}x{context}")
+
+
+def _record_compile_time(rows: Rows, mode: str, shape: Shape, fn: Callable[[], object], device: torch.device) -> None:
+    from ablations.timing import synchronize
+
+    start = time.perf_counter()
+    fn()
+    synchronize(device)
+    rows.add("first_call_time", time.perf_counter() - start, "s", mode=mode, shape=shape,
+             note="includes torch.compile for this shape")
+
+
+def _fill_cache(model: nn.Module, batch: int, context: int, dtype: torch.dtype) -> object:
+    cache = model.new_cache(batch, context + 1)
+    # Decode cost does not depend on the cached values; random K/V spare a prefill of `context` tokens.
+    cache.k.normal_()
+    cache.v.normal_()
+    cache.pos = context
+    return cache
+
+
+def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: int, batch: int, cfg: DictConfig,
+                    device: torch.device, dtype: torch.dtype, timing: bool) -> None:
+    p = cfg.profile
+    shape = Shape(batch, context)
+    d = variant.arch.model.d_model
+    caches = [_fill_cache(s.model, batch, context, dtype) for s in (variant, baseline)]
+    kv_bytes = caches[0].nbytes * context // (context + 1)
+    rows.add("kv_cache_bytes", kv_bytes, "B", mode="decode", shape=shape)
+    rows.add("flops", F.analytic_forward_flops(variant.arch, batch, 1, context + 1), "FLOP", mode="decode",
+             shape=shape, statistic="analytic")
+    if not timing:
+        return
+    token = torch.randn(batch, 1, d, device=device, dtype=dtype)
+
+    def step(subject: Subject, cache: object) -> Callable[[], torch.Tensor]:
+        def fn() -> torch.Tensor:
+            cache.pos = context  # rewind: every call decodes the token at position `context`
+            with torch.inference_mode():
+                return subject.run(token, cache)
+        return fn
+
+    finite_or_raise(step(variant, caches[0])(), "the variant's decode step")
+    timed = dict(rounds=p.decode_rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device)
+    paired = time_paired(step(variant, caches[0]), step(baseline, caches[1]), **timed)
+    rows.timing("decode_", "decode", shape, paired, batch)
+    if batch * context <= p.prefill_max_tokens:
+        prompt = torch.randn(batch, context, d, device=device, dtype=dtype)
+
+        def prefill(subject: Subject, cache: object) -> Callable[[], torch.Tensor]:
+            def fn() -> torch.Tensor:
+                cache.pos = 0
+                with torch.inference_mode():
+                    return subject.run(prompt, cache)
+            return fn
+
+        paired = time_paired(prefill(variant, caches[0]), prefill(baseline, caches[1]),
+                             **dict(timed, rounds=max(2, math.ceil(p.decode_rounds / 2))))
+        rows.timing("prefill_", "prefill", shape, paired, batch * context)

@@ -1,0 +1,90 @@
+"""One Hydra job = one sweep point: measure it, write its rows atomically, never take the sweep down."""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+from pathlib import Path
+
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from ablations.checks import check_run, resolve_device, resolve_dtype, variant_label
+from ablations.point import Rows, measure_point
+from ablations.provenance import provenance
+from ablations.store import config_hash, point_done, point_path, write_point
+
+log = logging.getLogger("ablations")
+
+# Results of this process's jobs, for the end-of-sweep summary (the basic launcher runs jobs in-process).
+IDENTITY_EXCLUDES = ("out", "allow_parallel_timing")
+
+
+def output_folder(cfg: DictConfig) -> Path:
+    """Where points and the table go: ``out=`` if given, else Hydra's sweep folder (or run folder)."""
+    if cfg.get("out"):
+        return Path(cfg.out)
+    hc = HydraConfig.get()
+    if hc.mode == RunMode.MULTIRUN:
+        return Path(hc.sweep.dir)
+    return Path(hc.runtime.output_dir)
+
+
+def launcher_name() -> str:
+    if not HydraConfig.initialized():
+        return "basic"
+    return HydraConfig.get().runtime.choices.get("hydra/launcher", "basic") or "basic"
+
+
+def run_job(cfg: DictConfig) -> str:
+    """Measure the point ``cfg`` describes; returns ``ok``, ``failed`` or ``skipped``."""
+    arch = check_run(cfg)
+    device = resolve_device(cfg)
+    dtype = resolve_dtype(cfg, device)
+    threads = cfg.threads or os.cpu_count() or 1
+    torch.set_num_threads(threads)
+    launcher = launcher_name()
+    timing = launcher == "basic" or bool(cfg.allow_parallel_timing)
+    if not timing:
+        log.warning(
+            "launcher %s runs points side by side, so their timings would measure each other: latency, "
+            "throughput and decode timing are SKIPPED (FLOPs, memory and parameters still run). Use the basic "
+            "launcher for timing, or allow_parallel_timing=true to time anyway.", launcher,
+        )
+
+    resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    identity = {k: v for k, v in resolved.items() if k not in IDENTITY_EXCLUDES}
+    variant = variant_label(arch)
+    folder = output_folder(cfg)
+    path = point_path(folder, variant, config_hash(identity))
+    if point_done(path):
+        log.info("point %s already measured in %s: skipped", variant, path)
+        return "skipped"
+
+    rows = Rows(base={
+        "sweep": cfg.sweep_name, "variant": variant, "point": path.stem,
+        "pos": arch.pos.name if arch.pos.name != "rope" else f"rope-{arch.pos.layout}",
+        "norm": arch.norm.name, "ffn": arch.ffn.name, "attn": arch.attn.name, "n_kv_heads": arch.n_kv_heads,
+        "bias": arch.model.bias, "d_model": arch.model.d_model, "n_layers": arch.model.n_layers,
+        "n_heads": arch.model.n_heads, "ffn_hidden": arch.ffn_hidden, "seed": cfg.seed,
+        "profile": cfg.profile.name,
+        **provenance(device, dtype, threads, bool(cfg.compile), launcher),
+    })
+    status = "ok"
+    try:
+        measure_point(cfg, arch, device, dtype, rows, timing)
+    except Exception as exc:  # a failing point is recorded and the sweep goes on
+        status = "failed"
+        kind = "out of memory" if isinstance(exc, torch.OutOfMemoryError) else type(exc).__name__
+        log.error("point %s failed: %s: %s", variant, kind, exc)
+        log.debug("%s", traceback.format_exc())
+        rows.add("error", None, "", status="failed", error=f"{kind}: {exc}")
+    write_point(rows.rows, path)
+    if HydraConfig.get().mode != RunMode.MULTIRUN:
+        from ablations.callbacks import finish
+
+        finish(folder, [status], cfg)
+    return status

@@ -1,0 +1,92 @@
+"""The results store: one CSV per sweep point, written atomically, collected into one long-form table.
+
+A row is one measurement. Files are written to a temporary name and renamed, so a killed sweep leaves
+either a whole point file or none; a rerun into the same folder skips points whose file is complete
+and succeeded, and redoes the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+POINTS_DIR = "points"
+TABLE = "results.csv"
+
+# The columns every row has, in order. Identity, then the measurement, then provenance.
+COLUMNS = [
+    "sweep", "variant", "point", "pos", "norm", "ffn", "attn", "n_kv_heads", "bias",
+    "d_model", "n_layers", "n_heads", "ffn_hidden", "params", "params_baseline",
+    "metric", "mode", "batch", "seq_len", "value", "unit", "statistic", "lo", "hi", "min", "max", "n",
+    "seed", "profile", "device", "device_name", "dtype", "threads", "compile", "launcher",
+    "torch", "git_rev", "malloc", "host", "time", "status", "error", "note",
+]
+
+
+def config_hash(resolved: dict) -> str:
+    """Identity of a point: every setting that can change its numbers."""
+    return hashlib.sha1(json.dumps(resolved, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def point_path(folder: Path, variant: str, digest: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in variant)
+    return folder / POINTS_DIR / f"{safe}-{digest}.csv"
+
+
+def point_done(path: Path) -> bool:
+    """True when a previous run wrote this point completely and without failure."""
+    if not path.exists():
+        return False
+    try:
+        status = pd.read_csv(path, usecols=["status"])["status"]
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return False
+    return len(status) > 0 and bool((status == "ok").all())
+
+
+def write_atomic(frame: pd.DataFrame, path: Path, fmt: str = "csv") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        if fmt == "parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_point(rows: list[dict], path: Path) -> None:
+    write_atomic(pd.DataFrame(rows, columns=COLUMNS), path)
+
+
+def collect(folder: Path) -> pd.DataFrame:
+    """Concatenate every point file under ``folder`` into one table (empty with the columns if none)."""
+    files = sorted((folder / POINTS_DIR).glob("*.csv"))
+    frames = [pd.read_csv(f) for f in files]
+    if not frames:
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def write_table(folder: Path) -> tuple[pd.DataFrame, list[Path]]:
+    """Collect the points and write ``results.csv`` (and ``results.parquet`` when pyarrow is there)."""
+    table = collect(folder)
+    written = [folder / TABLE]
+    write_atomic(table, written[0])
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        written.append(folder / "results.parquet")
+        write_atomic(table, written[-1], fmt="parquet")
+    return table, written

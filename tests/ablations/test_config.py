@@ -1,0 +1,82 @@
+"""Every sweep composes; every bad input fails before any work with one line naming the key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ablations.cli import prevalidate
+
+SWEEP_POINTS = {"norm": 2, "pos": 3, "ffn": 2, "kv": 5, "all": 6}
+
+
+@pytest.mark.parametrize("sweep,points", SWEEP_POINTS.items())
+def test_every_sweep_composes_and_validates(sweep, points):
+    assert prevalidate([f"+sweep={sweep}"]) == points
+
+
+def test_single_run_and_cli_multirun_compose():
+    assert prevalidate([]) == 1
+    assert prevalidate(["-m", "norm=layernorm,rmsnorm", "pos=rope,none"]) == 4
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["model.d_model=1000"], "model.d_model=1000 must be divisible by model.n_heads=16"),
+        (["attn=gqa", "attn.n_kv_heads=3"], "attn.n_kv_heads=3 must be >= 1 and divide model.n_heads=16"),
+        (["attn=gqa", "attn.n_kv_heads=0"], "attn.n_kv_heads=0"),
+        (["attn=mha", "attn.n_kv_heads=4"], "contradicts attn=mha"),
+        (["pos=rope", "model.d_model=1040", "model.n_heads=16"], "pos=rope needs an even head size"),
+        (["model.n_layers=0"], "model.n_layers=0 must be a positive integer"),
+        (["profile.shapes=[1x9000]"], "longer than model.max_seq_len=8192"),
+        (["profile.shapes=[1by9]"], "must be BATCHxSEQ"),
+        (["profile.decode_contexts=[8192]"], "profile.decode_contexts entry 8192"),
+        (["dtype=float16", "device=cpu"], "dtype=float16 is CUDA only"),
+        (["threads=-1"], "threads=-1"),
+        (["norm=rmsnrom"], "available options in 'norm': layernorm, rmsnorm"),
+        (["model.d_modle=8"], "model.d_modle"),
+        (["model.d_model=abc"], "model.d_model"),
+        (["device=tpu"], "auto, cpu, cuda"),
+        (["dtype=int8"], "float32, bfloat16, float16"),
+        (["+sweep=nope"], "available options in 'sweep'"),
+        (["+sweep=kv", "model.n_heads=12", "model.d_model=768"], "attn.n_kv_heads=16"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_key(args, expected, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        prevalidate(args)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert err.startswith("ablations: error: ")
+    assert expected in err
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-CUDA message")
+def test_cuda_without_cuda_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        prevalidate(["device=cuda"])
+    assert "device=cuda but no CUDA device is available" in capsys.readouterr().err
+
+
+def test_cli_exits_nonzero_without_traceback(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "ablations", "+sweep=norm", "model.d_model=1000", f"hydra.sweep.dir={tmp_path}"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "ablations: error: model.d_model=1000 must be divisible by model.n_heads=16"
+    ]
+    assert not (tmp_path / "points").exists()  # nothing ran
+
+
+def test_parallel_launchers_compose():
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    assert prevalidate(["+sweep=norm", "hydra/launcher=joblib"]) == 2
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    assert prevalidate(["+sweep=norm", "hydra/launcher=submitit_slurm"]) == 2

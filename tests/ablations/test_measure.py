@@ -1,0 +1,116 @@
+"""The measurement pieces, checked against numbers derived by hand."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from ablations import flops
+from ablations.checks import variant_label
+from ablations.memory import parameter_bytes, saved_activation_bytes
+from ablations.store import COLUMNS, collect, point_done, write_point
+from ablations.timing import PairedTiming, Summary, time_paired
+from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
+
+VARIANTS = [
+    ArchConfig(ModelConfig(64, 2, 4, 128)),
+    ArchConfig(ModelConfig(64, 2, 4, 128, bias=False), PosConfig("rope"), NormConfig("rmsnorm"),
+               FFNConfig("swiglu"), AttnConfig("gqa", 2)),
+    ArchConfig(ModelConfig(64, 1, 4, 128), attn=AttnConfig("mqa"), ffn=FFNConfig("swiglu", multiple_of=64)),
+]
+
+
+@pytest.mark.parametrize("cfg", VARIANTS, ids=["gpt2", "llama2", "mqa-swiglu"])
+@pytest.mark.parametrize("batch,seq", [(1, 16), (3, 40)])
+def test_counted_flops_equal_the_analytic_count(cfg, batch, seq):
+    model = build_decoder(cfg)
+    x = torch.randn(batch, seq, cfg.model.d_model)
+    assert flops.count_flops(lambda: model(x)) == flops.analytic_forward_flops(cfg, batch, seq)
+
+    def train() -> None:
+        model(x).square().mean().backward()
+
+    assert flops.count_flops(train) == flops.analytic_train_flops(cfg, batch, seq)
+
+
+def test_decode_step_flops_attend_to_the_whole_cache():
+    cfg = VARIANTS[1]
+    model = build_decoder(cfg).eval()
+    cache = model.new_cache(2, 64)
+    cache.pos = 40
+    token = torch.randn(2, 1, cfg.model.d_model)
+    with torch.no_grad():
+        counted = flops.count_flops(lambda: model(token, cache))
+    assert counted == flops.analytic_forward_flops(cfg, 2, 1, context=41)
+
+
+def test_analytic_flops_by_hand():
+    # One GPT-2 block, d=64, 4 heads, B=1, T=8: dense 2*8*(4*64*64 + 2*64*256), attention 4*4*8*8*16.
+    cfg = ArchConfig(ModelConfig(64, 1, 4, 128))
+    assert flops.analytic_forward_flops(cfg, 1, 8) == 2 * 8 * (4 * 64 * 64 + 2 * 64 * 256) + 4 * 4 * 8 * 8 * 16
+
+
+def test_saved_activation_bytes_exact_for_a_linear_layer():
+    layer = nn.Linear(32, 16)
+    x = torch.randn(4, 32, requires_grad=False)
+    # Linear saves its input for the weight gradient (the weight itself is a parameter, not counted).
+    assert saved_activation_bytes(layer, lambda: layer(x).sum().backward()) == 4 * 32 * 4
+    assert parameter_bytes(layer) == (32 * 16 + 16) * 4
+
+
+def test_saved_activations_grow_with_sequence_and_shrink_with_gqa():
+    mha = build_decoder(ArchConfig(ModelConfig(64, 1, 4, 128)))
+    gqa = build_decoder(ArchConfig(ModelConfig(64, 1, 4, 128), attn=AttnConfig("mqa")))
+
+    def saved(model: nn.Module, seq: int) -> int:
+        x = torch.randn(1, seq, 64)
+        return saved_activation_bytes(model, lambda: model(x).square().mean().backward())
+
+    assert saved(mha, 32) > saved(mha, 16)
+    assert saved(gqa, 32) < saved(mha, 32)  # K and V for one head instead of four
+
+
+def test_summary_statistics():
+    s = Summary.of([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (s.median, s.p25, s.p75, s.min, s.max, s.n) == (3.0, 2.0, 4.0, 1.0, 5.0, 5)
+    assert Summary.of([2.0]).median == 2.0
+    with pytest.raises(ValueError):
+        Summary.of([])
+
+
+def test_paired_ratios_and_interleaving():
+    calls: list[str] = []
+    paired = time_paired(lambda: calls.append("a"), lambda: calls.append("b"), rounds=4, min_run_time=0.001,
+                         warmup=1, device=torch.device("cpu"))
+    assert len(paired.a) == len(paired.b) == 4
+    assert PairedTiming([2.0, 3.0], [1.0, 2.0]).ratios == [2.0, 1.5]
+    # ABBA: after warm-up, the runs of round 2 start with b.
+    assert calls[:2] == ["a", "b"] and "b" in calls[2:]
+
+
+def test_variant_labels():
+    base = ModelConfig(64, 1, 16, 128)
+    assert variant_label(ArchConfig(base)) == "gpt2"
+    assert variant_label(ArchConfig(base, norm=NormConfig("rmsnorm"))) == "rmsnorm"
+    assert variant_label(ArchConfig(base, attn=AttnConfig("gqa", 16))) == "gpt2"  # same as MHA
+    assert variant_label(ArchConfig(base, attn=AttnConfig("gqa", 4))) == "gqa4"
+    assert variant_label(ArchConfig(base, attn=AttnConfig("mqa"))) == "mqa"
+    full = ArchConfig(base, PosConfig("rope"), NormConfig("rmsnorm"), FFNConfig("swiglu"), AttnConfig("gqa", 2))
+    assert variant_label(full) == "llama2"
+
+
+def test_point_files_are_whole_or_absent(tmp_path):
+    path = tmp_path / "points" / "a-123.csv"
+    assert not point_done(path)
+    write_point([{"variant": "a", "metric": "params", "value": 1, "status": "ok"}], path)
+    assert point_done(path)
+    assert list(pd.read_csv(path).columns) == COLUMNS
+    write_point([{"variant": "b", "metric": "error", "status": "failed"}], tmp_path / "points" / "b-1.csv")
+    assert not point_done(tmp_path / "points" / "b-1.csv")
+    (tmp_path / "points" / "c-1.csv").write_text("sweep,variant\n")  # a truncated file is not done
+    assert not point_done(tmp_path / "points" / "c-1.csv")
+    assert not list((tmp_path / "points").glob(".*.tmp"))
+    table = collect(tmp_path)
+    assert set(table["variant"].dropna()) == {"a", "b"}

@@ -1,0 +1,95 @@
+"""End-to-end sweeps in a subprocess, as a user runs them: table, resume, failure rows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# A small block so each sweep takes seconds; the default model's smoke sweep has its own test.
+TINY = ["profile=smoke", "model=tiny", "model.max_seq_len=256", "threads=1"]
+
+
+def run(args: list[str], folder: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ablations", *args, f"hydra.sweep.dir={folder}", f"hydra.run.dir={folder}"],
+        capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def test_smoke_norm_sweep_default_model_writes_the_table(tmp_path):
+    proc = run(["+sweep=norm", "profile=smoke"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == str(tmp_path.resolve())
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert set(table["variant"]) == {"gpt2", "rmsnorm"}
+    assert set(table["status"]) == {"ok"}
+    expected = {"params", "param_bytes", "matmul_peak", "latency", "baseline_latency", "latency_ratio",
+                "throughput", "flops", "flop_rate", "utilisation", "activation_bytes", "kv_cache_bytes",
+                "decode_latency", "decode_latency_ratio", "prefill_latency", "prefill_latency_ratio"}
+    assert expected <= set(table["metric"])
+    for column in ("sweep", "variant", "params", "seed", "device", "dtype", "threads", "torch", "git_rev",
+                   "pos", "norm", "ffn", "attn", "n_kv_heads", "bias", "time"):
+        assert table[column].notna().all(), column
+    ratios = table[(table.metric == "latency_ratio")]
+    assert (ratios["value"] > 0).all() and (ratios["lo"] <= ratios["hi"]).all()
+    # Only the norm differs: parameters differ by the LayerNorm biases (3 norms x d_model).
+    params = table[table.metric == "params"].set_index("variant")["value"]
+    assert params["gpt2"] - params["rmsnorm"] == 3 * 1024
+
+
+@pytest.mark.parametrize("sweep,extra,variants", [
+    ("pos", [], {"gpt2", "rope", "none"}),
+    ("ffn", [], {"gpt2", "swiglu"}),
+    # model=tiny has 4 heads, so the kv list is overridden the way the sweep file documents.
+    ("kv", ["hydra.sweeper.params.attn.n_kv_heads=4,2,1"], {"gpt2", "gqa2", "mqa"}),
+])
+def test_each_one_choice_sweep_runs(sweep, extra, variants, tmp_path):
+    proc = run(["+sweep=" + sweep, *TINY, *extra], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert set(table["variant"]) == variants
+    assert set(table["sweep"]) == {sweep}
+
+
+def test_all_sweep_has_baseline_flips_and_llama2(tmp_path):
+    proc = run(["+sweep=all", *TINY, "profile.decode=false", "profile.shapes=[1x16]"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert set(table["variant"]) == {"gpt2", "rmsnorm", "rope", "swiglu", "gqa2", "llama2"}
+    llama = table[(table.variant == "llama2")].iloc[0]
+    assert (llama["pos"], llama["norm"], llama["ffn"], llama["n_kv_heads"]) == ("rope-half", "rmsnorm", "swiglu", 2)
+
+
+def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path):
+    args = ["+sweep=ffn", *TINY]
+    assert run(args, tmp_path).returncode == 0
+    points = sorted((tmp_path / "points").glob("*.csv"))
+    assert len(points) == 2
+    kept, lost = points
+    kept_mtime = kept.stat().st_mtime_ns
+    lost.unlink()  # as if the sweep died before writing this point
+    proc = run(args, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert kept.stat().st_mtime_ns == kept_mtime
+    assert lost.exists()
+    assert "1 ok, 0 failed, 1 skipped" in proc.stderr
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert set(table["variant"]) == {"gpt2", "swiglu"}
+
+
+def test_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
+    # init_std=1e30 overflows to inf and NaN: a realistic divergence, found at the first forward.
+    proc = run(["-m", *TINY, "model.init_std=1e30,0.02", "profile.decode=false"], tmp_path)
+    assert proc.returncode == 1
+    assert "2 point(s): 1 ok, 1 failed" in proc.stderr
+    table = pd.read_csv(tmp_path / "results.csv")
+    failed = table[table.status == "failed"]
+    assert len(failed) == 1 and "NaN" in failed.iloc[0]["error"]
+    assert (table.status == "ok").sum() > 10  # the other point measured everything
+    assert proc.stdout.strip().splitlines()[-1] == str(tmp_path.resolve())
