@@ -22,8 +22,8 @@ TABLE = "results.csv"
 COLUMNS = [
     "sweep", "variant", "point", "pos", "norm", "ffn", "attn", "n_kv_heads", "bias",
     "d_model", "n_layers", "n_heads", "ffn_hidden", "params", "params_baseline",
-    "metric", "mode", "batch", "seq_len", "value", "unit", "statistic", "lo", "hi", "min", "max", "n",
-    "seed", "profile", "device", "device_name", "dtype", "threads", "compile", "launcher",
+    "metric", "mode", "batch", "seq_len", "step", "position", "value", "unit", "statistic", "lo", "hi",
+    "min", "max", "n", "seed", "profile", "corpus", "device", "device_name", "dtype", "threads", "compile", "launcher",
     "torch", "git_rev", "malloc", "host", "time", "status", "error", "note",
 ]
 
