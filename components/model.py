@@ -53,6 +53,7 @@ class LanguageModel(nn.Module):
 
     def __init__(self, cfg: ArchConfig) -> None:
         super().__init__()
+        cfg.validate()  # before nn.Embedding, whose own error would not name the key
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.model.vocab_size, cfg.model.d_model)
         self.decoder = Decoder(cfg)

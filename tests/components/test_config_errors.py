@@ -1,0 +1,127 @@
+"""Every invalid architecture is refused with a ValueError that names the offending key."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from components import ConfigError, UnknownVariantError, build_decoder, build_lm, preset, registries
+
+
+def test_error_types_are_value_errors():
+    assert issubclass(ConfigError, ValueError)
+    assert issubclass(UnknownVariantError, ValueError)
+
+
+@pytest.mark.parametrize(
+    "change,key",
+    [
+        (dict(d_model=30), "model.d_model"),
+        (dict(n_heads=5), "model.d_model"),
+        (dict(n_layers=0), "model.n_layers"),
+        (dict(d_model=0), "model.d_model"),
+        (dict(d_model=-32), "model.d_model"),
+        (dict(n_heads=0), "model.n_heads"),
+        (dict(max_seq_len=0), "model.max_seq_len"),
+        (dict(vocab_size=-1), "model.vocab_size"),
+    ],
+)
+def test_model_size_errors(make_cfg, change, key):
+    cfg = make_cfg()
+    for k, v in change.items():
+        setattr(cfg.model, k, v)
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        cfg.validate()
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        build_lm(cfg, device="meta")
+
+
+@pytest.mark.parametrize("n_kv", [3, 0, -2, 8])
+def test_gqa_kv_heads_must_divide_heads(make_cfg, n_kv):
+    with pytest.raises(ConfigError, match=r"attn\.n_kv_heads") as info:
+        make_cfg(attn="gqa", n_kv_heads=n_kv).validate()
+    assert "[1, 2, 4]" in str(info.value)  # the allowed divisors of n_heads=4
+
+
+def test_gqa_needs_kv_heads_and_mha_mqa_reject_contradictions(make_cfg):
+    with pytest.raises(ConfigError, match=r"attn\.n_kv_heads"):
+        make_cfg(attn="gqa", n_kv_heads=None).validate()
+    with pytest.raises(ConfigError, match=r"attn\.n_kv_heads"):
+        make_cfg(attn="mha", n_kv_heads=2).validate()
+    with pytest.raises(ConfigError, match=r"attn\.n_kv_heads"):
+        make_cfg(attn="mqa", n_kv_heads=2).validate()
+    # The consistent spellings are accepted.
+    make_cfg(attn="mha", n_kv_heads=4).validate()
+    make_cfg(attn="mqa", n_kv_heads=1).validate()
+    make_cfg(attn="gqa", n_kv_heads=1).validate()
+
+
+def test_rope_needs_even_head_size(make_cfg):
+    cfg = make_cfg(pos="rope", d_model=12, n_heads=4)  # head size 3
+    with pytest.raises(ConfigError, match=r"pos=rope") as info:
+        cfg.validate()
+    assert "head" in str(info.value)
+    make_cfg(pos="learned", d_model=12, n_heads=4).validate()  # fine without RoPE
+
+
+@pytest.mark.parametrize(
+    "group,field,value,key",
+    [
+        ("pos", "layout", "diagonal", "pos.layout"),
+        ("pos", "theta", 0.0, "pos.theta"),
+        ("norm", "eps", 0.0, "norm.eps"),
+        ("ffn", "hidden_dim", 0, "ffn.hidden_dim"),
+        ("ffn", "multiple_of", 0, "ffn.multiple_of"),
+        ("ffn", "multiplier", -1.0, "ffn.multiplier"),
+    ],
+)
+def test_other_setting_errors(make_cfg, group, field, value, key):
+    cfg = make_cfg(pos="rope")
+    setattr(getattr(cfg, group), field, value)
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        cfg.validate()
+
+
+@pytest.mark.parametrize(
+    "group,bad,known",
+    [("norm", "rmsnrm", "rmsnorm"), ("pos", "alibi", "rope"), ("ffn", "geglu", "swiglu"), ("attn", "mla", "gqa")],
+)
+def test_unknown_variant_lists_known_names(make_cfg, group, bad, known):
+    cfg = make_cfg()
+    getattr(cfg, group).name = bad
+    with pytest.raises(UnknownVariantError, match=f"{group}\\.name") as info:
+        cfg.validate()
+    message = str(info.value)
+    assert bad in message
+    for name in registries()[group].names():
+        assert name in message
+    assert known in message
+    with pytest.raises(UnknownVariantError, match="rmsnorm"):
+        registries()["norm"].get("rmsnrm")
+
+
+def test_unknown_preset_lists_known_ones():
+    with pytest.raises(ValueError, match="preset") as info:
+        preset("gpt3")
+    assert "gpt2" in str(info.value) and "llama2-7b" in str(info.value)
+
+
+@pytest.mark.parametrize("pos", ["learned", "rope", "none"])
+def test_sequence_longer_than_max_seq_len_is_refused_at_forward(make_cfg, pos):
+    cfg = make_cfg(pos=pos, max_seq_len=8)
+    lm = build_lm(cfg)
+    lm(torch.zeros(1, 8, dtype=torch.long))  # exactly max_seq_len is fine
+    with pytest.raises(ConfigError, match=r"model\.max_seq_len"):
+        lm(torch.zeros(1, 9, dtype=torch.long))
+    # ...also when the overflow comes from the cache offset.
+    cache = lm.new_cache(batch_size=1)
+    lm(torch.zeros(1, 6, dtype=torch.long), cache)
+    with pytest.raises(ConfigError, match=r"model\.max_seq_len"):
+        lm(torch.zeros(1, 3, dtype=torch.long), cache)
+
+
+def test_decoder_validates_on_construction(make_cfg):
+    cfg = make_cfg()
+    cfg.model.d_model = 30
+    with pytest.raises(ConfigError, match=r"model\.d_model"):
+        build_decoder(cfg)
