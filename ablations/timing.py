@@ -8,8 +8,9 @@ drifts cancel in each round's A/B ratio; the headline is the median of those rat
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch.utils.benchmark import Timer
@@ -43,6 +44,9 @@ class PairedTiming:
 
     a: list[float]
     b: list[float]
+    # Per round: process CPU time / (wall time x threads). Near 1 when this process had the cores to
+    # itself; well below 1 when another process took them (its rounds are the suspect ones). CPU only.
+    cpu_share: list[float] = field(default_factory=list)
 
     @property
     def ratios(self) -> list[float]:
@@ -79,13 +83,18 @@ def time_paired(
     timers = (_timer(fn_a, "a"), _timer(fn_b, "b"))
     a: list[float] = []
     b: list[float] = []
+    share: list[float] = []
+    threads = torch.get_num_threads()
     for r in range(rounds):
         # ABBA: the first timer of a round is not always the same one, so ordering effects cancel.
         order = (0, 1) if r % 2 == 0 else (1, 0)
+        wall, cpu = time.perf_counter(), time.process_time()
         for i in order:
             m = timers[i].blocked_autorange(min_run_time=min_run_time)
             (a if i == 0 else b).append(m.median)
-    return PairedTiming(a, b)
+        if device.type == "cpu":
+            share.append((time.process_time() - cpu) / ((time.perf_counter() - wall) * threads))
+    return PairedTiming(a, b, share)
 
 
 def time_one(fn: Callable[[], object], *, rounds: int, min_run_time: float, warmup: int,

@@ -93,3 +93,11 @@ def test_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert len(failed) == 1 and "NaN" in failed.iloc[0]["error"]
     assert (table.status == "ok").sum() > 10  # the other point measured everything
     assert proc.stdout.strip().splitlines()[-1] == str(tmp_path.resolve())
+
+
+def test_compiled_point_records_first_call_and_runs(tmp_path):
+    proc = run([*TINY, "compile=true", "pos=rope", "profile.shapes=[1x16]", "profile.decode=false"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert table["compile"].all()
+    assert {"first_call_time", "latency_ratio", "flops"} <= set(table["metric"])
