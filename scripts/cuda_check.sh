@@ -11,13 +11,13 @@ python -c "import torch; assert torch.cuda.is_available(), 'no CUDA'; print(torc
   | tee "$OUT/device.txt" || exit 1
 pip install -q --no-deps -e . && pip install -q "hydra-core>=1.3,<1.4" pandas seaborn tqdm pytest pytest-benchmark
 python -m pytest -q tests/components tests/ablations/test_measure.py 2>&1 | tail -n 5 | tee "$OUT/tests.txt"
-sweep() {  # name, extra overrides...
-  local name=$1; shift
-  python -m ablations "+sweep=$name" device=cuda "$@" "hydra.sweep.dir=$OUT/runs/$name" 2>&1 | tail -n 3
+sweep() {  # folder, sweep name, extra overrides...
+  local dir=$1 name=$2; shift 2
+  python -m ablations "+sweep=$name" device=cuda "$@" "hydra.sweep.dir=$OUT/runs/$dir" 2>&1 | tail -n 3
 }
-sweep norm profile=smoke dtype=bfloat16
-sweep kv dtype=bfloat16
-sweep norm dtype=bfloat16
+sweep smoke norm profile=smoke dtype=bfloat16
+sweep kv kv dtype=bfloat16
+sweep norm norm dtype=bfloat16
 # Collect the tables (the device tool returns at most 8 files).
 for name in kv norm; do cp "$OUT/runs/$name/results.csv" "$OUT/$name-results.csv" 2>/dev/null; done
 tar -czf "$OUT/runs.tar.gz" -C "$OUT" runs && rm -rf "$OUT/runs"
