@@ -23,6 +23,10 @@ def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> 
     from ablations.store import write_table
 
     table, written = write_table(folder)
+    if not statuses and len(table):
+        # The jobs ran in other processes (joblib, submitit), so their callbacks fired there: read each
+        # point's outcome from its file instead.
+        statuses = ["failed" if (s != "ok").any() else "ok" for _, s in table.groupby("point")["status"]]
     failed = statuses.count("failed")
     summary = (
         f"{len(statuses)} point(s): {statuses.count('ok')} ok, {failed} failed, "

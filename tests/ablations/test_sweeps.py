@@ -101,3 +101,15 @@ def test_compiled_point_records_first_call_and_runs(tmp_path):
     table = pd.read_csv(tmp_path / "results.csv")
     assert table["compile"].all()
     assert {"first_call_time", "latency_ratio", "flops"} <= set(table["metric"])
+
+
+def test_parallel_launcher_skips_timing_and_still_collects(tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    proc = run(["+sweep=norm", "hydra/launcher=joblib", *TINY], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "timing are SKIPPED" in proc.stdout + proc.stderr
+    assert "2 point(s): 2 ok" in proc.stderr
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert set(table["launcher"]) == {"joblib"}
+    assert not {"latency", "latency_ratio", "decode_latency"} & set(table["metric"])
+    assert {"flops", "activation_bytes", "params", "kv_cache_bytes"} <= set(table["metric"])
