@@ -1,0 +1,300 @@
+"""The report's figures: seaborn on matplotlib's Agg backend, PNG and SVG, labelled axes with units.
+
+Each builder takes one sweep's rows and returns a ``Figure``, or a string saying why there is nothing to
+draw; the report then writes that line instead of an empty or invented figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never a window, and the same output on every machine
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullLocator  # noqa: E402
+
+BASELINE = "gpt2"
+# Deterministic SVGs (fixed element ids, no date), so a rebuilt reference report diffs only where data changed.
+# Text stays text in the SVGs (searchable, editable).
+STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("notebook", font_scale=0.9),
+         "svg.hashsalt": "blockbench", "svg.fonttype": "none"}
+PALETTE = "colorblind"
+
+Builder = Callable[[pd.DataFrame], "Figure | str"]
+
+
+def palette(cases: list[str]) -> dict[str, tuple]:
+    """One colour per variant, the baseline first, stable across a sweep's figures."""
+    return dict(zip(cases, sns.color_palette(PALETTE, max(len(cases), 1)), strict=False))
+
+
+def case_order(frame: pd.DataFrame) -> list[str]:
+    cases = list(dict.fromkeys(frame["case"]))
+    return sorted(cases, key=lambda c: not c.startswith(BASELINE))
+
+
+def _figure(ncols: int = 1, width: float = 5.5, height: float = 4.0) -> tuple[Figure, list]:
+    fig = Figure(figsize=(width * ncols, height), layout="constrained")
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, list(axes)
+
+
+# --- builders -----------------------------------------------------------------------------------------
+
+def ratio_bars(cmp: pd.DataFrame) -> Figure | str:
+    """Paired latency ratio per variant (forward, train, decode) with p25-p75 error bars, drawn from 1."""
+    series = [(key, label) for key, label in (
+        ("fwd", f"forward {cmp['shape'].iloc[0]}"),
+        ("train", f"train {cmp['shape'].iloc[0]}"),
+        ("decode", _decode_label(cmp)),
+    ) if cmp[key].notna().any()]
+    if not series:
+        return "no paired latency ratios in this sweep (timing was skipped or failed)"
+    fig, (ax,) = _figure(width=max(5.5, 1.1 * len(cmp) * len(series) / 2 + 2))
+    x = np.arange(len(cmp))
+    width = 0.8 / len(series)
+    colours = sns.color_palette(PALETTE, len(series))
+    for i, (key, label) in enumerate(series):
+        v, lo, hi = (cmp[k].to_numpy(dtype=float) for k in (key, f"{key}_lo", f"{key}_hi"))
+        pos = x + (i - (len(series) - 1) / 2) * width
+        # Bars start at 1 (the baseline), so up is slower and down is faster.
+        ax.bar(pos, v - 1, width, bottom=1, label=label, color=colours[i])
+        err = np.vstack([np.nan_to_num(v - lo), np.nan_to_num(hi - v)])
+        ax.errorbar(pos, v, yerr=np.clip(err, 0, None), fmt="none", ecolor="0.2", capsize=3, lw=1)
+    ax.axhline(1, color="0.3", lw=1)
+    ax.set_xticks(x, cmp["case"], rotation=20 if len(cmp) > 4 else 0, ha="right" if len(cmp) > 4 else "center")
+    ax.set_xlabel("variant")
+    ax.set_ylabel("latency ratio, variant / baseline (×)")
+    ax.set_title(f"{cmp['sweep'].iloc[0]}: paired latency ratio (median, bars p25–p75)")
+    ax.legend(title="measurement", fontsize="small")
+    return fig
+
+
+def _decode_label(cmp: pd.DataFrame) -> str:
+    if cmp["decode_ctx"].isna().all():
+        return "decode"
+    return f"decode B={int(cmp['decode_batch'].iloc[0])}, ctx {int(cmp['decode_ctx'].iloc[0])}"
+
+
+def latency_vs_seq(s: pd.DataFrame) -> Figure | str:
+    """Latency against sequence length, log-log, per variant; forward and train side by side."""
+    rows = s[(s["metric"] == "latency") & s["mode"].isin(("forward", "train"))]
+    if rows.empty:
+        return "no latency rows in this sweep (timing was skipped or failed)"
+    if rows.groupby("batch")["seq_len"].nunique().max() < 2:
+        return "no batch size was measured at two sequence lengths; a scaling plot needs two"
+    rows = rows.assign(ms=1e3 * rows["value"], batch=rows["batch"].map(lambda b: f"B={int(b)}"), variant=rows["case"])
+    modes = [m for m in ("forward", "train") if (rows["mode"] == m).any()]
+    fig, axes = _figure(len(modes))
+    order = case_order(rows)
+    for ax, mode in zip(axes, modes, strict=True):
+        sns.lineplot(data=rows[rows["mode"] == mode], x="seq_len", y="ms", hue="variant", style="batch", markers=True,
+                     dashes=False, errorbar=None, hue_order=order, palette=palette(order), ax=ax)
+        _loglog(ax, rows["seq_len"])
+        ax.set_xlabel("sequence length (tokens)")
+        ax.set_ylabel(f"{mode} latency (ms, median over rounds)")
+        ax.set_title(f"{s['sweep'].iloc[0]}: {mode}")
+        _legend(ax)
+    return fig
+
+
+def decode_vs_context(s: pd.DataFrame) -> Figure | str:
+    """Decode step time against context length, log-log, one line per variant and its n_kv_heads."""
+    rows = s[(s["metric"] == "decode_latency") & (s["mode"] == "decode")]
+    if rows.empty:
+        return "no decode timing rows in this sweep"
+    kv = "variant (n_kv_heads)"
+    rows = rows.assign(ms=1e3 * rows["value"], batch=rows["batch"].map(lambda b: f"B={int(b)}"),
+                       **{kv: rows["case"] + " (" + rows["n_kv_heads"].astype(int).astype(str) + ")"})
+    order = [k for c in case_order(rows) for k in dict.fromkeys(rows.loc[rows["case"] == c, kv])]
+    fig, (ax,) = _figure(width=6.5)
+    sns.lineplot(data=rows, x="seq_len", y="ms", hue=kv, style="batch", markers=True, dashes=False, errorbar=None,
+                 hue_order=order, palette=palette(order), ax=ax)
+    _loglog(ax, rows["seq_len"])
+    ax.set_xlabel("context length (cached tokens)")
+    ax.set_ylabel("decode time per token step (ms, median)")
+    ax.set_title(f"{s['sweep'].iloc[0]}: one decode step with a KV cache")
+    _legend(ax)
+    return fig
+
+
+def training_curves(q: pd.DataFrame) -> Figure | str:
+    """Train and validation loss against step, mean over seeds with a 95% bootstrap band."""
+    rows = q[q["metric"].isin(("train_loss", "val_loss")) & (q["mode"] == "curve") & q["step"].notna()]
+    if rows.empty:
+        return "no training-curve rows (`train_loss`/`val_loss`, mode `curve`) in this sweep"
+    metrics = [m for m in ("train_loss", "val_loss") if (rows["metric"] == m).any()]
+    fig, axes = _figure(len(metrics))
+    order = case_order(rows)
+    for ax, metric in zip(axes, metrics, strict=True):
+        m = rows[rows["metric"] == metric]
+        sns.lineplot(data=m.assign(variant=m["case"]), x="step", y="value", hue="variant", hue_order=order,
+                     palette=palette(order), errorbar=("ci", 95), n_boot=200, seed=0, ax=ax)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(f"{metric.replace('_', ' ')} ({_unit(m)})")
+        ax.set_title(f"{q['sweep'].iloc[0]}: {metric.replace('_', ' ')}, {_seeds(m)}")
+        _legend(ax)
+    return fig
+
+
+def extrapolation(q: pd.DataFrame) -> Figure | str:
+    """Validation loss against evaluation length; lengths a variant cannot evaluate are named, not drawn."""
+    rows = q[(q["metric"] == "extrap_loss") & q["seq_len"].notna()]
+    if rows.empty:
+        return "no extrapolation rows (`extrap_loss`) in this sweep"
+    cannot = rows[rows["value"].isna() | (rows["statistic"] == "cannot")]
+    ok = rows.drop(cannot.index)
+    if ok.empty:
+        return "every extrapolation row is `cannot`: nothing to draw"
+    fig, (ax,) = _figure(width=6.0)
+    rows = rows.assign(variant=_with_positions(rows))
+    order = case_order(rows.assign(case=rows["variant"]))
+    sns.lineplot(data=rows.loc[ok.index], x="seq_len", y="value", hue="variant", hue_order=order,
+                 palette=palette(order), marker="o", errorbar=("ci", 95), n_boot=200, seed=0, ax=ax)
+    _plain_ticks(ax, rows["seq_len"])
+    label = "evaluation length (tokens)"
+    if not cannot.empty:  # named under the axis, never drawn as a number
+        label += "\n" + "; ".join(f"{v}: cannot at {', '.join(str(int(t)) for t in sorted(g['seq_len'].unique()))}"
+                                  for v, g in rows.loc[cannot.index].groupby("variant"))
+    ax.set_xlabel(label)
+    ax.set_ylabel(f"validation loss ({_unit(ok)})")
+    ax.set_title(f"{q['sweep'].iloc[0]}: loss at longer contexts, {_seeds(ok)}")
+    _legend(ax)
+    return fig
+
+
+def _with_positions(rows: pd.DataFrame) -> pd.Series:
+    """The baseline's label names its positions (``gpt2 (learned)``): the point of a length plot."""
+    base = rows["variant"] == BASELINE
+    return rows["case"].where(~base, rows["case"] + " (" + rows["pos"].astype(str) + ")")
+
+
+def loss_by_position(q: pd.DataFrame) -> Figure | str:
+    """Loss against position at each evaluation length: where past the training context a variant breaks."""
+    rows = q[(q["metric"] == "loss_by_position") & q["position"].notna() & q["value"].notna()]
+    if rows.empty:
+        return "no `loss_by_position` rows in this sweep"
+    lengths = sorted(rows["seq_len"].dropna().unique()) or [np.nan]
+    fig, axes = _figure(len(lengths), width=5.0)
+    rows = rows.assign(variant=_with_positions(rows))
+    order = case_order(rows.assign(case=rows["variant"]))
+    trained = _training_context(q)
+    for ax, length in zip(axes, lengths, strict=True):
+        part = rows if pd.isna(length) else rows[rows["seq_len"] == length]
+        sns.lineplot(data=part, x="position", y="value", hue="variant", hue_order=order, palette=palette(order),
+                     errorbar=("ci", 95), n_boot=200, seed=0, ax=ax)
+        if trained and part["position"].max() >= trained:
+            ax.axvline(trained, color="0.4", ls="--", lw=1, label=f"training context ({trained})")
+        ax.set_xlabel("position in the sequence (tokens)")
+        ax.set_ylabel(f"loss ({_unit(part)})")
+        ax.set_title("all lengths" if pd.isna(length) else f"evaluated at length {int(length)}")
+        _legend(ax)
+    fig.suptitle(f"{q['sweep'].iloc[0]}: loss by position, {_seeds(rows)}")
+    return fig
+
+
+def _training_context(q: pd.DataFrame) -> int | None:
+    """The context the quality model trained at: ``seq_len`` of its final validation rows."""
+    final = q[(q["metric"] == "val_loss") & (q["mode"] == "final") & q["seq_len"].notna()]
+    return int(final["seq_len"].iloc[0]) if not final.empty else None
+
+
+def _loglog(ax: object, lengths: pd.Series) -> None:
+    _plain_ticks(ax, lengths)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(_one_two_five))
+    ax.yaxis.set_minor_formatter(FuncFormatter(_one_two_five))
+
+
+def _one_two_five(v: float, _: object) -> str:
+    """Plain numbers at 1, 2 and 5 times a power of ten; other log ticks stay unlabelled."""
+    if v <= 0:
+        return ""
+    mantissa = v / 10 ** np.floor(np.log10(v))
+    return f"{v:g}" if any(abs(mantissa - m) < 1e-6 for m in (1, 2, 5)) else ""
+
+
+def _plain_ticks(ax: object, lengths: pd.Series) -> None:
+    """Log-2 x axis ticked at the lengths measured, written as plain numbers."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted(int(v) for v in lengths.dropna().unique())
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+def _legend(ax: object) -> None:
+    if ax.get_legend() is not None or ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small")
+
+
+def _unit(rows: pd.DataFrame) -> str:
+    units = rows["unit"].dropna().unique()
+    return ", ".join(map(str, units)) or "unitless"
+
+
+def _seeds(rows: pd.DataFrame) -> str:
+    n = rows["seed"].nunique()
+    return f"{n} seed{'s' if n != 1 else ''}" + (", band 95% bootstrap CI" if n > 1 else "")
+
+
+# --- drawing a report's worth -------------------------------------------------------------------------
+
+# (file stem, caption, which frame it reads, builder)
+FIGURES: list[tuple[str, str, str, Builder]] = [
+    ("ratios", "Paired latency ratio against the baseline", "cmp", ratio_bars),
+    ("latency-vs-seq", "Latency against sequence length (log-log)", "measured", latency_vs_seq),
+    ("decode-vs-context", "Decode time per token against context length, per n_kv_heads", "measured",
+     decode_vs_context),
+    ("training-curves", "Training curves over seeds", "quality", training_curves),
+    ("extrapolation", "Loss against evaluation length", "quality", extrapolation),
+    ("loss-by-position", "Loss by position", "quality", loss_by_position),
+]
+
+
+ABSENT = {"measured": "no block measurements in this sweep", "cmp": "no variant compared with the baseline",
+          "quality": "no quality rows (training runs) in this sweep"}
+
+
+def save(fig: Figure, folder: Path, stem: str) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{stem}.png", folder / f"{stem}.svg"]
+    fig.savefig(paths[0], dpi=150, metadata={"Software": None})
+    fig.savefig(paths[1], metadata={"Date": None})
+    return paths
+
+
+def draw_all(folder: Path, sweeps: list[str], measured: pd.DataFrame, quality: pd.DataFrame,
+             cmp: pd.DataFrame) -> dict[str, list[str]]:
+    """Every figure of every sweep into ``folder``; per sweep, the markdown lines (images or skip notes).
+
+    Stale figures of an earlier build are removed, so the folder holds exactly what REPORT.md shows.
+    """
+    frames = {"measured": measured, "quality": quality, "cmp": cmp}
+    written: set[Path] = set()
+    lines: dict[str, list[str]] = {}
+    with matplotlib.rc_context(STYLE):
+        for sweep in sweeps:
+            lines[sweep], skipped = [], []
+            for stem, caption, source, build in FIGURES:
+                frame = frames[source]
+                data = frame[frame["sweep"] == sweep] if not frame.empty else frame
+                result = build(data) if not data.empty else ABSENT[source]
+                name = f"{sweep}-{stem}"
+                if isinstance(result, str):
+                    skipped.append(f"- *{caption}: skipped, {result}.*")
+                    continue
+                paths = save(result, folder, name)
+                written.update(paths)
+                lines[sweep] += [f"![{caption}]({folder.name}/{name}.png)", "",
+                                 f"*{caption}* ([SVG]({folder.name}/{name}.svg))", ""]
+            lines[sweep] += skipped
+    for stale in folder.glob("*"):
+        if stale.suffix in (".png", ".svg") and stale not in written:
+            stale.unlink()
+    return lines

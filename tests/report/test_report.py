@@ -1,0 +1,233 @@
+"""The report from a synthetic table: sections, figures on disk, skipped figures, claims, quality, CLI errors."""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ablations import claims, report
+from ablations.sizes import sizes_table
+
+LINK = re.compile(r"\]\((figures/[^)]+)\)")
+CLAIMS = ["RoPE extends to longer contexts more gracefully", "RMSNorm performs as well as LayerNorm at lower cost",
+          "SwiGLU improves perplexity per FLOP", "GQA cuts the KV cache 8× at 70B and speeds long-context decode"]
+
+
+def write(table: pd.DataFrame, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    table.to_csv(folder / "results.csv", index=False)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(synthetic, tmp_path_factory) -> tuple[Path, str]:
+    """One report over a norm, a kv and a pos sweep, built without the quality statistics module."""
+    folder = write(synthetic(sweeps=("norm", "kv", "pos")), tmp_path_factory.mktemp("built"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "ablations.quality.stats", None)  # as if the module did not exist
+        path = report.build_report(folder)
+    return folder, path.read_text()
+
+
+def claims_rows(text: str) -> dict[str, list[str]]:
+    section = text.split("## Claims", 1)[1].split("\n## ", 1)[0]
+    rows = [ln.strip("|").split(" | ") for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln]
+    return {r[0].strip(): [c.strip() for c in r[1:]] for r in rows[1:]}
+
+
+def test_report_has_setup_sweeps_sizes_and_failures(built):
+    folder, text = built
+    assert (folder / "REPORT.md").is_file()
+    for heading in ("## Setup", "## Claims", "## Sweep `norm`", "## Sweep `kv`", "## Sweep `pos`",
+                    "## Full-size models", "## Failed or diverged points", "## How to read this"):
+        assert heading in text, heading
+    for value in ("Test CPU (2 cores)", "2.13.0+cpu", "0123456789ab", "3f2a1b0c9d8e7f60", "MALLOC_MMAP_THRESHOLD_",
+                  "`default`", "float32"):
+        assert value in text.split("## Claims")[0], value
+    assert "RuntimeError: synthetic failure" in text
+    assert "124,439,808" in text and "68,976,648,192" in text
+
+
+def test_variant_tables_show_paired_ratios_params_and_decode(built):
+    _, text = built
+    norm = text.split("## Sweep `norm`")[1].split("## Sweep")[0]
+    rms = next(ln for ln in norm.splitlines() if ln.startswith("| rmsnorm |") and "×" in ln)
+    assert "1.030× [1.020, 1.040]" in rms and "1.120× [1.109, 1.131]" in rms  # forward, train at 4x512
+    assert "forward × (4x512)" in norm
+    assert "⚠ -3,072 (-0.02%)" in norm  # parameters differ from the baseline: flagged
+    kv = text.split("## Sweep `kv`")[1].split("## Sweep")[0]
+    assert "decode × (B=4, context 2,048)" in kv  # the longest context, largest batch there
+    gqa = next(ln for ln in kv.splitlines() if ln.startswith("| gqa2 |") and "0.620×" in ln)
+    assert "0.620× [0.614, 0.626]" in gqa
+    size_row = next(ln for ln in kv.splitlines() if ln.startswith("| gqa2 |") and "KiB" in ln)
+    assert "0.125×" in size_row  # KV bytes per token: 2 of 16 heads
+    assert "### Latency ratio at every shape" in norm and "forward 1x128" in norm
+
+
+def test_every_figure_is_written_non_empty_and_linked(built):
+    folder, text = built
+    linked = set(LINK.findall(text))
+    on_disk = {f"figures/{p.name}" for p in (folder / "figures").iterdir()}
+    assert linked == on_disk
+    for name in on_disk:
+        assert (folder / name).stat().st_size > 1000, name
+    stems = {Path(n).stem for n in on_disk}
+    assert {"norm-ratios", "norm-latency-vs-seq", "norm-decode-vs-context", "norm-training-curves",
+            "kv-ratios", "kv-decode-vs-context", "pos-extrapolation", "pos-loss-by-position"} <= stems
+    for stem in stems:  # each figure in both formats
+        assert {f"figures/{stem}.png", f"figures/{stem}.svg"} <= on_disk
+    png = (folder / "figures" / "norm-ratios.png").read_bytes()
+    assert png.startswith(b"\x89PNG")
+    svg = (folder / "figures" / "kv-decode-vs-context.svg").read_text()
+    assert "context length (cached tokens)" in svg and "decode time per token step (ms" in svg
+    svg = (folder / "figures" / "pos-extrapolation.svg").read_text()
+    assert "evaluation length (tokens)" in svg and "nats/byte" in svg and "cannot at 256, 512" in svg
+
+
+def test_figures_without_data_are_skipped_with_a_note(built):
+    folder, text = built
+    kv = text.split("## Sweep `kv`")[1].split("## Sweep")[0]
+    assert "*Training curves over seeds: skipped, no quality rows (training runs) in this sweep.*" in kv
+    assert "*Loss against evaluation length: skipped, no quality rows (training runs) in this sweep.*" in kv
+    assert not list((folder / "figures").glob("kv-training*")) and not list((folder / "figures").glob("kv-extrap*"))
+    pos = text.split("## Sweep `pos`")[1].split("\n## ")[0]  # quality rows only: no timing figures
+    assert "Paired latency ratio against the baseline: skipped, no variant compared with the baseline" in pos
+    assert not list((folder / "figures").glob("pos-ratios*"))
+
+
+def test_claims_table_has_the_four_claims_with_sources(built):
+    rows = claims_rows(built[1])
+    assert list(rows) == CLAIMS
+    measured, published, reading = rows[CLAIMS[2]]
+    assert measured == "not measured in this run" and "not measured in this run" in reading  # no swiglu here
+    assert "Shazeer 2020" in published and "1.944" in published
+    measured, published, reading = rows[CLAIMS[0]]
+    assert "cannot at 256" in measured and "Press et al. 2022" in published
+    assert "learned positions cannot be evaluated past their table" in reading
+    measured, published, reading = rows[CLAIMS[3]]
+    assert "MHA 10 GiB vs GQA-8 1.25 GiB" in measured and "faster (0.62×)" in reading
+    measured, _, reading = rows[CLAIMS[1]]
+    assert "slower (1.12×)" in reading and "does not fuse rms_norm on CPU" in reading
+
+
+@pytest.fixture(scope="module")
+def sizes() -> pd.DataFrame:
+    return sizes_table()
+
+
+def claims_for(table: pd.DataFrame, sizes: pd.DataFrame, quality: pd.DataFrame | None = None) -> dict[str, str]:
+    measured, _, _ = report.split(table)
+    frame = claims.claims_table(table, report.comparison(measured), quality, sizes)
+    return dict(zip(frame["claim"], frame["reading"], strict=True))
+
+
+@pytest.mark.parametrize("ratio,word", [(0.8, "faster"), (1.3, "slower"), (1.0, "no measurable difference")])
+def test_claim_readings_follow_the_numbers(synthetic, sizes, ratio, word):
+    readings = claims_for(synthetic(ratios={"rmsnorm": (ratio, ratio, 1.0), "gqa2": (1.0, 1.0, ratio)},
+                                    quality=False), sizes)
+    assert f"forward+backward {word}" in readings[CLAIMS[1]]
+    assert ("does not fuse" in readings[CLAIMS[1]]) == (word == "slower")
+    assert f"against MHA: {word}" in readings[CLAIMS[3]]
+
+
+def test_a_ratio_inside_the_baselines_own_noise_is_not_a_difference(synthetic, sizes):
+    table = synthetic(quality=False)
+    noisy = (table["variant"] == "gpt2") & (table["metric"] == "latency_ratio") & (table["sweep"] == "norm")
+    table.loc[noisy, ["lo", "hi"]] = [0.9, 1.2]  # the A/A spread of the baseline against itself
+    readings = claims_for(table, sizes)
+    assert "forward+backward no measurable difference" in readings[CLAIMS[1]]
+    assert "A/A spread [0.90, 1.20]" in readings[CLAIMS[1]]
+
+
+def test_quality_section_is_skipped_without_the_stats_module(built):
+    norm = built[1].split("## Sweep `norm`")[1].split("## Sweep")[0]
+    assert "`ablations.quality.stats` is not importable here: the quality summary is skipped" in norm
+    assert "d_model 128, 4 layers, 4 heads; batch 32 × context 128; 100 steps; seeds 0, 1, 2" in norm
+    assert "loss became inf at step 40" in built[1]  # the diverged seed is listed
+
+
+def fake_summarize(table: pd.DataFrame) -> pd.DataFrame:
+    """The shape of ``ablations.quality.stats.summarize``'s answer, with made-up intervals."""
+    final = table[(table["metric"] == "val_loss") & (table["mode"] == "final") & (table["status"] == "ok")]
+    out = final.groupby(["sweep", "variant", "metric"], as_index=False)["value"].agg(mean="mean", std="std")
+    out["n"], out["reference"], out["diverged"] = 3, "gpt2", 0
+    out["ci_lo"], out["ci_hi"] = out["mean"] - 0.02, out["mean"] + 0.02
+    out["diff"] = out["mean"] - out.loc[out["variant"] == "gpt2", "mean"].iloc[0]
+    out["diff_lo"], out["diff_hi"] = out["diff"] - 0.03, out["diff"] + 0.03
+    out["verdict"] = out["variant"].map({"gpt2": "baseline"}).fillna("no detectable difference")
+    out["seq_len"] = np.nan
+    return out
+
+
+def test_quality_summary_is_rendered_and_read_by_the_claims(synthetic, sizes, monkeypatch):
+    module = types.ModuleType("ablations.quality.stats")
+    module.summarize = fake_summarize
+    monkeypatch.setitem(sys.modules, "ablations.quality.stats", module)
+    table = synthetic()
+    _, quality, _ = report.split(table)
+    summary, note = report.summarize_quality(table)
+    section = "\n".join(report.quality_section(quality[quality["sweep"] == "norm"], summary, note))
+    row = next(ln for ln in section.splitlines() if ln.startswith("| rmsnorm |"))
+    assert "no detectable difference" in row and " [" in row and "19,000" in row
+    assert "val loss (nats/byte) [95% CI]" in section
+    readings = claims_for(table, sizes, summary)
+    assert "Quality: no detectable difference in validation loss" in readings[CLAIMS[1]]
+
+
+def test_a_failing_summary_is_a_note_not_a_crash(synthetic, monkeypatch):
+    module = types.ModuleType("ablations.quality.stats")
+    module.summarize = lambda table: 1 / 0
+    monkeypatch.setitem(sys.modules, "ablations.quality.stats", module)
+    table = synthetic()
+    summary, note = report.summarize_quality(table)
+    assert summary is None and "ZeroDivisionError" in note
+
+
+def test_the_real_stats_module_feeds_the_report(synthetic, sizes):
+    pytest.importorskip("ablations.quality.stats")
+    table = synthetic(sweeps=("norm", "pos"))
+    summary, note = report.summarize_quality(table)
+    assert summary is not None, note
+    assert {"sweep", "variant", "metric", "mean", "ci_lo", "ci_hi", "diff", "diff_lo", "diff_hi", "verdict"} <= set(
+        summary.columns)
+    _, quality, _ = report.split(table)
+    section = "\n".join(report.quality_section(quality[quality["sweep"] == "pos"], summary, note))
+    assert "cannot" in section and "512 tokens" in section
+    reading = claims_for(table, sizes, summary)[CLAIMS[1]]
+    assert "Quality: " in reading and f"Quality: {claims.NOT_MEASURED}" not in reading
+
+
+# --- the command line ---------------------------------------------------------------------------------
+
+def test_cli_missing_folder_is_one_line_and_exit_2(tmp_path, capsys):
+    assert report.main([str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("ablations.report: error: ") and "is not a folder" in err
+
+
+def test_cli_folder_without_a_table_is_one_line_and_exit_2(tmp_path, capsys):
+    assert report.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no results table in" in err and "results.csv" in err
+
+
+def test_cli_combines_folders_into_out(synthetic, tmp_path, capsys, monkeypatch):
+    from ablations import figures
+
+    monkeypatch.setattr(figures, "draw_all", lambda *args: {})  # drawing is tested above; this is about tables
+    table = synthetic(quality=False, failed=False)
+    a = write(table[table["sweep"] == "norm"], tmp_path / "a")
+    b = write(table[table["sweep"] == "kv"], tmp_path / "b")
+    out = tmp_path / "combined"
+    assert report.main([str(a), str(b), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str((out / "REPORT.md").resolve())
+    text = (out / "REPORT.md").read_text()
+    assert "## Sweep `norm`" in text and "## Sweep `kv`" in text
+    assert len(pd.read_csv(out / "results.csv")) == len(table)  # the new folder can be rebuilt on its own
+    assert not (a / "REPORT.md").exists()
