@@ -1,0 +1,100 @@
+"""One benchmark per component variant, forward and forward+backward (and a decode step for attention).
+
+Each group is one component and mode, so pytest-benchmark's table puts the choices side by side.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from components import NORMS, CausalSelfAttention, KVCache, LearnedPositions, RotaryPositions
+from components.positions import apply_rotation
+from tests.benchmarks import cases
+from tests.benchmarks.calls import MODES, describe, make_call
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["layernorm", "rmsnorm"])
+def test_norm(timed, name, mode):
+    rows, width = cases.NORM_SHAPE
+    norm = NORMS.get(name)(width, eps=1e-5)
+    x = torch.randn(rows, width)
+    call = make_call(mode, norm, [x], list(norm.parameters()))
+    info = describe(norm, call, component="norm", variant=name, mode=mode, shape=[rows, width])
+    timed(call, group=f"norm {mode} [{rows}x{width}]", **info)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["gelu", "swiglu"])
+def test_ffn(timed, name, mode):
+    from components import FFNS
+
+    cfg = cases.arch(ffn=name)
+    ffn = FFNS.get(name)(cfg)
+    b, t = cases.FFN_SHAPE
+    x = torch.randn(b, t, cfg.model.d_model)
+    call = make_call(mode, ffn, [x], list(ffn.parameters()))
+    info = describe(ffn, call, component="ffn", variant=name, mode=mode, shape=[b, t, cfg.model.d_model],
+                    hidden=cfg.ffn_hidden)
+    timed(call, group=f"ffn {mode} [{b}x{t} d={cfg.model.d_model}]", **info)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["learned", "rope-half", "rope-interleaved"])
+def test_positions(timed, name, mode):
+    """What each variant adds to a forward: the table added at the input, or Q and K rotated (both)."""
+    b, t = cases.POS_SHAPE
+    d, heads = cases.D_MODEL, cases.N_HEADS
+    if name == "learned":
+        pos = LearnedPositions(cases.arch())
+        inputs = [torch.randn(b, t, d)]
+
+        def fn(x: torch.Tensor) -> torch.Tensor:
+            return pos.embed(x)
+    else:
+        cfg = cases.arch(pos="rope")
+        cfg.pos.layout = name.removeprefix("rope-")
+        pos = RotaryPositions(cfg)
+        inputs = [torch.randn(b, heads, t, d // heads) for _ in range(2)]
+
+        def fn(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            rot = pos.rotation(t)
+            return apply_rotation(q, rot), apply_rotation(k, rot)
+    call = make_call(mode, fn, inputs, list(pos.parameters()))
+    info = describe(pos, call, component="pos", variant=name, mode=mode, shape=[b, t, d])
+    timed(call, group=f"pos {mode} [{b}x{t} d={d}]", **info)
+
+
+@pytest.mark.parametrize("mode", [*MODES, "decode"])
+@pytest.mark.parametrize("name", list(cases.ATTENTIONS))
+def test_attention(timed, name, mode):
+    cfg = cases.arch(attn=name, kv=cases.ATTENTIONS[name])
+    attn = CausalSelfAttention(cfg)
+    d = cfg.model.d_model
+    if mode == "decode":
+        b, context = cases.DECODE_SHAPE
+        cache = KVCache(1, b, cfg.n_kv_heads, context + 1, cfg.head_dim)
+        # Decode cost does not depend on the cached values: random K/V spare a prefill.
+        cache.k.normal_()
+        cache.v.normal_()
+        token = torch.randn(b, 1, d)
+
+        def step() -> torch.Tensor:
+            cache.pos = context  # attention alone never advances pos; set it anyway so each call is the same
+            return attn(token, None, cache)
+
+        call = make_call("forward", step, [])
+        shape, group = [b, context, d], f"attn decode [batch {b}, context {context}, d={d}]"
+    else:
+        b, t = cases.ATTN_SHAPE
+        call = make_call(mode, attn, [torch.randn(b, t, d)], list(attn.parameters()))
+        shape, group = [b, t, d], f"attn {mode} [{b}x{t} d={d}]"
+    info = describe(attn, call, component="attn", variant=name, mode=mode, shape=shape, n_heads=cfg.model.n_heads,
+                    n_kv_heads=cfg.n_kv_heads)
+    timed(call, group=group, **info)

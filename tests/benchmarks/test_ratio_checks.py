@@ -1,0 +1,104 @@
+"""In-run ratio checks: what must not regress, timed paired and interleaved in one process.
+
+Absolute times on a shared machine move by several x with the load; the ratio of two things timed
+alternately (ABBA, ``ablations.timing.time_paired``) in one process does not, so these checks compare the
+two sides of a design choice rather than a time against a stored number. Bands come from measurement
+(see README "Performance regression checks"): the observed range of the median ratio over repeated runs on
+this machine, widened by a margin. Run them 20 times in a row with ``scripts/repeat_ratio_checks.py``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from ablations.timing import PairedTiming, Summary, time_paired
+from components import build_decoder
+from tests.benchmarks import cases
+from tests.benchmarks.calls import make_call
+
+CPU = torch.device("cpu")
+
+# GQA (2 KV heads) / MHA, one decode step, batch 4, context 4096, 16 heads, d=1024 (the kv sweep's headline).
+# Measured here (1 thread, load 2.8-3.7 on 2 cores): median ratio 0.535..0.589 over 10 runs; DESIGN.md's
+# earlier figure is 0.59..0.67. The top keeps the claim "GQA is clearly faster than MHA" (at least 1.25x);
+# the bottom catches MHA decode getting ~2x slower.
+DECODE_BAND = (0.30, 0.80)
+# Llama-2 block / GPT-2 block, forward+backward at the benchmark size (d=512, 1x256, sweep bias on).
+# Measured here: median ratio 0.876..0.944 over 10 runs, one run of an earlier, longer setting at 1.094
+# under a load spike. Catches either block getting ~20% slower than the other.
+BLOCK_TRAIN_BAND = (0.75, 1.10)
+# A measurement outside its band is repeated once and fails only if the repeat is outside too: a load spike
+# rarely hits both, a real regression always does.
+ATTEMPTS = 2
+
+
+def paired_ratio(fn_a: Callable[[], object], fn_b: Callable[[], object], rounds: int,
+                 min_run_time: float) -> tuple[Summary, PairedTiming]:
+    timing = time_paired(fn_a, fn_b, rounds=rounds, min_run_time=min_run_time, warmup=3, device=CPU)
+    return Summary.of(timing.ratios), timing
+
+
+def check_band(name: str, measure: Callable[[], tuple[Summary, PairedTiming]], band: tuple[float, float],
+               record_property: Callable[[str, object], None]) -> None:
+    lo, hi = band
+    failures = []
+    for attempt in range(1, ATTEMPTS + 1):
+        summary, timing = measure()
+        record_property(f"{name}_median" if attempt == 1 else f"{name}_median_retry", round(summary.median, 4))
+        record_property(f"{name}_quartiles", f"{summary.p25:.4f}..{summary.p75:.4f}")
+        record_property("a_ms", round(statistics.median(timing.a) * 1e3, 3))
+        record_property("b_ms", round(statistics.median(timing.b) * 1e3, 3))
+        record_property("threads", torch.get_num_threads())
+        if lo <= summary.median <= hi:
+            return
+        rounds = ", ".join(f"{r:.3f}" for r in timing.ratios)
+        failures.append(f"attempt {attempt}: median {summary.median:.3f} (quartiles {summary.p25:.3f}.."
+                        f"{summary.p75:.3f}; per round {rounds}; a {statistics.median(timing.a) * 1e3:.2f} ms, "
+                        f"b {statistics.median(timing.b) * 1e3:.2f} ms)")
+    pytest.fail(f"{name}: ratio outside the measured band {lo}..{hi} in every attempt:\n" + "\n".join(failures))
+
+
+def decode_step(kv: int | None, attn: str, batch: int, context: int) -> Callable[[], object]:
+    cfg = cases.arch(attn=attn, kv=kv, d_model=1024, n_heads=16, max_seq_len=context + 1)
+    torch.manual_seed(0)
+    model = build_decoder(cfg)
+    cache = model.new_cache(batch, context + 1)
+    cache.k.normal_()
+    cache.v.normal_()
+    token = torch.randn(batch, 1, 1024)
+
+    def step() -> torch.Tensor:
+        cache.pos = context  # rewind: every call decodes the token at position `context`
+        with torch.inference_mode():
+            return model(token, cache)
+
+    return step
+
+
+def test_gqa_decode_at_longest_context_beats_mha(record_property):
+    gqa = decode_step(2, "gqa", batch=4, context=4096)
+    mha = decode_step(None, "mha", batch=4, context=4096)
+    check_band("gqa_over_mha_decode", lambda: paired_ratio(gqa, mha, rounds=20, min_run_time=0.05), DECODE_BAND,
+               record_property)
+
+
+def test_llama2_over_gpt2_block_train_ratio_in_band(record_property):
+    calls = []
+    for overrides in (cases.SWEEPS["all"]["llama2"], cases.SWEEPS["all"]["gpt2"]):
+        torch.manual_seed(0)
+        model = build_decoder(cases.arch(**overrides))
+        b, t = cases.BLOCK_SHAPE
+        calls.append(make_call("train", model, [torch.randn(b, t, cases.D_MODEL)], list(model.parameters())))
+    check_band("llama2_over_gpt2_train", lambda: paired_ratio(*calls, rounds=16, min_run_time=0.1),
+               BLOCK_TRAIN_BAND, record_property)
+
+
+@pytest.fixture(autouse=True)
+def _no_injected_slowdown(injected_slowdown):
+    # A slowdown injected for the compare proof would move these ratios by design; say so instead of failing.
+    if injected_slowdown:
+        pytest.skip("BLOCKBENCH_BENCH_SLOWDOWN is set; ratio bands hold for the library as it is")
