@@ -40,7 +40,7 @@ def launcher_name() -> str:
 
 
 def run_job(cfg: DictConfig) -> str:
-    """Measure the point ``cfg`` describes; returns ``ok``, ``failed`` or ``skipped``."""
+    """Measure the point ``cfg`` describes and run its quality runs; returns ``ok``, ``failed`` or ``skipped``."""
     arch = check_run(cfg)
     device = resolve_device(cfg)
     dtype = resolve_dtype(cfg, device)
@@ -57,7 +57,7 @@ def run_job(cfg: DictConfig) -> str:
 
     resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     identity = {k: v for k, v in resolved.items() if k not in IDENTITY_EXCLUDES}
-    variant = variant_label(arch)
+    variant = variant_label(arch, matched=bool(cfg.match_params))
     folder = output_folder(cfg)
     path = point_path(folder, variant, config_hash(identity))
     if point_done(path):
@@ -74,14 +74,22 @@ def run_job(cfg: DictConfig) -> str:
         **provenance(device, dtype, threads, bool(cfg.compile), launcher),
     })
     status = "ok"
-    try:
-        measure_point(cfg, arch, device, dtype, rows, timing)
-    except Exception as exc:  # a failing point is recorded and the sweep goes on
-        status = "failed"
-        kind = "out of memory" if isinstance(exc, torch.OutOfMemoryError) else type(exc).__name__
-        log.error("point %s failed: %s: %s", variant, kind, exc)
-        log.debug("%s", traceback.format_exc())
-        rows.add("error", None, "", status="failed", error=f"{kind}: {exc}")
+    if cfg.measure:
+        try:
+            measure_point(cfg, arch, device, dtype, rows, timing)
+        except Exception as exc:  # a failing point is recorded and the sweep goes on
+            status = "failed"
+            kind = "out of memory" if isinstance(exc, torch.OutOfMemoryError) else type(exc).__name__
+            log.error("point %s failed: %s: %s", variant, kind, exc)
+            log.debug("%s", traceback.format_exc())
+            rows.add("error", None, "", status="failed", error=f"{kind}: {exc}")
+    if cfg.train.enabled:
+        # Independent of the measurement (its own small model), so it runs even where that failed; a failing
+        # seed is recorded inside and never raises. Same point file: written once, below.
+        from ablations.quality.run import run_quality
+
+        if run_quality(cfg, arch, rows, device) == "failed":
+            status = "failed"
     write_point(rows.rows, path)
     if HydraConfig.get().mode != RunMode.MULTIRUN:
         from ablations.callbacks import finish

@@ -50,6 +50,52 @@ class ProfileConfig:
     memory: bool = True
 
 
+@dataclass
+class TrainConfig:
+    """The quality run (``ablations.quality``): a small byte-level LM with the point's four choices, trained
+    once per seed. ``model`` stays the measurement model; these are the quality model's own sizes."""
+
+    name: str = MISSING
+    enabled: bool = True
+    # The same seeds for every variant; a seed fixes both the initialisation and the data order.
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    # The token budget: steps x batch x context bytes, the same for every variant.
+    steps: int = 250
+    batch: int = 32
+    context: int = 128
+    # AdamW, linear warm-up to lr, cosine decay to lr * lr_min_ratio at the last step.
+    lr: float = 2e-3
+    lr_min_ratio: float = 0.1
+    warmup: int = 25
+    weight_decay: float = 0.1
+    clip: float = 1.0  # gradient-norm clip; 0 turns it off
+    # Train-loss rows average this many steps; validation runs every eval_interval steps (and at 0 and the end)
+    # on eval_batches x batch fixed windows of the validation split.
+    log_interval: int = 10
+    eval_interval: int = 50
+    eval_batches: int = 8
+    # Evaluate at context x each factor; the largest must be a multiple of the others (same target bytes).
+    extrapolation: list[int] = field(default_factory=lambda: [1, 2, 4])
+    # Loss-by-position buckets per `context` positions.
+    position_buckets: int = 4
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    # KV heads of the quality model at GQA points; null keeps the point's query heads per KV head where
+    # n_heads allows (16 heads, 2 KV -> 8 per KV head -> 4 heads, 1 KV), clamped to [1, n_heads].
+    n_kv_heads: int | None = None
+
+
+@dataclass
+class DataConfig:
+    """Training text for the quality run, read as bytes (vocabulary 256)."""
+
+    # Empty: the Python standard library's own .py sources (present wherever Python is). Else a text file.
+    path: str = ""
+    # The last fraction of the bytes is the validation split (deterministic).
+    val_fraction: float = 0.1
+
+
 class Device(StrEnum):
     auto = "auto"
     cpu = "cpu"
@@ -70,6 +116,13 @@ class RunConfig:
     ffn: FFNConfig = field(default_factory=FFNConfig)
     attn: AttnConfig = field(default_factory=AttnConfig)
     profile: ProfileConfig = field(default_factory=ProfileConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    # false: skip the latency/FLOPs/memory measurement and run only the quality runs (train.enabled).
+    measure: bool = True
+    # Like for like: widen the FFN by the K/V weights that GQA/MQA removed, so the block keeps its MHA
+    # version's parameter count (Llama-2's GQA ablation did this). Computed per model size.
+    match_params: bool = False
     # Name of the sweep a point belongs to ("adhoc" for a single run); set by conf/sweep/*.yaml.
     sweep_name: str = "adhoc"
     device: Device = Device.auto
@@ -95,5 +148,6 @@ def register_configs() -> None:
         ("ffn", FFNConfig),
         ("attn", AttnConfig),
         ("profile", ProfileConfig),
+        ("train", TrainConfig),
     ):
         cs.store(group=group, name=f"{group}_schema", node=node)

@@ -9,7 +9,7 @@ import pytest
 
 from ablations.cli import prevalidate
 
-SWEEP_POINTS = {"norm": 2, "pos": 3, "ffn": 2, "kv": 5, "all": 6}
+SWEEP_POINTS = {"norm": 2, "pos": 3, "ffn": 2, "kv": 5, "all": 6, "ladder": 5, "leave_one_out": 5, "gqa_matched": 3}
 
 
 @pytest.mark.parametrize("sweep,points", SWEEP_POINTS.items())

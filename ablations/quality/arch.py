@@ -1,0 +1,90 @@
+"""The quality model: the point's four choices on the small model that ``train`` sizes.
+
+``model`` is the measurement model (one d=1024 block by default); training that on a 2-core CPU would take
+hours, so the quality run keeps the choices and swaps the sizes. Bias, tied embeddings and init are not
+choices and come from ``model``, so a sweep that fixes them fixes them for both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from omegaconf import DictConfig
+
+from ablations.checks import match_params
+from components import ArchConfig, AttnConfig, ModelConfig
+from components.config import ConfigError
+
+
+def map_kv_heads(kv_heads: int, n_heads: int, quality_heads: int) -> int:
+    """KV heads for the quality model: keep query heads per KV head where the head count allows.
+
+    16 heads with 2 KV heads (8 per KV head) become 1 of 4; 16 with 8 (2 per) become 2 of 4. The result is
+    the largest divisor of ``quality_heads`` not above ``quality_heads / group``, at least 1.
+    """
+    group = max(1, n_heads // kv_heads)
+    target = max(1, quality_heads // group)
+    return max(d for d in range(1, target + 1) if quality_heads % d == 0)
+
+
+def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
+    """The point's choices at the quality sizes.
+
+    Learned positions get a table of exactly ``train.context`` rows, the length they are trained at, so they
+    carry no untrained rows into the comparison; RoPE and NoPE have no table and are built long enough for the
+    longest extrapolation length. An explicit ``ffn.hidden_dim`` belongs to the measurement model's width and
+    is not carried over: the quality model uses each FFN's own rule (and ``match_params`` recomputes).
+    """
+    tc = cfg.train
+    context, longest = int(tc.context), int(tc.context) * max(tc.extrapolation)
+    model = ModelConfig(
+        d_model=int(tc.d_model), n_layers=int(tc.n_layers), n_heads=int(tc.n_heads),
+        max_seq_len=context if arch.pos.name == "learned" else longest, vocab_size=256,
+        bias=arch.model.bias, tie_embeddings=arch.model.tie_embeddings, init_std=arch.model.init_std,
+    )
+    if arch.attn.name == "gqa" and arch.n_kv_heads < arch.model.n_heads:
+        kv = tc.n_kv_heads if tc.n_kv_heads is not None else map_kv_heads(arch.n_kv_heads, arch.model.n_heads,
+                                                                          model.n_heads)
+        attn = AttnConfig("gqa", int(kv))
+    else:  # MHA (or GQA with every head its own KV head) and MQA carry over by name
+        attn = AttnConfig("mha" if arch.attn.name == "gqa" else arch.attn.name)
+    q = ArchConfig(model, replace(arch.pos), replace(arch.norm), replace(arch.ffn, hidden_dim=None), attn)
+    if bool(cfg.match_params):
+        q = match_params(q)
+    return q
+
+
+def check_quality(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
+    """The ``train`` rules for one point, one line each naming a ``train.`` key; returns the quality model."""
+    tc = cfg.train
+    for key in ("steps", "batch", "context", "log_interval", "eval_interval", "eval_batches", "position_buckets",
+                "d_model", "n_layers", "n_heads"):
+        if not isinstance(tc[key], int) or tc[key] < 1:
+            raise ConfigError(f"train.{key}={tc[key]!r} must be a positive integer")
+    if not tc.seeds:
+        raise ConfigError("train.seeds=[] needs at least one seed (or train.enabled=false)")
+    if len(set(tc.seeds)) != len(tc.seeds):
+        raise ConfigError(f"train.seeds={list(tc.seeds)} repeats a seed")
+    for key in ("lr", "lr_min_ratio", "weight_decay", "clip", "warmup"):
+        if tc[key] < 0 or (key == "lr" and tc[key] == 0):
+            raise ConfigError(f"train.{key}={tc[key]} must be {'> 0' if key == 'lr' else '>= 0'}")
+    if tc.warmup >= tc.steps:
+        raise ConfigError(f"train.warmup={tc.warmup} must be below train.steps={tc.steps}")
+    factors = list(tc.extrapolation)
+    if not factors or any(f < 1 for f in factors) or any(max(factors) % f for f in factors):
+        raise ConfigError(
+            f"train.extrapolation={factors} needs positive factors that divide the largest (e.g. [1, 2, 4]), "
+            "so every length scores the same bytes"
+        )
+    if tc.context % tc.position_buckets:
+        raise ConfigError(f"train.position_buckets={tc.position_buckets} must divide train.context={tc.context}")
+    if tc.d_model % tc.n_heads:
+        raise ConfigError(f"train.d_model={tc.d_model} must be divisible by train.n_heads={tc.n_heads}")
+    if tc.n_kv_heads is not None and (tc.n_kv_heads < 1 or tc.n_heads % tc.n_kv_heads):
+        allowed = [d for d in range(1, tc.n_heads + 1) if tc.n_heads % d == 0]
+        raise ConfigError(f"train.n_kv_heads={tc.n_kv_heads} must divide train.n_heads={tc.n_heads}; "
+                          f"allowed: {allowed} or null")
+    try:
+        return quality_arch(cfg, arch).validate()
+    except ConfigError as exc:  # the keys it names are the quality model's, i.e. train.*
+        raise ConfigError(f"the quality model (train.d_model/n_heads/n_layers): {exc}") from None

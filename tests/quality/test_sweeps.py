@@ -1,0 +1,110 @@
+"""The interaction sweeps compose with unique, readable labels; like-for-like GQA; the train checks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.types import RunMode
+
+from ablations.checks import check_run, match_params, variant_label
+from ablations.cli import CONF_DIR, expand_jobs, prevalidate
+from ablations.quality.arch import map_kv_heads, quality_arch
+from ablations.quality.stats import summarize
+from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, build_decoder, count_parameters
+from tests.quality.helpers import composed
+
+LADDER = ["gpt2", "rmsnorm", "rope+rmsnorm", "llama2-mha", "llama2"]
+LEAVE_ONE_OUT = ["llama2", "llama2-learned", "llama2-layernorm", "llama2-gelu", "llama2-mha"]
+
+
+def labels(sweep: str) -> list[str]:
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            loader = GlobalHydra.instance().config_loader()
+            primary = loader.load_configuration("config", [f"+sweep={sweep}"], run_mode=RunMode.MULTIRUN)
+            cfgs = [loader.load_sweep_config(primary, job) for job in expand_jobs(loader, primary, [], False)]
+            return [variant_label(check_run(c), bool(c.match_params)) for c in cfgs]
+    finally:
+        GlobalHydra.instance().clear()
+
+
+@pytest.mark.parametrize("sweep,expected", [("ladder", LADDER), ("leave_one_out", LEAVE_ONE_OUT),
+                                            ("gqa_matched", ["gpt2", "gqa2", "gqa2-matched"])])
+def test_interaction_sweeps_compose_with_unique_labels(sweep, expected):
+    assert prevalidate([f"+sweep={sweep}"]) == len(expected)
+    assert labels(sweep) == expected
+
+
+def test_profile_selects_its_training_and_an_override_wins():
+    assert composed().train.name == "smoke"  # the helper composes profile=smoke
+    assert composed("train=default").train.name == "default"
+    assert composed("train.seeds=[4,5]").train.seeds == [4, 5]
+
+
+@pytest.mark.parametrize("ffn", ["gelu", "swiglu"])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("d,heads,kv", [(1024, 16, 2), (128, 4, 1), (768, 12, 4)])
+def test_matched_gqa_has_mha_parameters_to_one_hidden_unit(ffn, bias, d, heads, kv):
+    model = ModelConfig(d, 1, heads, 64, bias=bias)
+    mha = ArchConfig(model, ffn=FFNConfig(ffn))
+    gqa = ArchConfig(model, ffn=FFNConfig(ffn), attn=AttnConfig("gqa", kv))
+    matched = match_params(gqa)
+    count = lambda a: count_parameters(build_decoder(a, device="meta"))  # noqa: E731
+    per_unit = (3 if ffn == "swiglu" else 2) * d + (2 if ffn == "swiglu" else 1) * bias
+    assert count(gqa) < count(mha)
+    assert abs(count(matched) - count(mha)) <= per_unit / 2
+    assert match_params(mha) == mha
+
+
+def test_kv_heads_keep_query_heads_per_kv_head():
+    assert [map_kv_heads(kv, 16, 4) for kv in (16, 8, 4, 2, 1)] == [4, 2, 1, 1, 1]
+    assert map_kv_heads(4, 16, 8) == 2 and map_kv_heads(2, 12, 6) == 1 and map_kv_heads(6, 12, 6) == 3
+
+
+def test_learned_table_is_exactly_the_training_context():
+    cfg = composed()
+    assert quality_arch(cfg, check_run(cfg)).model.max_seq_len == 32
+    cfg = composed("pos=rope")
+    assert quality_arch(cfg, check_run(cfg)).model.max_seq_len == 128
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["measure=false", "train.enabled=false"], "leave nothing to run"),
+    (["train.extrapolation=[1,3,4]"], "train.extrapolation=[1, 3, 4]"),
+    (["train.d_model=130"], "train.d_model=130 must be divisible by train.n_heads=4"),
+    (["train.seeds=[]"], "train.seeds=[]"),
+    (["train.seeds=[1,1]"], "repeats a seed"),
+    (["train.warmup=300"], "train.warmup=300 must be below train.steps=250"),
+    (["train.n_kv_heads=3"], "train.n_kv_heads=3 must divide train.n_heads=4"),
+    (["train.steps=0"], "train.steps=0 must be a positive integer"),
+    (["data.val_fraction=1.5"], "data.val_fraction=1.5"),
+])
+def test_bad_training_settings_are_one_line(args, expected, capsys):
+    with pytest.raises(SystemExit):
+        prevalidate(args)
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and expected in err, err
+
+
+def test_leave_one_out_end_to_end(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "ablations", "+sweep=leave_one_out", "profile=smoke", "model=tiny", "threads=1",
+         "train.steps=8", "train.seeds=[0,1]", f"hydra.sweep.dir={tmp_path}"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert set(table["variant"]) == set(LEAVE_ONE_OUT) and set(table["status"]) == {"ok"}
+    assert "latency" not in set(table["metric"])  # quality only
+    s = summarize(table)
+    final = s[s.metric == "val_loss"].set_index("variant")
+    assert (final["reference"] == "llama2").all() and (final["n"] == 2).all()
+    assert final.loc["llama2", "verdict"] == "baseline"
+    assert s[(s.variant == "llama2-learned") & (s.seq_len == 128) & (s.reference == "llama2")]["verdict"].item() \
+        == "cannot"
