@@ -47,7 +47,7 @@ def test_smoke_norm_sweep_default_model_writes_the_table(tmp_path):
     ("pos", [], {"gpt2", "rope", "none"}),
     ("ffn", [], {"gpt2", "swiglu"}),
     # model=tiny has 4 heads, so the kv list is overridden the way the sweep file documents.
-    ("kv", ["hydra.sweeper.params.attn.n_kv_heads=4,2,1"], {"gpt2", "gqa2", "mqa"}),
+    ("kv", ["attn.n_kv_heads=4,2,1"], {"gpt2", "gqa2", "mqa"}),
 ])
 def test_each_one_choice_sweep_runs(sweep, extra, variants, tmp_path):
     proc = run(["+sweep=" + sweep, *TINY, *extra], tmp_path)
