@@ -229,8 +229,9 @@ def _plain_ticks(ax: object, lengths: pd.Series) -> None:
 
 
 def _legend(ax: object) -> None:
+    # Outside the axes: inside, a legend of five variants hides the very lines it names.
     if ax.get_legend() is not None or ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
 def _unit(rows: pd.DataFrame) -> str:
@@ -264,8 +265,8 @@ ABSENT = {"measured": "no block measurements in this sweep", "cmp": "no variant 
 def save(fig: Figure, folder: Path, stem: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{stem}.png", folder / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=150, metadata={"Software": None})
-    fig.savefig(paths[1], metadata={"Date": None})
+    fig.savefig(paths[0], dpi=150, metadata={"Software": None}, bbox_inches="tight")
+    fig.savefig(paths[1], metadata={"Date": None}, bbox_inches="tight")
     return paths
 
 

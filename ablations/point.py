@@ -130,7 +130,9 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
         for shape in shapes:
             tokens = shape.batch * shape.seq
             x = torch.randn(shape.batch, shape.seq, arch.model.d_model, device=device, dtype=dtype)
-            finite_or_raise(variant.forward(x)(), "the variant's forward")
+            # The first forward at a shape compiles it under compile=true, so it is timed apart here.
+            first_forward = _first_call(variant.forward(x), device)
+            finite_or_raise(first_forward[0], "the variant's forward")
             latency: dict[str, Summary] = {}
             for mode, enabled, make in (("forward", p.forward, Subject.forward),
                                         ("train", p.train_step, Subject.train_step)):
@@ -138,7 +140,9 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                     continue
                 if timing:
                     if cfg.compile:
-                        _record_compile_time(rows, mode, shape, make(variant, x), device)
+                        seconds = first_forward[1] if mode == "forward" else _first_call(make(variant, x), device)[1]
+                        rows.add("first_call_time", seconds, "s", mode=mode, shape=shape,
+                                 note="includes torch.compile for this shape")
                     paired = time_paired(make(variant, x), make(baseline, x), **timed)
                     latency[mode] = rows.timing("", mode, shape, paired, tokens)
                 tick(f"{mode} {shape}")
@@ -167,14 +171,13 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
             tick(f"decode {batch}x{context}")
 
 
-def _record_compile_time(rows: Rows, mode: str, shape: Shape, fn: Callable[[], object], device: torch.device) -> None:
+def _first_call(fn: Callable[[], object], device: torch.device) -> tuple[object, float]:
     from ablations.timing import synchronize
 
     start = time.perf_counter()
-    fn()
+    out = fn()
     synchronize(device)
-    rows.add("first_call_time", time.perf_counter() - start, "s", mode=mode, shape=shape,
-             note="includes torch.compile for this shape")
+    return out, time.perf_counter() - start
 
 
 def _fill_cache(model: nn.Module, batch: int, context: int, dtype: torch.dtype) -> object:

@@ -101,6 +101,10 @@ def test_compiled_point_records_first_call_and_runs(tmp_path):
     table = pd.read_csv(tmp_path / "results.csv")
     assert table["compile"].all()
     assert {"first_call_time", "latency_ratio", "flops"} <= set(table["metric"])
+    # The first call compiles: it must be the one recorded, not a call after compilation.
+    first = table[(table.metric == "first_call_time") & (table["mode"] == "forward")]["value"].iloc[0]
+    steady = table[(table.metric == "latency") & (table["mode"] == "forward")]["value"].iloc[0]
+    assert first > 10 * steady
 
 
 def test_parallel_launcher_skips_timing_and_still_collects(tmp_path):
