@@ -21,7 +21,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ablations.checks import check_run
-from ablations.schema import ModelSizes, ProfileConfig, RunConfig, register_configs
+from ablations.schema import DataConfig, ModelSizes, ProfileConfig, RunConfig, TrainConfig, register_configs
 from components.config import AttnConfig, FFNConfig, NormConfig, PosConfig
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -34,7 +34,7 @@ register_configs()
 _NOISE = ("object_type=", "reference_type=", "Set the environment", "provider=", "path=", "full_key:",
           "To append to your config")
 _SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, PosConfig, NormConfig, FFNConfig, AttnConfig,
-                                          ProfileConfig)}
+                                          ProfileConfig, TrainConfig, DataConfig)}
 
 
 class UsageError(SystemExit):

@@ -6,6 +6,7 @@ Produces long-form rows (see ``ablations.store.COLUMNS``). Knows nothing of Hydr
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 from omegaconf import DictConfig
 from torch import nn
+from tqdm.auto import tqdm
 
 from ablations import flops as F
 from ablations.checks import Shape, baseline_of, parse_shape
@@ -91,9 +93,6 @@ class Subject:
 
 @contextmanager
 def _progress(total: int, desc: str) -> Iterator[Callable[[str], None]]:
-    import sys
-
-    from tqdm.auto import tqdm
     bar = tqdm(total=total, desc=desc, leave=False, disable=not sys.stderr.isatty(), unit="step")
     try:
         yield lambda note: (bar.set_postfix_str(note), bar.update(1))
@@ -180,7 +179,7 @@ def _first_call(fn: Callable[[], object], device: torch.device) -> tuple[object,
     return out, time.perf_counter() - start
 
 
-def _fill_cache(model: nn.Module, batch: int, context: int, dtype: torch.dtype) -> object:
+def _fill_cache(model: nn.Module, batch: int, context: int) -> object:
     cache = model.new_cache(batch, context + 1)
     # Decode cost does not depend on the cached values; random K/V spare a prefill of `context` tokens.
     cache.k.normal_()
@@ -194,7 +193,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     p = cfg.profile
     shape = Shape(batch, context)
     d = variant.arch.model.d_model
-    caches = [_fill_cache(s.model, batch, context, dtype) for s in (variant, baseline)]
+    caches = [_fill_cache(s.model, batch, context) for s in (variant, baseline)]
     kv_bytes = caches[0].nbytes * context // (context + 1)
     rows.add("kv_cache_bytes", kv_bytes, "B", mode="decode", shape=shape)
     rows.add("flops", F.analytic_forward_flops(variant.arch, batch, 1, context + 1), "FLOP", mode="decode",

@@ -19,7 +19,7 @@ from ablations.store import config_hash, point_done, point_path, write_point
 
 log = logging.getLogger("ablations")
 
-# Results of this process's jobs, for the end-of-sweep summary (the basic launcher runs jobs in-process).
+# Settings that say where and how to run, not what is measured: they do not change a point's identity.
 IDENTITY_EXCLUDES = ("out", "allow_parallel_timing")
 
 
