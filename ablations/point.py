@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 
 import torch
 from omegaconf import DictConfig
-from torch import nn
 from tqdm.auto import tqdm
 
 from ablations import flops as F
 from ablations.checks import Shape, baseline_of, parse_shape
 from ablations.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
 from ablations.timing import PairedTiming, Summary, time_one, time_paired
-from components import ArchConfig, Decoder, build_decoder, count_parameters
+from components import ArchConfig, Decoder, KVCache, build_decoder, count_parameters
 
 
 @dataclass
@@ -179,7 +178,7 @@ def _first_call(fn: Callable[[], object], device: torch.device) -> tuple[object,
     return out, time.perf_counter() - start
 
 
-def _fill_cache(model: nn.Module, batch: int, context: int) -> object:
+def _fill_cache(model: Decoder, batch: int, context: int) -> KVCache:
     cache = model.new_cache(batch, context + 1)
     # Decode cost does not depend on the cached values; random K/V spare a prefill of `context` tokens.
     cache.k.normal_()
@@ -193,7 +192,19 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     p = cfg.profile
     shape = Shape(batch, context)
     d = variant.arch.model.d_model
-    caches = [_fill_cache(s.model, batch, context) for s in (variant, baseline)]
+    subjects = (variant, baseline)
+    filled = [_fill_cache(s.model, batch, context) for s in subjects]
+    caches: dict[int, KVCache] = {}
+
+    def fresh_caches(order: tuple[int, int]) -> None:
+        # Decode is bound by memory traffic, so where a cache lands matters: with one placement kept for
+        # a whole run, MHA timed against itself came out 0.94 in one run and 1.04 in another, each with a
+        # tight spread. Fresh copies every round, allocated in the round's order, average placement out.
+        caches.clear()
+        for i in order:
+            caches[i] = filled[i].clone()
+
+    fresh_caches((0, 1))
     kv_bytes = caches[0].nbytes * context // (context + 1)
     rows.add("kv_cache_bytes", kv_bytes, "B", mode="decode", shape=shape)
     rows.add("flops", F.analytic_forward_flops(variant.arch, batch, 1, context + 1), "FLOP", mode="decode",
@@ -202,27 +213,29 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
         return
     token = torch.randn(batch, 1, d, device=device, dtype=dtype)
 
-    def step(subject: Subject, cache: object) -> Callable[[], torch.Tensor]:
+    def step(i: int) -> Callable[[], torch.Tensor]:
         def fn() -> torch.Tensor:
+            cache = caches[i]
             cache.pos = context  # rewind: every call decodes the token at position `context`
-            with subject.no_grad():
-                return subject.run(token, cache)
+            with subjects[i].no_grad():
+                return subjects[i].run(token, cache)
         return fn
 
-    finite_or_raise(step(variant, caches[0])(), "the variant's decode step")
-    timed = dict(rounds=p.decode_rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device)
-    paired = time_paired(step(variant, caches[0]), step(baseline, caches[1]), **timed)
+    finite_or_raise(step(0)(), "the variant's decode step")
+    timed = dict(rounds=p.decode_rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device,
+                 prepare=fresh_caches)
+    paired = time_paired(step(0), step(1), **timed)
     rows.timing("decode_", "decode", shape, paired, batch)
     if batch * context <= p.prefill_max_tokens:
         prompt = torch.randn(batch, context, d, device=device, dtype=dtype)
 
-        def prefill(subject: Subject, cache: object) -> Callable[[], torch.Tensor]:
+        def prefill(i: int) -> Callable[[], torch.Tensor]:
             def fn() -> torch.Tensor:
+                cache = caches[i]
                 cache.pos = 0
-                with subject.no_grad():
-                    return subject.run(prompt, cache)
+                with subjects[i].no_grad():
+                    return subjects[i].run(prompt, cache)
             return fn
 
-        paired = time_paired(prefill(variant, caches[0]), prefill(baseline, caches[1]),
-                             **dict(timed, rounds=max(2, math.ceil(p.decode_rounds / 2))))
+        paired = time_paired(prefill(0), prefill(1), **dict(timed, rounds=max(2, math.ceil(p.decode_rounds / 2))))
         rows.timing("prefill_", "prefill", shape, paired, batch * context)

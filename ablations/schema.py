@@ -38,7 +38,7 @@ class ProfileConfig:
     # Decode with a KV cache: per-token time at each context and batch; prefill up to this many tokens.
     decode_contexts: list[int] = field(default_factory=lambda: [512, 1024, 2048, 4096])
     decode_batch_sizes: list[int] = field(default_factory=lambda: [1, 4])
-    decode_rounds: int = 12
+    decode_rounds: int = 16
     prefill_max_tokens: int = 4096
     # Matrix-multiply peak for utilisation: an NxN @ NxN product in the run's dtype.
     peak_matmul_n: int = 2048

@@ -63,6 +63,35 @@ def _timer(fn: Callable[[], object], label: str) -> Timer:
     return Timer(stmt="fn()", globals={"fn": fn}, label=label, num_threads=torch.get_num_threads())
 
 
+def _warm(fn: Callable[[], object], warmup: int, device: torch.device) -> float:
+    """Run ``fn`` ``warmup`` times (at least once); the seconds its last call took."""
+    seconds = 0.0
+    for _ in range(max(1, warmup)):
+        start = time.perf_counter()
+        fn()
+        synchronize(device)
+        seconds = time.perf_counter() - start
+    return seconds
+
+
+def _measure(timer: Timer, fn: Callable[[], object], slow: bool, min_run_time: float,
+             device: torch.device) -> float:
+    """Seconds per call for one round.
+
+    ``blocked_autorange`` first runs the statement once just to size its blocks (and ``Timer.timeit``
+    warms up twice); for a call that alone outlasts ``min_run_time`` that discarded call was half of all
+    training-step time here, and the block it sizes is a single call anyway. Such a call is timed once,
+    directly and synchronised, where the timer's own overhead (microseconds) is lost in the call.
+    """
+    if not slow:
+        return timer.blocked_autorange(min_run_time=min_run_time).median
+    synchronize(device)
+    start = time.perf_counter()
+    fn()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
 def time_paired(
     fn_a: Callable[[], object],
     fn_b: Callable[[], object],
@@ -71,15 +100,19 @@ def time_paired(
     min_run_time: float,
     warmup: int,
     device: torch.device,
+    prepare: Callable[[tuple[int, int]], None] | None = None,
 ) -> PairedTiming:
-    """Time ``fn_a`` and ``fn_b`` interleaved; each round gives each a ``blocked_autorange`` median.
+    """Time ``fn_a`` and ``fn_b`` interleaved; each round gives each a median over ``min_run_time``.
 
     ``Timer`` synchronises CUDA itself around each block, so kernels are counted to completion.
+    ``prepare(order)``, when given, runs before each round (and before the warm-up) with that round's
+    order, (0, 1) = a first: it rebuilds state the two callables read, such as their KV caches, so that
+    where that state lands in memory is drawn afresh every round instead of once for the whole run.
     """
-    for fn in (fn_a, fn_b):
-        for _ in range(warmup):
-            fn()
-        synchronize(device)
+    if prepare is not None:
+        prepare((0, 1))
+    fns = (fn_a, fn_b)
+    slow = [_warm(fn, warmup, device) >= min_run_time for fn in fns]
     timers = (_timer(fn_a, "a"), _timer(fn_b, "b"))
     a: list[float] = []
     b: list[float] = []
@@ -88,10 +121,11 @@ def time_paired(
     for r in range(rounds):
         # ABBA: the first timer of a round is not always the same one, so ordering effects cancel.
         order = (0, 1) if r % 2 == 0 else (1, 0)
+        if prepare is not None:
+            prepare(order)
         wall, cpu = time.perf_counter(), time.process_time()
         for i in order:
-            m = timers[i].blocked_autorange(min_run_time=min_run_time)
-            (a if i == 0 else b).append(m.median)
+            (a if i == 0 else b).append(_measure(timers[i], fns[i], slow[i], min_run_time, device))
         if device.type == "cpu":
             share.append((time.process_time() - cpu) / ((time.perf_counter() - wall) * threads))
     return PairedTiming(a, b, share)
@@ -100,8 +134,6 @@ def time_paired(
 def time_one(fn: Callable[[], object], *, rounds: int, min_run_time: float, warmup: int,
              device: torch.device) -> Summary:
     """Unpaired timing (for things with no baseline, such as the matmul peak)."""
-    for _ in range(warmup):
-        fn()
-    synchronize(device)
+    slow = _warm(fn, warmup, device) >= min_run_time
     timer = _timer(fn, "one")
-    return Summary.of([timer.blocked_autorange(min_run_time=min_run_time).median for _ in range(rounds)])
+    return Summary.of([_measure(timer, fn, slow, min_run_time, device) for _ in range(rounds)])

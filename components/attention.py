@@ -8,6 +8,8 @@ slower than MHA, which would invert the very result the kv sweep measures.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -56,6 +58,12 @@ class KVCache:
     def bytes_per_token(self) -> int:
         """K and V bytes one token adds over all layers and the whole batch."""
         return self.nbytes // self.max_seq_len
+
+    def clone(self) -> KVCache:
+        """The same contents and position in newly allocated memory."""
+        other = copy.copy(self)
+        other.k, other.v = self.k.clone(), self.v.clone()
+        return other
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Write this step's K/V at ``pos`` and return views of everything cached so far for ``layer``."""

@@ -90,6 +90,37 @@ def test_paired_ratios_and_interleaving():
     assert calls[:2] == ["a", "b"] and "b" in calls[2:]
 
 
+def test_prepare_runs_before_warmup_and_every_round_in_that_rounds_order():
+    events: list[object] = []
+    time_paired(lambda: events.append("a"), lambda: events.append("b"), rounds=4, min_run_time=0.001, warmup=1,
+                device=torch.device("cpu"), prepare=lambda order: events.append(order))
+    orders = [e for e in events if isinstance(e, tuple)]
+    assert orders == [(0, 1), (0, 1), (1, 0), (0, 1), (1, 0)]
+    assert events[:3] == [(0, 1), "a", "b"]  # the warm-up already runs on prepared state
+    # Each round's calls come after its prepare and before the next one.
+    rounds = "".join(e if isinstance(e, str) else "|" for e in events).split("|")[2:]
+    assert [r[0] for r in rounds] == ["a", "b", "a", "b"]
+
+
+def test_a_call_longer_than_min_run_time_is_timed_once_per_round():
+    import time
+
+    calls = {"a": 0, "b": 0}
+
+    def slow() -> None:
+        calls["a"] += 1
+        time.sleep(0.02)
+
+    def fast() -> None:
+        calls["b"] += 1
+
+    paired = time_paired(slow, fast, rounds=3, min_run_time=0.01, warmup=1, device=torch.device("cpu"))
+    # One warm-up call, then exactly one timed call per round: no discarded block-sizing call.
+    assert calls["a"] == 1 + 3
+    assert calls["b"] > 1 + 3
+    assert all(t >= 0.02 for t in paired.a)
+
+
 def test_variant_labels():
     base = ModelConfig(64, 1, 16, 128)
     assert variant_label(ArchConfig(base)) == "gpt2"

@@ -142,3 +142,16 @@ def test_attention_with_cache_equals_full(make_cfg, rand_params):
         parts.append(layer(x[:, a:b], rope.rotation(b - a, a), cache))
         cache.pos = b
     torch.testing.assert_close(torch.cat(parts, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_kv_cache_clone_is_equal_and_independent():
+    cache = KVCache(2, 1, 2, 6, 4)
+    cache.k.normal_()
+    cache.v.normal_()
+    cache.pos = 3
+    twin = cache.clone()
+    assert twin.pos == 3 and twin.max_seq_len == 6
+    assert torch.equal(twin.k, cache.k) and torch.equal(twin.v, cache.v)
+    assert twin.k.data_ptr() != cache.k.data_ptr() and twin.v.data_ptr() != cache.v.data_ptr()
+    twin.update(0, torch.ones(1, 2, 1, 4), torch.ones(1, 2, 1, 4))
+    assert not torch.equal(twin.k, cache.k)  # writing the copy leaves the original alone
