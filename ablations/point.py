@@ -5,6 +5,7 @@ Produces long-form rows (see ``ablations.store.COLUMNS``). Knows nothing of Hydr
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 import time
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 from omegaconf import DictConfig
+from torch import nn
 from tqdm.auto import tqdm
 
 from ablations import flops as F
@@ -187,6 +189,17 @@ def _fill_cache(model: Decoder, batch: int, context: int) -> KVCache:
     return cache
 
 
+def _renew_storage(model: nn.Module) -> None:
+    """Move every parameter and buffer to newly allocated memory, values unchanged.
+
+    The Parameter objects stay the same, so optimisers, hooks and compiled graphs (which guard on
+    metadata, not addresses) keep working.
+    """
+    with torch.no_grad():
+        for t in itertools.chain(model.parameters(), model.buffers()):
+            t.data = t.data.clone()
+
+
 def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: int, batch: int, cfg: DictConfig,
                     device: torch.device, dtype: torch.dtype, timing: bool) -> None:
     p = cfg.profile
@@ -196,15 +209,17 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     filled = [_fill_cache(s.model, batch, context) for s in subjects]
     caches: dict[int, KVCache] = {}
 
-    def fresh_caches(order: tuple[int, int]) -> None:
-        # Decode is bound by memory traffic, so where a cache lands matters: with one placement kept for
-        # a whole run, MHA timed against itself came out 0.94 in one run and 1.04 in another, each with a
-        # tight spread. Fresh copies every round, allocated in the round's order, average placement out.
+    def fresh_memory(order: tuple[int, int]) -> None:
+        # Decode is bound by memory traffic, so where the KV caches and the weights land matters: with
+        # one placement kept for a whole run, MHA timed against itself came out 0.94 in one run and 1.04
+        # in another, each with a tight spread. Fresh copies of both every round, allocated in the round's
+        # order, average placement out instead of freezing one draw of it into the ratio.
         caches.clear()
         for i in order:
+            _renew_storage(subjects[i].model)
             caches[i] = filled[i].clone()
 
-    fresh_caches((0, 1))
+    fresh_memory((0, 1))
     kv_bytes = caches[0].nbytes * context // (context + 1)
     rows.add("kv_cache_bytes", kv_bytes, "B", mode="decode", shape=shape)
     rows.add("flops", F.analytic_forward_flops(variant.arch, batch, 1, context + 1), "FLOP", mode="decode",
@@ -223,7 +238,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
 
     finite_or_raise(step(0)(), "the variant's decode step")
     timed = dict(rounds=p.decode_rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device,
-                 prepare=fresh_caches)
+                 prepare=fresh_memory)
     paired = time_paired(step(0), step(1), **timed)
     rows.timing("decode_", "decode", shape, paired, batch)
     if batch * context <= p.prefill_max_tokens:
