@@ -179,7 +179,7 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             elif ref not in seeds:
                 row["verdict"] = "no baseline in sweep"
             elif cannot[ref]:
-                row["verdict"] = "baseline cannot"
+                row["verdict"] = "no comparison: the baseline cannot run at this length"
             else:
                 d = paired_difference(seeds[key], seeds[ref])
                 row.update({"diff": d.mean, "diff_lo": d.lo, "diff_hi": d.hi, "diff_n": d.n, "verdict": verdict(d)})
