@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from ablations import flops as F
 from ablations.checks import Shape, baseline_of, parse_shape
 from ablations.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
-from ablations.timing import PairedTiming, Summary, time_one, time_paired
+from ablations.timing import PairedTiming, Summary, time_call, time_one, time_paired
 from components import ArchConfig, Decoder, KVCache, build_decoder, count_parameters
 
 
@@ -131,7 +131,7 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
             tokens = shape.batch * shape.seq
             x = torch.randn(shape.batch, shape.seq, arch.model.d_model, device=device, dtype=dtype)
             # The first forward at a shape compiles it under compile=true, so it is timed apart here.
-            first_forward = _first_call(variant.forward(x), device)
+            first_forward = time_call(variant.forward(x), device)
             finite_or_raise(first_forward[0], "the variant's forward")
             latency: dict[str, Summary] = {}
             for mode, enabled, make in (("forward", p.forward, Subject.forward),
@@ -140,7 +140,7 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                     continue
                 if timing:
                     if cfg.compile:
-                        seconds = first_forward[1] if mode == "forward" else _first_call(make(variant, x), device)[1]
+                        seconds = first_forward[1] if mode == "forward" else time_call(make(variant, x), device)[1]
                         rows.add("first_call_time", seconds, "s", mode=mode, shape=shape,
                                  note="includes torch.compile for this shape")
                     paired = time_paired(make(variant, x), make(baseline, x), **timed)
@@ -171,15 +171,6 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
             tick(f"decode {batch}x{context}")
 
 
-def _first_call(fn: Callable[[], object], device: torch.device) -> tuple[object, float]:
-    from ablations.timing import synchronize
-
-    start = time.perf_counter()
-    out = fn()
-    synchronize(device)
-    return out, time.perf_counter() - start
-
-
 def _fill_cache(model: Decoder, batch: int, context: int) -> KVCache:
     cache = model.new_cache(batch, context + 1)
     # Decode cost does not depend on the cached values; random K/V spare a prefill of `context` tokens.
@@ -207,25 +198,24 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     d = variant.arch.model.d_model
     subjects = (variant, baseline)
     filled = [_fill_cache(s.model, batch, context) for s in subjects]
-    caches: dict[int, KVCache] = {}
+    kv_bytes = filled[0].nbytes * context // (context + 1)
+    rows.add("kv_cache_bytes", kv_bytes, "B", mode="decode", shape=shape)
+    rows.add("flops", F.analytic_forward_flops(variant.arch, batch, 1, context + 1), "FLOP", mode="decode",
+             shape=shape, statistic="analytic")
+    if not timing:
+        return
+    caches: list[KVCache | None] = list(filled)  # the finite check runs on these; every timed round on copies
 
     def fresh_memory(order: tuple[int, int]) -> None:
         # Decode is bound by memory traffic, so where the KV caches and the weights land matters: with
         # one placement kept for a whole run, MHA timed against itself came out 0.94 in one run and 1.04
         # in another, each with a tight spread. Fresh copies of both every round, allocated in the round's
         # order, average placement out instead of freezing one draw of it into the ratio.
-        caches.clear()
+        caches[:] = [None, None]  # free last round's copies before drawing new memory
         for i in order:
             _renew_storage(subjects[i].model)
             caches[i] = filled[i].clone()
 
-    fresh_memory((0, 1))
-    kv_bytes = caches[0].nbytes * context // (context + 1)
-    rows.add("kv_cache_bytes", kv_bytes, "B", mode="decode", shape=shape)
-    rows.add("flops", F.analytic_forward_flops(variant.arch, batch, 1, context + 1), "FLOP", mode="decode",
-             shape=shape, statistic="analytic")
-    if not timing:
-        return
     token = torch.randn(batch, 1, d, device=device, dtype=dtype)
 
     def step(i: int) -> Callable[[], torch.Tensor]:

@@ -63,15 +63,22 @@ def _timer(fn: Callable[[], object], label: str) -> Timer:
     return Timer(stmt="fn()", globals={"fn": fn}, label=label, num_threads=torch.get_num_threads())
 
 
+def time_call(fn: Callable[[], object], device: torch.device) -> tuple[object, float]:
+    """One call of ``fn``, synchronised on both sides: its result and the seconds it took.
+
+    For calls far longer than a timer's overhead: the first (compiling) call, warm-up, and rounds of a
+    call that alone outlasts ``min_run_time``.
+    """
+    synchronize(device)
+    start = time.perf_counter()
+    out = fn()
+    synchronize(device)
+    return out, time.perf_counter() - start
+
+
 def _warm(fn: Callable[[], object], warmup: int, device: torch.device) -> float:
     """Run ``fn`` ``warmup`` times (at least once); the seconds its last call took."""
-    seconds = 0.0
-    for _ in range(max(1, warmup)):
-        start = time.perf_counter()
-        fn()
-        synchronize(device)
-        seconds = time.perf_counter() - start
-    return seconds
+    return [time_call(fn, device)[1] for _ in range(max(1, warmup))][-1]
 
 
 def _measure(timer: Timer, fn: Callable[[], object], slow: bool, min_run_time: float,
@@ -83,13 +90,9 @@ def _measure(timer: Timer, fn: Callable[[], object], slow: bool, min_run_time: f
     training-step time here, and the block it sizes is a single call anyway. Such a call is timed once,
     directly and synchronised, where the timer's own overhead (microseconds) is lost in the call.
     """
-    if not slow:
-        return timer.blocked_autorange(min_run_time=min_run_time).median
-    synchronize(device)
-    start = time.perf_counter()
-    fn()
-    synchronize(device)
-    return time.perf_counter() - start
+    if slow:
+        return time_call(fn, device)[1]
+    return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
 def time_paired(
