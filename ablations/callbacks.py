@@ -20,7 +20,7 @@ EXPECTED_POINTS: int | None = None
 
 def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> None:
     """Write the collected table, print the summary, and make the last line the folder's path."""
-    from ablations.store import write_table
+    from ablations.results.store import write_table
 
     table, written = write_table(folder)
     if not statuses and len(table):
@@ -34,7 +34,7 @@ def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> 
     )
     if cfg is not None and failed == 0:
         try:
-            from ablations.report import build_report
+            from ablations.report.markdown import build_report
         except ImportError:
             pass
         else:

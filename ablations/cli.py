@@ -20,8 +20,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ablations.checks import check_run
-from ablations.schema import DataConfig, ModelSizes, ProfileConfig, RunConfig, TrainConfig, register_configs
+from ablations.config.schema import DataConfig, ModelSizes, ProfileConfig, RunConfig, TrainConfig, register_configs
+from ablations.runner import check_point
 from components.config import AttnConfig, FFNConfig, NormConfig, PosConfig
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -101,7 +101,7 @@ def prevalidate(argv: list[str]) -> int | None:
             for job in jobs:
                 cfg = loader.load_sweep_config(primary, job) if len(jobs) > 1 or multirun else primary
                 OmegaConf.resolve(cfg)
-                check_run(cfg)
+                check_point(cfg)
     except SystemExit:
         raise
     except Exception as exc:  # Hydra, OmegaConf and our ConfigError all describe the user's input

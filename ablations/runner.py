@@ -12,10 +12,15 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ablations.checks import check_run, resolve_device, resolve_dtype, variant_label
-from ablations.point import Rows, measure_point
-from ablations.provenance import provenance
-from ablations.store import config_hash, point_done, point_path, write_point
+from ablations.config.checks import check_run, resolve_device, resolve_dtype
+from ablations.config.variants import variant_label
+from ablations.measure.point import measure_point
+from ablations.quality.arch import check_quality
+from ablations.quality.data import check_data
+from ablations.results.provenance import provenance
+from ablations.results.rows import Rows
+from ablations.results.store import config_hash, point_done, point_path, write_point
+from components import ArchConfig
 
 log = logging.getLogger("ablations")
 
@@ -39,9 +44,18 @@ def launcher_name() -> str:
     return HydraConfig.get().runtime.choices.get("hydra/launcher", "basic") or "basic"
 
 
+def check_point(cfg: DictConfig) -> ArchConfig:
+    """Every rule for one point: the measurement's, then the quality run's when it trains."""
+    arch = check_run(cfg)
+    if cfg.train.enabled:
+        check_quality(cfg, arch)
+        check_data(cfg.data.path, cfg.train.context, max(cfg.train.extrapolation), cfg.data.val_fraction)
+    return arch
+
+
 def run_job(cfg: DictConfig) -> str:
     """Measure the point ``cfg`` describes and run its quality runs; returns ``ok``, ``failed`` or ``skipped``."""
-    arch = check_run(cfg)
+    arch = check_point(cfg)
     device = resolve_device(cfg)
     dtype = resolve_dtype(cfg, device)
     threads = cfg.threads or os.cpu_count() or 1

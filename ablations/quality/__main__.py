@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ablations.quality.stats import summarize
-from ablations.store import TABLE, collect
+from ablations.results.store import TABLE, collect
 
 
 def _load(folder: Path) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from omegaconf import DictConfig
 
-from ablations.checks import match_params
+from ablations.config.variants import match_params
 from components import ArchConfig, AttnConfig, ModelConfig
 from components.config import ConfigError
 

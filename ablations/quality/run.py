@@ -19,12 +19,12 @@ import traceback
 import torch
 from omegaconf import DictConfig
 
-from ablations.checks import baseline_of
-from ablations.point import Rows
+from ablations.config.variants import baseline_of
 from ablations.quality.arch import quality_arch
 from ablations.quality.data import load_corpus
 from ablations.quality.extrapolation import buckets, extrapolate
 from ablations.quality.train import TrainResult, train, validation_spans
+from ablations.results.rows import Rows
 from components import ArchConfig, build_lm, count_parameters
 
 log = logging.getLogger("ablations")

@@ -7,11 +7,12 @@ import pytest
 import torch
 from torch import nn
 
-from ablations import flops
-from ablations.checks import variant_label
-from ablations.memory import parameter_bytes, saved_activation_bytes
-from ablations.store import COLUMNS, collect, point_done, write_point
-from ablations.timing import PairedTiming, Summary, time_paired
+from ablations.config.variants import variant_label
+from ablations.measure import flops
+from ablations.measure.memory import parameter_bytes, saved_activation_bytes
+from ablations.measure.timing import PairedTiming, time_paired
+from ablations.results.rows import Summary
+from ablations.results.store import COLUMNS, collect, point_done, write_point
 from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
 
 VARIANTS = [

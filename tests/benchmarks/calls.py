@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from ablations.flops import count_flops
+from ablations.measure.flops import count_flops
 from components import count_parameters
 
 MODES = ("forward", "train")  # "train" is forward+backward, as the harness's results tables name it

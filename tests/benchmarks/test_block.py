@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ablations.flops import analytic_forward_flops, analytic_train_flops
+from ablations.measure.flops import analytic_forward_flops, analytic_train_flops
 from components import build_decoder
 from tests.benchmarks import cases
 from tests.benchmarks.calls import MODES, describe, make_call

@@ -1,7 +1,7 @@
 """In-run ratio checks: what must not regress, timed paired and interleaved in one process.
 
 Absolute times on a shared machine move by several x with the load; the ratio of two things timed
-alternately (ABBA, ``ablations.timing.time_paired``) in one process does not, so these checks compare the
+alternately (ABBA, ``ablations.measure.timing.time_paired``) in one process does not, so these checks compare the
 two sides of a design choice rather than a time against a stored number. Bands come from measurement
 (see README "Performance regression checks"): the observed range of the median ratio over repeated runs on
 this machine, widened by a margin. Run them 20 times in a row with ``scripts/repeat_ratio_checks.py``.
@@ -15,7 +15,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from ablations.timing import PairedTiming, Summary, time_paired
+from ablations.measure.timing import PairedTiming, time_paired
+from ablations.results.rows import Summary
 from components import build_decoder
 from tests.benchmarks import cases
 from tests.benchmarks.calls import make_call

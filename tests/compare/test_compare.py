@@ -8,8 +8,8 @@ import sys
 import pandas as pd
 import pytest
 
-from ablations import compare as C
-from ablations.store import COLUMNS
+from ablations.results.store import COLUMNS
+from ablations.tools import compare as C
 
 
 def row(metric, value, variant="rmsnorm", sweep="norm", mode="train", batch=1, seq_len=512, unit="s", **extra):

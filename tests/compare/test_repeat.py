@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ablations import repeat as R
+from ablations.tools import repeat as R
 
 from .test_compare import BASE, row, write
 

@@ -7,10 +7,10 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
-from ablations.checks import check_run
 from ablations.cli import CONF_DIR
-from ablations.point import Rows
 from ablations.quality.run import run_quality
+from ablations.results.rows import Rows
+from ablations.runner import check_point as check_run
 
 
 def composed(*overrides: str) -> DictConfig:

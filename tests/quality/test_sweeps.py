@@ -11,10 +11,11 @@ from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 
-from ablations.checks import check_run, match_params, variant_label
 from ablations.cli import CONF_DIR, expand_jobs, prevalidate
+from ablations.config.variants import match_params, variant_label
 from ablations.quality.arch import map_kv_heads, quality_arch
 from ablations.quality.stats import summarize
+from ablations.runner import check_point as check_run
 from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, build_decoder, count_parameters
 from tests.quality.helpers import composed
 

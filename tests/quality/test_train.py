@@ -7,10 +7,10 @@ import math
 import torch
 from omegaconf import OmegaConf
 
-from ablations.checks import check_run
 from ablations.quality.arch import quality_arch
 from ablations.quality.data import load_corpus, train_starts
 from ablations.quality.train import lr_at, train
+from ablations.runner import check_point as check_run
 from tests.quality.helpers import composed, quality_rows
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ablations.store import COLUMNS
+from ablations.results.store import COLUMNS
 
 D, HEADS = 1024, 16
 PROVENANCE = dict(

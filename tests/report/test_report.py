@@ -11,8 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ablations import claims, report
-from ablations.sizes import sizes_table
+from ablations.report import claims
+from ablations.report.__main__ import main as report_main
+from ablations.report.comparison import comparison
+from ablations.report.markdown import build_report, quality_section
+from ablations.report.sections import summarize_quality
+from ablations.report.sizes import sizes_table
+from ablations.report.tables import split
 
 LINK = re.compile(r"\]\((figures/[^)]+)\)")
 CLAIMS = ["RoPE extends to longer contexts more gracefully", "RMSNorm performs as well as LayerNorm at lower cost",
@@ -31,7 +36,7 @@ def built(synthetic, tmp_path_factory) -> tuple[Path, str]:
     folder = write(synthetic(sweeps=("norm", "kv", "pos")), tmp_path_factory.mktemp("built"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(sys.modules, "ablations.quality.stats", None)  # as if the module did not exist
-        path = report.build_report(folder)
+        path = build_report(folder)
     return folder, path.read_text()
 
 
@@ -122,8 +127,8 @@ def sizes() -> pd.DataFrame:
 
 
 def claims_for(table: pd.DataFrame, sizes: pd.DataFrame, quality: pd.DataFrame | None = None) -> dict[str, str]:
-    measured, _, _ = report.split(table)
-    frame = claims.claims_table(table, report.comparison(measured), quality, sizes)
+    measured, _, _ = split(table)
+    frame = claims.claims_table(table, comparison(measured), quality, sizes)
     return dict(zip(frame["claim"], frame["reading"], strict=True))
 
 
@@ -170,9 +175,9 @@ def test_quality_summary_is_rendered_and_read_by_the_claims(synthetic, sizes, mo
     module.summarize = fake_summarize
     monkeypatch.setitem(sys.modules, "ablations.quality.stats", module)
     table = synthetic()
-    _, quality, _ = report.split(table)
-    summary, note = report.summarize_quality(table)
-    section = "\n".join(report.quality_section(quality[quality["sweep"] == "norm"], summary, note))
+    _, quality, _ = split(table)
+    summary, note = summarize_quality(table)
+    section = "\n".join(quality_section(quality[quality["sweep"] == "norm"], summary, note))
     row = next(ln for ln in section.splitlines() if ln.startswith("| rmsnorm |"))
     assert "no detectable difference" in row and " [" in row and "19,000" in row
     assert "val loss (nats/byte) [95% CI]" in section
@@ -185,19 +190,19 @@ def test_a_failing_summary_is_a_note_not_a_crash(synthetic, monkeypatch):
     module.summarize = lambda table: 1 / 0
     monkeypatch.setitem(sys.modules, "ablations.quality.stats", module)
     table = synthetic()
-    summary, note = report.summarize_quality(table)
+    summary, note = summarize_quality(table)
     assert summary is None and "ZeroDivisionError" in note
 
 
 def test_the_real_stats_module_feeds_the_report(synthetic, sizes):
     pytest.importorskip("ablations.quality.stats")
     table = synthetic(sweeps=("norm", "pos"))
-    summary, note = report.summarize_quality(table)
+    summary, note = summarize_quality(table)
     assert summary is not None, note
     assert {"sweep", "variant", "metric", "mean", "ci_lo", "ci_hi", "diff", "diff_lo", "diff_hi", "verdict"} <= set(
         summary.columns)
-    _, quality, _ = report.split(table)
-    section = "\n".join(report.quality_section(quality[quality["sweep"] == "pos"], summary, note))
+    _, quality, _ = split(table)
+    section = "\n".join(quality_section(quality[quality["sweep"] == "pos"], summary, note))
     assert "cannot" in section and "512 tokens" in section
     reading = claims_for(table, sizes, summary)[CLAIMS[1]]
     assert "Quality: " in reading and f"Quality: {claims.NOT_MEASURED}" not in reading
@@ -206,26 +211,26 @@ def test_the_real_stats_module_feeds_the_report(synthetic, sizes):
 # --- the command line ---------------------------------------------------------------------------------
 
 def test_cli_missing_folder_is_one_line_and_exit_2(tmp_path, capsys):
-    assert report.main([str(tmp_path / "nope")]) == 2
+    assert report_main([str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("ablations.report: error: ") and "is not a folder" in err
 
 
 def test_cli_folder_without_a_table_is_one_line_and_exit_2(tmp_path, capsys):
-    assert report.main([str(tmp_path)]) == 2
+    assert report_main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no results table in" in err and "results.csv" in err
 
 
 def test_cli_combines_folders_into_out(synthetic, tmp_path, capsys, monkeypatch):
-    from ablations import figures
+    from ablations.report import figures
 
     monkeypatch.setattr(figures, "draw_all", lambda *args: {})  # drawing is tested above; this is about tables
     table = synthetic(quality=False, failed=False)
     a = write(table[table["sweep"] == "norm"], tmp_path / "a")
     b = write(table[table["sweep"] == "kv"], tmp_path / "b")
     out = tmp_path / "combined"
-    assert report.main([str(a), str(b), "--out", str(out)]) == 0
+    assert report_main([str(a), str(b), "--out", str(out)]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == str((out / "REPORT.md").resolve())
     text = (out / "REPORT.md").read_text()
     assert "## Sweep `norm`" in text and "## Sweep `kv`" in text

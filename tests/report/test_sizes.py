@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ablations import sizes
-from ablations.flops import count_flops
+from ablations.measure.flops import count_flops
+from ablations.report import sizes
 from components import build_lm, preset
 
 GIB = 2**30

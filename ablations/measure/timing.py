@@ -7,7 +7,6 @@ drifts cancel in each round's A/B ratio; the headline is the median of those rat
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,27 +14,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils.benchmark import Timer
 
-
-@dataclass(frozen=True)
-class Summary:
-    """Robust summary of repeated measurements: median with quartiles and extremes."""
-
-    median: float
-    p25: float
-    p75: float
-    min: float
-    max: float
-    n: int
-
-    @classmethod
-    def of(cls, values: list[float]) -> Summary:
-        if not values:
-            raise ValueError("no measurements to summarise")
-        if len(values) == 1:
-            v = values[0]
-            return cls(v, v, v, v, v, 1)
-        q = statistics.quantiles(values, n=4, method="inclusive")
-        return cls(statistics.median(values), q[0], q[2], min(values), max(values), len(values))
+from ablations.results.rows import Summary
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The choice groups reuse the dataclasses of ``components.config``, so the CLI cannot describe a model
 the Python API could not. Hydra rejects unknown keys and wrong types against these before any job runs;
-``ablations.checks`` adds the cross-field rules.
+``ablations.config.checks`` adds the cross-field rules.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Measure one sweep point: the variant against the GPT-2 baseline, paired, on one device and dtype.
 
-Produces long-form rows (see ``ablations.store.COLUMNS``). Knows nothing of Hydra beyond the config.
+Produces long-form rows (see ``ablations.results.store.COLUMNS``). Knows nothing of Hydra beyond the config.
 """
 
 from __future__ import annotations
@@ -8,56 +8,38 @@ from __future__ import annotations
 import itertools
 import math
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import torch
 from omegaconf import DictConfig
 from torch import nn
 from tqdm.auto import tqdm
 
-from ablations import flops as F
-from ablations.checks import Shape, baseline_of, parse_shape
-from ablations.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
-from ablations.timing import PairedTiming, Summary, time_call, time_one, time_paired
+from ablations.config.checks import Shape, parse_shape
+from ablations.config.variants import baseline_of
+from ablations.measure import flops as F
+from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
+from ablations.measure.timing import PairedTiming, time_call, time_one, time_paired
+from ablations.results.rows import Rows, Summary
 from components import ArchConfig, Decoder, KVCache, build_decoder, count_parameters
 
 
-@dataclass
-class Rows:
-    """Accumulates rows that share one identity and provenance."""
-
-    base: dict
-    rows: list[dict] = field(default_factory=list)
-
-    def add(self, metric: str, value: float | int | None, unit: str, *, mode: str = "", shape: Shape | None = None,
-            statistic: str = "exact", summary: Summary | None = None, **extra: object) -> None:
-        row = dict(self.base, metric=metric, value=value, unit=unit, mode=mode, statistic=statistic, **extra)
-        if shape is not None:
-            row.update(batch=shape.batch, seq_len=shape.seq)
-        if summary is not None:
-            row.update(lo=summary.p25, hi=summary.p75, min=summary.min, max=summary.max, n=summary.n)
-        row.setdefault("status", "ok")
-        row["time"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        self.rows.append(row)
-
-    def timing(self, prefix: str, mode: str, shape: Shape, paired: PairedTiming, tokens: int) -> Summary:
-        """Rows for one paired timing: latency of both, the ratio (the headline) and tokens/s."""
-        a, b, ratio = Summary.of(paired.a), Summary.of(paired.b), Summary.of(paired.ratios)
-        self.add(f"{prefix}latency", a.median, "s", mode=mode, shape=shape, statistic="median", summary=a)
-        self.add(f"{prefix}baseline_latency", b.median, "s", mode=mode, shape=shape, statistic="median", summary=b)
-        self.add(f"{prefix}latency_ratio", ratio.median, "x", mode=mode, shape=shape, statistic="median",
-                 summary=ratio)
-        if paired.cpu_share:
-            share = Summary.of(paired.cpu_share)
-            self.add(f"{prefix}cpu_share", share.median, "fraction", mode=mode, shape=shape, statistic="median",
-                     summary=share)
-        per_s = [tokens / t for t in paired.a]
-        self.add(f"{prefix}throughput", tokens / a.median, "tokens/s", mode=mode, shape=shape, statistic="median",
-                 summary=Summary.of(per_s))
-        return a
+def add_paired(rows: Rows, prefix: str, mode: str, shape: Shape, paired: PairedTiming, tokens: int) -> Summary:
+    """Rows for one paired timing: latency of both, the ratio (the headline) and tokens/s."""
+    a, b, ratio = Summary.of(paired.a), Summary.of(paired.b), Summary.of(paired.ratios)
+    rows.add(f"{prefix}latency", a.median, "s", mode=mode, shape=shape, statistic="median", summary=a)
+    rows.add(f"{prefix}baseline_latency", b.median, "s", mode=mode, shape=shape, statistic="median", summary=b)
+    rows.add(f"{prefix}latency_ratio", ratio.median, "x", mode=mode, shape=shape, statistic="median",
+             summary=ratio)
+    if paired.cpu_share:
+        share = Summary.of(paired.cpu_share)
+        rows.add(f"{prefix}cpu_share", share.median, "fraction", mode=mode, shape=shape, statistic="median",
+                 summary=share)
+    per_s = [tokens / t for t in paired.a]
+    rows.add(f"{prefix}throughput", tokens / a.median, "tokens/s", mode=mode, shape=shape, statistic="median",
+             summary=Summary.of(per_s))
+    return a
 
 
 def finite_or_raise(t: torch.Tensor, what: str) -> None:
@@ -144,7 +126,7 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                         rows.add("first_call_time", seconds, "s", mode=mode, shape=shape,
                                  note="includes torch.compile for this shape")
                     paired = time_paired(make(variant, x), make(baseline, x), **timed)
-                    latency[mode] = rows.timing("", mode, shape, paired, tokens)
+                    latency[mode] = add_paired(rows, "", mode, shape, paired, tokens)
                 tick(f"{mode} {shape}")
             if p.flops:
                 fwd = F.count_flops(variant.forward(x))
@@ -230,7 +212,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     timed = dict(rounds=p.decode_rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device,
                  prepare=fresh_memory)
     paired = time_paired(step(0), step(1), **timed)
-    rows.timing("decode_", "decode", shape, paired, batch)
+    add_paired(rows, "decode_", "decode", shape, paired, batch)
     if batch * context <= p.prefill_max_tokens:
         prompt = torch.randn(batch, context, d, device=device, dtype=dtype)
 
@@ -243,4 +225,4 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
             return fn
 
         paired = time_paired(prefill(0), prefill(1), **dict(timed, rounds=max(2, math.ceil(p.decode_rounds / 2))))
-        rows.timing("prefill_", "prefill", shape, paired, batch * context)
+        add_paired(rows, "prefill_", "prefill", shape, paired, batch * context)

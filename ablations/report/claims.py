@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ablations.sizes import fmt_bytes, kv_70b, llama2_70b_group
+from ablations.report.formatting import fmt_bytes
+from ablations.report.sizes import kv_70b, llama2_70b_group
 
 # Published figures, quoted from DESIGN.md's reference table. Not measured here.
 PUBLISHED = {

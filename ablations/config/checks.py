@@ -1,0 +1,98 @@
+"""Turn a composed config into what the runner needs, and reject what cannot run, in one line each.
+
+Hydra's schema already rejected unknown keys, options and wrong types. What is left is every rule that
+spans fields, checked for every point of a sweep before the first one starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from omegaconf import DictConfig
+
+from ablations.config.variants import arch_from, baseline_of
+from components import ArchConfig
+from components.config import ConfigError
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Shape:
+    batch: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.batch}x{self.seq}"
+
+
+def _value(v: object) -> object:
+    return v.value if hasattr(v, "value") else v
+
+
+def parse_shape(text: str, key: str) -> Shape:
+    try:
+        b, t = (int(p) for p in text.lower().split("x"))
+    except ValueError:
+        raise ConfigError(f"{key} entry {text!r} must be BATCHxSEQ, e.g. 4x512") from None
+    if b < 1 or t < 1:
+        raise ConfigError(f"{key} entry {text!r} needs a positive batch and sequence length")
+    return Shape(b, t)
+
+
+def resolve_device(cfg: DictConfig) -> torch.device:
+    name = _value(cfg.device)
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device=cuda but no CUDA device is available here; use device=cpu or device=auto")
+    return torch.device(name)
+
+
+def resolve_dtype(cfg: DictConfig, device: torch.device) -> torch.dtype:
+    name = _value(cfg.dtype)
+    if name == "float16" and device.type != "cuda":
+        raise ConfigError(f"dtype=float16 is CUDA only; on {device.type} choose float32 or bfloat16")
+    if name == "bfloat16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ConfigError("dtype=bfloat16 is not supported by this CUDA device; choose float32 or float16")
+    return DTYPES[name]
+
+
+def check_run(cfg: DictConfig) -> ArchConfig:
+    """Every cross-field rule of the measurement for one point; raises ``ConfigError`` with one line naming the key.
+
+    The ``train.``/``data.`` rules belong to ``ablations.quality``; ``ablations.runner.check_point`` runs both.
+    """
+    arch = arch_from(cfg).validate()
+    baseline_of(arch).validate()
+    device = resolve_device(cfg)
+    resolve_dtype(cfg, device)
+    if cfg.threads < 0:
+        raise ConfigError(f"threads={cfg.threads} must be >= 0 (0 = all cores)")
+    p = cfg.profile
+    for key in ("rounds", "decode_rounds", "warmup", "peak_matmul_n"):
+        if p[key] < (0 if key == "warmup" else 1):
+            raise ConfigError(f"profile.{key}={p[key]} must be {'>= 0' if key == 'warmup' else '>= 1'}")
+    if p.min_run_time <= 0:
+        raise ConfigError(f"profile.min_run_time={p.min_run_time} must be > 0 seconds")
+    limit = arch.model.max_seq_len
+    for text in p.shapes:
+        shape = parse_shape(text, "profile.shapes")
+        if shape.seq > limit:
+            raise ConfigError(
+                f"profile.shapes entry {text} is longer than model.max_seq_len={limit} "
+                f"(the {arch.pos.name} positions have no entry past it); raise model.max_seq_len"
+            )
+    for ctx in p.decode_contexts:
+        if ctx < 1 or ctx + 1 > limit:
+            raise ConfigError(
+                f"profile.decode_contexts entry {ctx} must be in 1..{limit - 1} (model.max_seq_len={limit} "
+                "must hold the context plus the decoded token)"
+            )
+    for b in p.decode_batch_sizes:
+        if b < 1:
+            raise ConfigError(f"profile.decode_batch_sizes entry {b} must be >= 1")
+    if not cfg.measure and not cfg.train.enabled:
+        raise ConfigError("measure=false and train.enabled=false leave nothing to run; enable one of them")
+    return arch

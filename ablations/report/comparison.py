@@ -1,0 +1,111 @@
+"""The comparison: one row per sweep and case, numbers only, that every table, claim and figure reads.
+
+Per variant: the paired latency ratios (forward and train at the sweep's largest shape, decode at its
+longest context) with their quartiles, tokens/s, FLOPs, utilisation, activation and KV bytes, and the
+same quantities of the baseline row of its sweep for the ratios and the A/A noise floor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def pick(g: pd.DataFrame, metric: str, mode: str | None = None, batch: float | None = None,
+         seq: float | None = None) -> pd.Series | None:
+    """Median over duplicates of value, lo and hi for one metric at one shape; None when absent."""
+    sel = g["metric"] == metric
+    if mode is not None:
+        sel &= g["mode"] == mode
+    if batch is not None:
+        sel &= g["batch"] == batch
+    if seq is not None:
+        sel &= g["seq_len"] == seq
+    rows = g.loc[sel, ["value", "lo", "hi"]]
+    if rows.empty:
+        return None
+    return rows.median()
+
+
+def largest_shape(g: pd.DataFrame) -> tuple[float, float] | None:
+    """The forward/train shape with the most tokens (ties: the longer sequence): where the math dominates."""
+    rows = g[g["mode"].isin(("forward", "train")) & g["batch"].notna() & g["seq_len"].notna()]
+    if rows.empty:
+        return None
+    shapes = rows[["batch", "seq_len"]].drop_duplicates()
+    best = shapes.assign(tokens=shapes["batch"] * shapes["seq_len"]).sort_values(["tokens", "seq_len"]).iloc[-1]
+    return float(best["batch"]), float(best["seq_len"])
+
+
+def longest_decode(g: pd.DataFrame) -> tuple[float, float] | None:
+    """(batch, context) of the decode point with the longest context, largest batch there."""
+    rows = g[(g["mode"] == "decode") & g["seq_len"].notna()]
+    if rows.empty:
+        return None
+    ctx = rows["seq_len"].max()
+    return float(rows.loc[rows["seq_len"] == ctx, "batch"].max()), float(ctx)
+
+
+def shape_name(shape: tuple[float, float] | None) -> str:
+    return "" if shape is None else f"{int(shape[0])}x{int(shape[1])}"
+
+
+def comparison(measured: pd.DataFrame) -> pd.DataFrame:
+    """Each variant against the baseline, per sweep: the numbers every table and claim reads."""
+    out = []
+    for sweep, s in measured.groupby("sweep", sort=False):
+        shape, decode = largest_shape(s), longest_decode(s)
+        for case, g in s.groupby("case", sort=False):
+            out.append(_compare_case(str(sweep), str(case), g, shape, decode))
+    frame = pd.DataFrame(out)
+    if frame.empty:
+        return frame
+    return _against_baseline(frame)
+
+
+def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, float] | None,
+                  decode: tuple[float, float] | None) -> dict:
+    first = g.iloc[0]
+    r = {"sweep": sweep, "case": case, "base_case": first["base_case"], "variant": first["variant"]}
+    for c in ("pos", "norm", "ffn", "attn", "n_kv_heads", "n_heads", "device", "dtype", "compile", "torch"):
+        r[c] = first[c]
+    r["params"], r["params_baseline"] = g["params"].median(), g["params_baseline"].median()
+    r["shape"] = shape_name(shape)
+    b, t = shape if shape else (None, None)
+    for mode, key in (("forward", "fwd"), ("train", "train")):
+        _put(r, key, pick(g, "latency_ratio", mode, b, t), spread=True)
+        _put(r, f"{key}_tps", pick(g, "throughput", mode, b, t))
+        _put(r, f"{key}_flops", pick(g, "flops", mode, b, t))
+        _put(r, f"{key}_util", pick(g, "utilisation", mode, b, t))
+    _put(r, "act_bytes", pick(g, "activation_bytes", "train", b, t))
+    r["decode_batch"], r["decode_ctx"] = decode if decode else (np.nan, np.nan)
+    db, dc = decode if decode else (None, None)
+    _put(r, "decode", pick(g, "decode_latency_ratio", "decode", db, dc), spread=True)
+    _put(r, "decode_s", pick(g, "decode_latency", "decode", db, dc))
+    kv = pick(g, "kv_cache_bytes", "decode", db, dc)
+    r["kv_per_token"] = kv["value"] / (db * dc) if kv is not None else np.nan
+    return r
+
+
+def _put(r: dict, key: str, stat: pd.Series | None, spread: bool = False) -> None:
+    r[key] = np.nan if stat is None else stat["value"]
+    if spread:
+        r[f"{key}_lo"] = np.nan if stat is None else stat["lo"]
+        r[f"{key}_hi"] = np.nan if stat is None else stat["hi"]
+
+
+def _against_baseline(frame: pd.DataFrame) -> pd.DataFrame:
+    """Ratios to the baseline row of the same sweep and settings, where the sweep measured one."""
+    frame["params_delta"] = frame["params"] - frame["params_baseline"]
+    base = frame.set_index(["sweep", "case"])
+    keys = list(zip(frame["sweep"], frame["base_case"], strict=True))
+
+    def ref(col: str) -> pd.Series:
+        return pd.Series([base[col].get(k, np.nan) for k in keys], index=frame.index)
+
+    for col in ("fwd_flops", "train_flops", "act_bytes", "kv_per_token"):
+        frame[f"{col}_ratio"] = frame[col] / ref(col)
+    # The baseline timed against itself (A/A): its spread is the noise floor a variant's ratio must clear.
+    for key in ("fwd", "train", "decode"):
+        frame[f"{key}_aa_lo"], frame[f"{key}_aa_hi"] = ref(f"{key}_lo"), ref(f"{key}_hi")
+    return frame

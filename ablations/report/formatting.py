@@ -1,0 +1,94 @@
+"""Cell formatting for the report and the sizes table: numbers to short, unit-bearing text, and markdown."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def fmt_count(n: float) -> str:
+    return "—" if pd.isna(n) else f"{int(round(n)):,}"
+
+
+def fmt_signed(n: float) -> str:
+    return "—" if pd.isna(n) else f"{int(round(n)):+,}"
+
+
+def fmt_bytes(n: float) -> str:
+    """Binary units, three significant figures: 1.25 GiB, 320 KiB."""
+    if pd.isna(n):
+        return "—"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def fmt_flops(n: float) -> str:
+    if pd.isna(n):
+        return "—"
+    for unit, size in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.3g} FLOP"
+
+
+def fmt_ratio(x: float) -> str:
+    return "—" if pd.isna(x) else f"{x:.3g}×"
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A GitHub markdown table of already-formatted cells (pandas' ``to_markdown`` needs tabulate)."""
+    def cell(v: object) -> str:
+        return "" if v is None or (isinstance(v, float) and pd.isna(v)) else str(v).replace("|", "\\|")
+
+    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in r) + " |" for r in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def fmt_spread(v: float, lo: float, hi: float) -> str:
+    """``1.18× [1.12, 1.25]``: median with its quartiles over paired rounds."""
+    if pd.isna(v):
+        return "—"
+    if pd.isna(lo) or pd.isna(hi):
+        return f"{v:.3f}×"
+    return f"{v:.3f}× [{lo:.3f}, {hi:.3f}]"
+
+
+def fmt_x(v: float) -> str:
+    """Three decimals: a 0.5% FLOPs difference must not print as 1×."""
+    return "—" if pd.isna(v) else f"{v:.3f}×"
+
+
+def fmt_pct(v: float) -> str:
+    return "—" if pd.isna(v) else f"{100 * v:.0f}%"
+
+
+def fmt_rate(v: float) -> str:
+    return "—" if pd.isna(v) else f"{v:,.0f}"
+
+
+def fmt_params_delta(delta: float, base: float) -> str:
+    if pd.isna(delta) or pd.isna(base) or base == 0:
+        return "—"
+    if delta == 0:
+        return "0"
+    return f"⚠ {fmt_signed(delta)} ({100 * delta / base:+.2f}%)"
+
+
+def fmt_ci(v: float, lo: float, hi: float, signed: bool = False) -> str:
+    if pd.isna(v):
+        return "—"
+    f = "{:+.4f}" if signed else "{:.4f}"
+    if pd.isna(lo) or pd.isna(hi):
+        return f.format(v)
+    return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
+
+
+def format_numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    for column in out.columns:
+        if pd.api.types.is_float_dtype(out[column]):
+            out[column] = out[column].map(lambda v: "—" if pd.isna(v) else f"{v:.4g}")
+    return out

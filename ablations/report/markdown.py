@@ -1,0 +1,139 @@
+"""REPORT.md from a sweep folder's table: the sections in order, rendered as Markdown.
+
+``build_report(folder)`` runs at the end of every sweep (``ablations.callbacks.finish``) and on demand
+(``python -m ablations.report``). The report holds the setup, the claims table, per sweep the variants
+against the baseline (speed, then size and work, then quality when training ran), the figures, and the
+full-size models of ``ablations.report.sizes``. Nothing in it is typed in except the published reference
+figures in ``ablations.report.claims``; a figure whose data is absent is skipped with a line saying so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ablations.report.comparison import comparison
+from ablations.report.formatting import markdown_table
+from ablations.report.sections import (
+    extrapolation_table,
+    quality_setup,
+    shapes_table,
+    speed_table,
+    summarize_quality,
+    val_loss_table,
+    work_table,
+)
+from ablations.report.tables import SETUP_COLUMNS, combine, load_table, split
+
+REPORT = "REPORT.md"
+FIGURES = "figures"
+
+
+def setup_section(table: pd.DataFrame, sources: list[Path]) -> list[str]:
+    lines = ["## Setup", ""]
+    rows = [("sources", ", ".join(f"`{p}`" for p in sources)),
+            ("sweeps", ", ".join(f"`{s}`" for s in table["sweep"].dropna().unique())),
+            ("rows", f"{len(table):,}")]
+    for column in SETUP_COLUMNS:
+        values = [str(v) for v in table[column].dropna().unique()]
+        if values:
+            rows.append((column, ", ".join(f"`{v}`" for v in values)))
+    times = table["time"].dropna().sort_values()
+    if not times.empty:
+        rows.append(("measured", f"{times.iloc[0]} to {times.iloc[-1]}"))
+    lines.append(markdown_table(pd.DataFrame(rows, columns=["setting", "value"])))
+    return lines + [""]
+
+
+def quality_section(q: pd.DataFrame, summary: pd.DataFrame | None, note: str) -> list[str]:
+    """One sweep's training runs: what was trained, then validation loss mean ± 95% CI with the verdict."""
+    if q.empty:
+        return ["No quality rows (training runs) in this sweep.", ""]
+    lines = [quality_setup(q), ""]
+    if summary is None:
+        return lines + [note, ""]
+    s = summary[summary["sweep"] == q["sweep"].iloc[0]]
+    if (s["metric"] == "val_loss").any():
+        lines += ["Validation loss over seeds, from `ablations.quality.stats.summarize` (95% Student-t intervals; "
+                  "the difference is paired by seed; the verdict counts only when its interval excludes zero):", "",
+                  markdown_table(val_loss_table(s, q)), ""]
+    extrap = extrapolation_table(s)
+    if extrap is not None:
+        lines += ["Loss at each evaluation length (mean [95% CI] over seeds; `cannot`: no position vectors "
+                  "that far):", "", markdown_table(extrap), ""]
+    return lines
+
+
+def failures_section(bad: pd.DataFrame) -> list[str]:
+    if bad.empty:
+        return []
+    lines = ["## Failed or diverged points", ""]
+    cols = ["sweep", "variant", "seed", "status", "error"]
+    seen = bad[cols].drop_duplicates()
+    for r in seen.itertuples(index=False):
+        lines.append(f"- `{r.sweep}` / `{r.variant}` (seed {r.seed}): {r.status}"
+                     + (f": {r.error}" if isinstance(r.error, str) else ""))
+    return lines + ["", "These points are left out of the tables and figures above.", ""]
+
+
+def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
+                  summary: tuple[pd.DataFrame | None, str], figures: list[str]) -> list[str]:
+    lines = [f"## Sweep `{sweep}`", ""]
+    if not c.empty:
+        lines += ["### Speed, paired with the baseline in the same process", "",
+                  "Ratio = variant time / GPT-2 baseline time (below 1 is faster): median [p25, p75] over paired "
+                  "rounds, at the largest measured shape (batch x sequence); decode at the longest context.", "",
+                  speed_table(c), "", "### Size and work", "", work_table(c), "",
+                  "⚠ marks a parameter count that differs from the baseline's; read its ratios with that in mind.",
+                  ""]
+        grid = shapes_table(s)
+        if grid:
+            lines += ["### Latency ratio at every shape", "", grid, ""]
+    lines += ["### Quality", ""] + quality_section(q, *summary)
+    lines += ["### Figures", ""] + figures + [""]
+    return lines
+
+
+HOW_TO_READ = [
+    "## How to read this",
+    "",
+    "- Every timing is paired: the variant and the GPT-2 baseline alternate (ABBA) in one process, and the "
+    "ratio is taken per round. The `gpt2` row is the baseline timed against itself: its spread is the noise floor.",
+    "- Spreads are quartiles over rounds, not confidence intervals. Absolute times and tokens/s are secondary: "
+    "they move with machine load, the ratios much less.",
+    "- FLOPs count matrix products only (a multiply-add is 2; causal attention counts the full score matrix); "
+    "utilisation is achieved FLOP/s over a matmul peak measured in the same run.",
+    "",
+]
+
+
+def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[Path] | None = None) -> Path:
+    """Write ``folder/REPORT.md`` and ``folder/figures/`` from ``folder/results.csv`` (or ``table``)."""
+    # Imported here: matplotlib and the meta-device models cost seconds that loading a table does not.
+    from ablations.report import claims, figures
+    from ablations.report.sizes import sizes_markdown, sizes_table
+
+    folder = Path(folder)
+    table = load_table(folder) if table is None else combine([table])
+    sources = sources or [folder]
+    measured, quality, bad = split(table)
+    cmp = comparison(measured)
+    summary = summarize_quality(table) if not quality.empty else (None, "")
+    sizes = sizes_table()
+    sweeps = list(dict.fromkeys(table.loc[table["status"].fillna("ok") == "ok", "sweep"].dropna()))
+    drawn = figures.draw_all(folder / FIGURES, sweeps, measured, quality, cmp)
+
+    lines = [f"# blockbench report: {', '.join(sweeps) or 'no successful points'}", ""]
+    lines += setup_section(table, sources)
+    lines += ["## Claims", "", markdown_table(claims.claims_table(table, cmp, summary[0], sizes)), "",
+              "Measured = this run's table; published = the paper's own figure (not measured here).", ""]
+    for sweep in sweeps:
+        c = cmp[cmp["sweep"] == sweep] if not cmp.empty else cmp
+        lines += sweep_section(sweep, measured[measured["sweep"] == sweep], c, quality[quality["sweep"] == sweep],
+                               summary, drawn.get(sweep, []))
+    lines += ["## Full-size models, computed on the meta device", "", sizes_markdown(sizes), ""]
+    lines += failures_section(bad) + HOW_TO_READ
+    path = folder / REPORT
+    path.write_text("\n".join(lines).rstrip() + "\n")
+    return path

@@ -1,0 +1,142 @@
+"""Each section's table, built from the comparison and the quality summary: formatted cells, no prose."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+from ablations.report.formatting import (
+    fmt_bytes,
+    fmt_ci,
+    fmt_count,
+    fmt_flops,
+    fmt_params_delta,
+    fmt_pct,
+    fmt_rate,
+    fmt_spread,
+    fmt_x,
+    markdown_table,
+)
+from ablations.report.tables import BASELINE
+
+log = logging.getLogger("ablations")
+
+
+def speed_table(c: pd.DataFrame) -> str:
+    shape = c["shape"].iloc[0]
+    decode = "decode ×" if c["decode_ctx"].isna().all() else (
+        f"decode × (B={int(c['decode_batch'].iloc[0])}, context {int(c['decode_ctx'].iloc[0]):,})")
+    return markdown_table(pd.DataFrame({
+        "variant": c["case"],
+        f"forward × ({shape})": [fmt_spread(*v) for v in c[["fwd", "fwd_lo", "fwd_hi"]].to_numpy()],
+        f"train × ({shape})": [fmt_spread(*v) for v in c[["train", "train_lo", "train_hi"]].to_numpy()],
+        "forward tokens/s": c["fwd_tps"].map(fmt_rate),
+        "train tokens/s": c["train_tps"].map(fmt_rate),
+        decode: [fmt_spread(*v) for v in c[["decode", "decode_lo", "decode_hi"]].to_numpy()],
+        "decode ms/step": c["decode_s"].map(lambda s: "—" if pd.isna(s) else f"{1e3 * s:.3g}"),
+    }))
+
+
+def work_table(c: pd.DataFrame) -> str:
+    shape = c["shape"].iloc[0]
+    return markdown_table(pd.DataFrame({
+        "variant": c["case"],
+        "params": c["params"].map(fmt_count),
+        "Δ params vs baseline": [fmt_params_delta(d, b) for d, b in zip(c["params_delta"], c["params_baseline"],
+                                                                          strict=True)],
+        f"saved activations ({shape})": c["act_bytes"].map(fmt_bytes),
+        "activations ×": c["act_bytes_ratio"].map(fmt_x),
+        "KV bytes/token": c["kv_per_token"].map(fmt_bytes),
+        "KV ×": c["kv_per_token_ratio"].map(fmt_x),
+        f"forward FLOPs ({shape})": c["fwd_flops"].map(fmt_flops),
+        "FLOPs ×": c["fwd_flops_ratio"].map(fmt_x),
+        "utilisation fwd / train": [f"{fmt_pct(f)} / {fmt_pct(t)}" for f, t in zip(c["fwd_util"], c["train_util"],
+                                                                                  strict=True)],
+    }))
+
+
+def shapes_table(s: pd.DataFrame) -> str | None:
+    """The latency ratio at every measured shape, forward and train: a variant's scaling in one glance."""
+    rows = s[(s["metric"] == "latency_ratio") & s["mode"].isin(("forward", "train"))]
+    if rows.empty:
+        return None
+    rows = rows.assign(column=rows["mode"] + " " + rows["batch"].astype(int).astype(str) + "x"
+                       + rows["seq_len"].astype(int).astype(str))
+    cells = rows.groupby(["case", "column"], sort=False)[["value", "lo", "hi"]].median()
+    grid = cells.apply(lambda r: fmt_spread(r["value"], r["lo"], r["hi"]), axis=1).unstack("column")
+    order = sorted(grid.columns, key=lambda col: (col.split()[0] != "forward", _tokens(col)))
+    grid = grid.reindex(index=list(dict.fromkeys(rows["case"])), columns=order).fillna("—")
+    return markdown_table(grid.reset_index().rename(columns={"case": "variant"}))
+
+
+def _tokens(column: str) -> tuple[int, int]:
+    b, t = column.split()[1].split("x")
+    return int(b) * int(t), int(t)
+
+
+def quality_setup(q: pd.DataFrame) -> str:
+    """The trained model and budget, from the rows (the quality model is smaller than the timed one)."""
+    final = q[(q["metric"] == "val_loss") & (q["mode"] == "final")]
+    first = (final if not final.empty else q).iloc[0]
+    seeds = ", ".join(str(int(v)) for v in sorted(q["seed"].dropna().unique()))
+    parts = [f"d_model {int(first['d_model'])}, {int(first['n_layers'])} layers, {int(first['n_heads'])} heads"]
+    if not pd.isna(first["batch"]) and not pd.isna(first["seq_len"]):
+        parts.append(f"batch {int(first['batch'])} × context {int(first['seq_len'])}")
+    if final["step"].notna().any():
+        parts.append(f"{int(final['step'].max())} steps")
+    parts.append(f"seeds {seeds}")
+    corpus = q["corpus"].dropna().unique()
+    if len(corpus):
+        parts.append("corpus " + ", ".join(f"`{str(c)[:12]}`" for c in corpus))
+    return "Quality runs (a small model trained from scratch, not the timed block): " + "; ".join(parts) + "."
+
+
+def val_loss_table(s: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
+    v = s[s["metric"] == "val_loss"]
+    unit = ", ".join(q.loc[q["metric"] == "val_loss", "unit"].dropna().unique()) or "?"
+    mean_by = {m: q[q["metric"] == m].groupby("variant")["value"].mean()
+               for m in ("train_tokens_per_s", "train_wall_time")}
+    return pd.DataFrame({
+        "variant": v["variant"],
+        "vs": v.get("reference", pd.Series(BASELINE, index=v.index)),
+        "seeds": v["n"].map(fmt_count),
+        f"val loss ({unit}) [95% CI]": [fmt_ci(m, lo, hi) for m, lo, hi in v[["mean", "ci_lo", "ci_hi"]].to_numpy()],
+        "Δ vs reference [95% CI]": [fmt_ci(d, lo, hi, signed=True) for d, lo, hi in
+                                    v[["diff", "diff_lo", "diff_hi"]].to_numpy()],
+        "verdict": v["verdict"].fillna("—"),
+        "diverged": v.get("diverged", pd.Series(np.nan, index=v.index)).map(fmt_count),
+        "train tokens/s": v["variant"].map(mean_by["train_tokens_per_s"]).map(fmt_rate),
+        "wall time per seed (s)": v["variant"].map(mean_by["train_wall_time"]).map(
+            lambda t: "—" if pd.isna(t) else f"{t:.3g}"),
+    })
+
+
+def extrapolation_table(s: pd.DataFrame) -> pd.DataFrame | None:
+    e = s[(s["metric"] == "extrap_loss") & s["seq_len"].notna()]
+    if e.empty:
+        return None
+    cell = e.apply(lambda r: "cannot" if r["verdict"] == "cannot" or pd.isna(r["mean"])
+                   else fmt_ci(r["mean"], r["ci_lo"], r["ci_hi"]), axis=1)
+    grid = e.assign(cell=cell, length=e["seq_len"].astype(int)).drop_duplicates(["variant", "length"])
+    grid = grid.pivot(index="variant", columns="length", values="cell")
+    grid = grid.reindex(index=list(dict.fromkeys(e["variant"])), columns=sorted(grid.columns)).fillna("—")
+    grid.columns = [f"{c} tokens" for c in grid.columns]
+    return grid.reset_index()
+
+
+def summarize_quality(table: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
+    """``ablations.quality.stats.summarize`` of the whole table; (None, why) when absent or failing."""
+    try:
+        from ablations.quality.stats import summarize
+    except ImportError:
+        return None, ("Quality rows are present, but `ablations.quality.stats` is not importable here: "
+                      "the quality summary is skipped.")
+    try:
+        summary = summarize(table)
+    except Exception as exc:  # a broken summary must not take the rest of the report down
+        log.warning("quality summary failed: %s", exc)
+        return None, f"The quality summary failed ({type(exc).__name__}: {exc}); skipped."
+    units = table.dropna(subset=["unit"]).groupby("metric")["unit"].first()
+    return summary.assign(unit=summary["metric"].map(units)), ""

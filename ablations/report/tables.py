@@ -1,0 +1,73 @@
+"""Loading, combining and selecting the long-form tables a report is built from.
+
+A report reads one or more sweep folders' ``results.csv`` (or a killed sweep's point files), stacks them,
+and splits them into block measurements, quality rows and failures; every later stage reads these frames.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ablations.results.store import COLUMNS, POINTS_DIR, TABLE, collect
+
+BASELINE = "gpt2"
+# Rows of the training runs (ablations.quality); everything else is a measurement of the block.
+QUALITY_METRICS = ("train_loss", "val_loss", "train_bpb", "val_bpb", "train_tokens_per_s", "train_wall_time",
+                   "extrap_loss", "loss_by_position", "corpus_bytes")
+QUALITY_MODES = ("curve", "final", "quality", "data", "extrapolation")
+# Settings that can differ between points of one sweep (an ad-hoc grid over dtype, say); when one does,
+# the variant's label names it so two points never merge into one line.
+CASE_COLUMNS = ("device", "dtype", "compile", "threads", "d_model", "n_layers", "n_heads", "bias", "profile")
+SETUP_COLUMNS = ("device", "device_name", "dtype", "threads", "compile", "launcher", "torch", "git_rev", "corpus",
+                 "malloc", "profile", "host")
+
+
+class ReportError(Exception):
+    """A folder or table the report cannot be built from; the message is one line for the user."""
+
+
+def load_table(folder: Path) -> pd.DataFrame:
+    """``folder/results.csv``; a killed sweep's point files when the table was never written."""
+    if not folder.is_dir():
+        raise ReportError(f"{folder} is not a folder")
+    path = folder / TABLE
+    if path.is_file():
+        table = pd.read_csv(path)
+    elif any((folder / POINTS_DIR).glob("*.csv")):
+        table = collect(folder)
+    else:
+        raise ReportError(f"no results table in {folder} (expected {path}; run a sweep with hydra.sweep.dir={folder})")
+    if table.empty:
+        raise ReportError(f"{path} has no rows")
+    return table
+
+
+def combine(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    table = pd.concat(tables, ignore_index=True).drop_duplicates(ignore_index=True)
+    for column in COLUMNS:  # an older table may lack a newer column
+        if column not in table:
+            table[column] = np.nan
+    return table
+
+
+def split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(block measurements that succeeded, quality rows, failed or diverged rows)."""
+    bad = table["status"].fillna("ok") != "ok"
+    quality = table["metric"].isin(QUALITY_METRICS) | table["mode"].isin(QUALITY_MODES)
+    return add_case(table[~bad & ~quality]), add_case(table[quality]), table[bad]
+
+
+def add_case(frame: pd.DataFrame) -> pd.DataFrame:
+    """A ``case`` column: the variant, plus any setting that varies within its sweep (``rmsnorm [compile=True]``)."""
+    frame = frame.copy()
+    frame["case"] = frame["variant"].astype(str)
+    for _, g in frame.groupby("sweep", sort=False):
+        varying = [c for c in CASE_COLUMNS if g[c].nunique(dropna=False) > 1]
+        if varying:
+            suffix = g[varying].astype(str).apply(lambda r: ", ".join(f"{k}={v}" for k, v in r.items()), axis=1)
+            frame.loc[g.index, "case"] = g["variant"].astype(str) + " [" + suffix + "]"
+    frame["base_case"] = frame["case"].str.replace(r"^[^\[]*", BASELINE + " ", regex=True).str.strip()
+    return frame

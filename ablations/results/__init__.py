@@ -1,0 +1,2 @@
+"""What a run leaves behind: a point's rows (``rows``), what every row carries about where it ran
+(``provenance``), and the atomic per-point store collected into one table (``store``)."""
