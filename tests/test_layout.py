@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent / "ablations"
 
 # What each stage may import from ``ablations`` (itself always). The entry layer (``__main__``, ``cli``,
-# ``runner``, ``callbacks`` and the command modules ``compare``, ``repeat``, ``sizes``) may import any stage.
+# ``runner``, ``callbacks``, ``tuned_malloc``, the command modules ``compare``, ``repeat``, ``sizes``, and each
+# stage's ``__main__``) may import any stage.
 ALLOWED = {
     "config": set(),
     "results": {"config"},
@@ -20,6 +21,7 @@ ALLOWED = {
     "quality": {"config", "results"},
     "report": {"config", "results", "measure", "quality"},
     "tools": {"config", "results"},
+    "regress": {"config", "results", "measure"},
 }
 # Named in the layout issue: the directions that must never appear, whatever ALLOWED grows into.
 FORBIDDEN = [("quality", "measure"), ("measure", "report")]
@@ -62,8 +64,11 @@ def import_graph(root: Path) -> dict[str, set[str]]:
 
 
 def stage(module: str) -> str:
-    """``ablations.measure.point`` -> ``measure``; top-level modules are the ``entry`` layer."""
+    """``ablations.measure.point`` -> ``measure``; top-level modules and every ``__main__`` (a command) are the
+    ``entry`` layer."""
     parts = module.split(".")
+    if parts[-1] == "__main__":
+        return "entry"
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in ALLOWED) else "entry"
 
 

@@ -37,22 +37,23 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _timer(fn: Callable[[], object], label: str) -> Timer:
+def _timer(fn: Callable[[], object], label: str, clock: Callable[[], float] = time.perf_counter) -> Timer:
     # num_threads must be passed: Timer otherwise runs the statement single-threaded.
-    return Timer(stmt="fn()", globals={"fn": fn}, label=label, num_threads=torch.get_num_threads())
+    return Timer(stmt="fn()", globals={"fn": fn}, label=label, num_threads=torch.get_num_threads(), timer=clock)
 
 
-def time_call(fn: Callable[[], object], device: torch.device) -> tuple[object, float]:
+def time_call(fn: Callable[[], object], device: torch.device,
+              clock: Callable[[], float] = time.perf_counter) -> tuple[object, float]:
     """One call of ``fn``, synchronised on both sides: its result and the seconds it took.
 
     For calls far longer than a timer's overhead: the first (compiling) call, warm-up, and rounds of a
     call that alone outlasts ``min_run_time``.
     """
     synchronize(device)
-    start = time.perf_counter()
+    start = clock()
     out = fn()
     synchronize(device)
-    return out, time.perf_counter() - start
+    return out, clock() - start
 
 
 def _warm(fn: Callable[[], object], warmup: int, device: torch.device) -> float:
@@ -61,17 +62,22 @@ def _warm(fn: Callable[[], object], warmup: int, device: torch.device) -> float:
 
 
 def _measure(timer: Timer, fn: Callable[[], object], slow: bool, min_run_time: float,
-             device: torch.device) -> float:
+             device: torch.device, statistic: str = "median", clock: Callable[[], float] = time.perf_counter) -> float:
     """Seconds per call for one round.
 
     ``blocked_autorange`` first runs the statement once just to size its blocks (and ``Timer.timeit``
     warms up twice); for a call that alone outlasts ``min_run_time`` that discarded call was half of all
     training-step time here, and the block it sizes is a single call anyway. Such a call is timed once,
     directly and synchronised, where the timer's own overhead (microseconds) is lost in the call.
+
+    ``statistic="min"`` takes the fastest block of the round instead of the median block (and the faster of
+    two calls on the slow path): on a loaded machine another process only ever adds time, so the least a
+    side took is the steadiest figure of its own cost, where the median carries whatever preemption hit.
     """
     if slow:
-        return time_call(fn, device)[1]
-    return timer.blocked_autorange(min_run_time=min_run_time).median
+        return min(time_call(fn, device, clock)[1] for _ in range(2 if statistic == "min" else 1))
+    m = timer.blocked_autorange(min_run_time=min_run_time)
+    return min(m.times) if statistic == "min" else m.median
 
 
 def time_paired(
@@ -83,6 +89,8 @@ def time_paired(
     warmup: int,
     device: torch.device,
     prepare: Callable[[tuple[int, int]], None] | None = None,
+    statistic: str = "median",
+    clock: Callable[[], float] = time.perf_counter,
 ) -> PairedTiming:
     """Time ``fn_a`` and ``fn_b`` interleaved; each round gives each a median over ``min_run_time``.
 
@@ -90,12 +98,15 @@ def time_paired(
     ``prepare(order)``, when given, runs before each round (and before the warm-up) with that round's
     order, (0, 1) = a first: it rebuilds state the two callables read, such as their KV caches, so that
     where that state lands in memory is drawn afresh every round instead of once for the whole run.
+    ``statistic`` is each round's figure per side: ``median`` (the harness) or ``min`` (see ``_measure``).
+    ``clock`` is what a second is: wall time (the harness), or ``time.thread_time``, the CPU time of this
+    thread, which time spent descheduled by another process does not reach (one torch thread only).
     """
     if prepare is not None:
         prepare((0, 1))
     fns = (fn_a, fn_b)
     slow = [_warm(fn, warmup, device) >= min_run_time for fn in fns]
-    timers = (_timer(fn_a, "a"), _timer(fn_b, "b"))
+    timers = (_timer(fn_a, "a", clock), _timer(fn_b, "b", clock))
     a: list[float] = []
     b: list[float] = []
     share: list[float] = []
@@ -107,7 +118,7 @@ def time_paired(
             prepare(order)
         wall, cpu = time.perf_counter(), time.process_time()
         for i in order:
-            (a if i == 0 else b).append(_measure(timers[i], fns[i], slow[i], min_run_time, device))
+            (a if i == 0 else b).append(_measure(timers[i], fns[i], slow[i], min_run_time, device, statistic, clock))
         if device.type == "cpu":
             share.append((time.process_time() - cpu) / ((time.perf_counter() - wall) * threads))
     return PairedTiming(a, b, share)

@@ -1,0 +1,211 @@
+"""The command ``python -m ablations.regress BASE``: is the working tree's timed library slower than git revision BASE?
+
+    python -m ablations.regress HEAD~1                       # the default cases, threshold 5%
+    python -m ablations.regress origin/main -k block --threshold 3
+    python -m ablations.regress HEAD --cases ci --honour-marker   # what CI runs
+    python -m ablations.regress --history results/runs/regress block/llama2/train
+
+Both revisions' ``components`` are imported into this one process and timed paired, round by round (see
+``ablations.regress.paired``); op-level cases are also counted in instructions under callgrind. Exit status:
+0 no regression, 1 a regression (one line per case and signal), 2 a setup problem (unknown revision, a tree
+that does not import, a filter that matches nothing), decided before any timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from ablations.regress import callgrind, summary
+from ablations.regress.cases import CASE_SETS, Case, all_cases, select
+from ablations.regress.paired import median_interval, time_case, verdict
+from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree
+from ablations.results.provenance import malloc_setting
+
+PROG = "python -m ablations.regress"
+DEFAULT_OUT = REPO / "results" / "runs" / "regress"
+# A commit whose message carries this says its slowdown is intended: with --honour-marker the check reports
+# the regression and exits 0.
+INTENDED_MARKER = "[perf-intended]"
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("base", nargs="?", help="git revision to compare the working tree against (HEAD~1, origin/main)")
+    p.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+                   help="time: regression when the 95%% interval of head/base lies above 1 + PCT%% (default 5)")
+    p.add_argument("--callgrind-threshold", type=float, default=1.0, metavar="PCT",
+                   help="instructions per call: regression when head/base is above 1 + PCT%% (default 1)")
+    p.add_argument("--cases", choices=CASE_SETS, default="default", help="case set (default: all; ci: six cases)")
+    p.add_argument("-k", dest="patterns", action="append", default=[], metavar="PATTERN",
+                   help="only cases whose name contains PATTERN (or matches it as a glob); repeatable")
+    p.add_argument("--rounds", type=int, default=15, help="paired rounds per case (default 15, at least 6)")
+    p.add_argument("--min-run-time", type=float, default=0.02, metavar="S",
+                   help="seconds each side is timed per round (default 0.02)")
+    p.add_argument("--warmup", type=int, default=2, help="calls of each side before timing (default 2)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--no-callgrind", action="store_true", help="timing only")
+    p.add_argument("--honour-marker", action="store_true",
+                   help=f"a head commit whose message has {INTENDED_MARKER} reports regressions but exits 0")
+    p.add_argument("--out", type=Path, help=f"folder for the reports (default {DEFAULT_OUT}/<time>)")
+    p.add_argument("--list", action="store_true", help="print the selected cases' names and exit")
+    p.add_argument("--history", nargs=2, metavar=("DIR", "CASE"),
+                   help="draw CASE's ratio over every stored run under DIR (a PNG) instead of checking")
+    args = p.parse_args(argv)
+    if not args.history and not args.list and not args.base:
+        raise UsageError("BASE is required: the git revision to compare against (e.g. HEAD~1)")
+    for key in ("threshold", "callgrind_threshold"):
+        value = getattr(args, key)
+        if not 0 < value < 100:
+            raise UsageError(f"--{key.replace('_', '-')}={value:g} must be a percentage in (0, 100)")
+    if args.rounds < 6:
+        raise UsageError(f"--rounds={args.rounds} must be at least 6 (a 95% interval of a median needs 6 rounds)")
+    if args.min_run_time <= 0 or args.warmup < 0 or args.threads < 1:
+        raise UsageError("--min-run-time must be > 0, --warmup >= 0 and --threads >= 1")
+    return args
+
+
+def chosen_cases(args: argparse.Namespace) -> list[Case]:
+    cases = select(args.cases, args.patterns)
+    if not cases:
+        names = ", ".join(c.name for c in all_cases()[:3])
+        raise UsageError(f"-k {' -k '.join(args.patterns)} matches no case of --cases {args.cases} "
+                         f"(names look like {names}, ...; --list prints them all)")
+    return cases
+
+
+def build(tree: Tree, case: Case) -> object:
+    with tree.active() as components:
+        torch.manual_seed(0)  # both sides get the same weights and inputs
+        return case.build(components)
+
+
+def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace) -> tuple[dict, dict[str, list[float]]]:
+    row: dict = {"name": case.name, "component": case.component, "variant": case.variant, "mode": case.mode,
+                 "shape": list(case.shape), "op": case.op}
+    subjects = {}
+    for tree in (base, head):
+        try:
+            subjects[tree.label] = build(tree, case)
+        except Exception as exc:  # an API the other side lacks: this case cannot be compared, the rest can
+            row["error"] = f"the {tree.label} cannot build it: {type(exc).__name__}: {exc}"
+            return row, {}
+    timed = time_case(subjects["head"], subjects["base"], rounds=args.rounds, min_run_time=args.min_run_time,
+                      warmup=args.warmup)
+    iv = median_interval(timed.ratios)
+    row.update(ratio=iv.median, lo=iv.lo, hi=iv.hi, coverage=iv.coverage, verdict=verdict(iv, args.threshold / 100),
+               base_median_s=median_interval(timed.base).median, head_median_s=median_interval(timed.head).median,
+               ratios=timed.ratios, cpu_share=timed.cpu_share)
+    return row, {"base": timed.base, "head": timed.head}
+
+
+def count_instructions(rows: list[dict], base: Tree, head: Tree, args: argparse.Namespace, out: Path) -> str:
+    """Adds ``callgrind`` to each op row; returns the sentence the summary says about it."""
+    names = [r["name"] for r in rows if r["op"] and "error" not in r]
+    if args.no_callgrind:
+        return "Instruction counts: off (--no-callgrind)."
+    missing = callgrind.available()
+    if missing:
+        print(f"{PROG}: callgrind unavailable ({missing}): timing alone", file=sys.stderr)
+        return f"Instruction counts: not measured ({missing}); timing alone."
+    if not names:
+        return "Instruction counts: no op-level case selected."
+    procs = {t.label: (callgrind.start(t.root, names, out / f"callgrind-{t.label}"), out / f"callgrind-{t.label}")
+             for t in (base, head)}
+    counts = {label: callgrind.finish(proc, folder) for label, (proc, folder) in procs.items()}
+    limit = 1 + args.callgrind_threshold / 100
+    for r in rows:
+        b, h = counts["base"].get(r["name"]), counts["head"].get(r["name"])
+        if b and h:
+            ratio = h / b
+            r["callgrind"] = {"base": b, "head": h, "ratio": ratio,
+                              "verdict": "regression" if ratio > limit else
+                              "improvement" if ratio < 2 - limit else "unchanged"}
+    return (f"Instructions per call (callgrind, op-level cases): a regression above 1 + "
+            f"{args.callgrind_threshold:g}%.")
+
+
+def intended(head: Tree) -> str | None:
+    message = git("log", "-1", "--format=%B", "HEAD", repo=head.root)
+    return head.revision[:12] if INTENDED_MARKER in message and "+" not in head.revision else None
+
+
+def run_check(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    cases = chosen_cases(args)
+    out = args.out or DEFAULT_OUT / time.strftime("%Y-%m-%d_%H-%M-%S")
+    with tempfile.TemporaryDirectory(prefix="regress-base-") as tmp:
+        base = base_tree(args.base, Path(tmp)).load()
+        head = head_tree().load()
+        torch.set_num_threads(args.threads)
+        print(f"{PROG}: {len(cases)} case(s), head {head.revision[:12]} vs base {base.revision[:12]} "
+              f"({args.base}), {args.rounds} paired rounds each", file=sys.stderr)
+        rows, times = [], {"base": {}, "head": {}}
+        for i, case in enumerate(cases, 1):
+            row, sides = measure(case, base, head, args)
+            gc.collect()
+            rows.append(row)
+            for side, data in sides.items():
+                times[side][case.name] = data
+            shown = summary.fmt_interval(row) + " " + row["verdict"] if "ratio" in row else row["error"]
+            print(f"[{i}/{len(cases)}] {case.name}: {shown}", file=sys.stderr)
+        note = count_instructions(rows, base, head, args, out)
+    marked = intended(head) if args.honour_marker else None
+    report = {
+        "base": {"asked": args.base, "revision": base.revision}, "head": {"revision": head.revision},
+        "threshold_pct": args.threshold, "callgrind_threshold_pct": args.callgrind_threshold,
+        "rounds": args.rounds, "min_run_time": args.min_run_time, "warmup": args.warmup, "threads": args.threads,
+        "torch": torch.__version__, "malloc": malloc_setting(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "callgrind_note": note, "cases": rows, "wall_s": time.monotonic() - started,
+        "intended_note": f"regressions intended: {INTENDED_MARKER} in commit {marked}" if marked else "",
+    }
+    report["regressions"] = summary.regression_lines(report)
+    report["verdict"] = "regression" if report["regressions"] else "ok"
+    summary.write_all(report, {side: summary.benchmark_json(report, side, times[side]) for side in times}, out)
+    print(summary.markdown(report))
+    for line in report["regressions"]:
+        print(line, file=sys.stderr)
+    print(f"{PROG}: reports in {out}", file=sys.stderr)
+    if report["regressions"] and marked:
+        print(f"{PROG}: {len(report['regressions'])} regression(s), intended by {INTENDED_MARKER} in {marked}: "
+              "not failing", file=sys.stderr)
+        return 0
+    return 1 if report["regressions"] else 0
+
+
+def run_history(folder: Path, case: str, threshold: float, out: Path | None) -> int:
+    if not folder.is_dir():
+        raise UsageError(f"--history {folder}: not a folder")
+    table = summary.history_table(folder, case)
+    if table.empty:
+        raise UsageError(f"--history: no stored run under {folder} has case {case!r}")
+    path = out or folder / f"history-{case.replace('/', '_')}.png"
+    if path.suffix != ".png":
+        path = path / f"history-{case.replace('/', '_')}.png"
+    print(summary.history_figure(table, case, threshold, path))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse(sys.argv[1:] if argv is None else argv)
+        if args.history:
+            return run_history(Path(args.history[0]), args.history[1], args.threshold, args.out)
+        if args.list:
+            print("\n".join(c.name for c in chosen_cases(args)))
+            return 0
+        return run_check(args)
+    except (UsageError, SetupError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,89 @@
+"""Base and head timed paired and interleaved, round by round, and a verdict from the rounds' ratios.
+
+Each round times both sides back to back (ABBA across rounds, ``ablations.measure.timing.time_paired``)
+after renewing both sides' memory in that round's order, so load and placement move both and cancel in
+the round's head/base ratio. The headline is the median of those ratios with a distribution-free 95%
+interval (order statistics of the binomial, ``scipy.stats.binom``): no normality assumed, and one round
+that a neighbour process spoiled moves it by at most one rank.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import torch
+from scipy import stats
+
+from ablations.measure.timing import time_paired
+from ablations.regress.cases import Subject
+
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Interval:
+    median: float
+    lo: float
+    hi: float
+    coverage: float  # the interval's exact coverage (order statistics give a little more than asked)
+
+
+def median_interval(values: list[float], confidence: float = CONFIDENCE) -> Interval:
+    """Median with the order-statistic interval [x_(k), x_(n-k+1)] covering it with at least ``confidence``.
+
+    With n values, the number below the true median is Binomial(n, 1/2); k is the largest rank with
+    P(B <= k-1) <= (1 - confidence) / 2. Too few values for that (n < 6 at 95%) give [min, max] and the
+    coverage they have.
+    """
+    if not values:
+        raise ValueError("no rounds to summarise")
+    xs, n = sorted(values), len(values)
+    tail = (1 - confidence) / 2
+    k = int(stats.binom.ppf(tail, n, 0.5))  # smallest k with P(B <= k) >= tail
+    while k >= 1 and stats.binom.cdf(k - 1, n, 0.5) > tail:
+        k -= 1
+    k = max(k, 1)
+    coverage = 1 - 2 * stats.binom.cdf(k - 1, n, 0.5)
+    return Interval(statistics.median(xs), xs[k - 1], xs[n - k], float(coverage))
+
+
+def verdict(interval: Interval, threshold: float) -> str:
+    """``regression`` when even the interval's low end is past 1 + threshold, ``improvement`` when even its
+    high end is below 1 - threshold, else ``unchanged``: a verdict needs both size and evidence."""
+    if interval.lo > 1 + threshold:
+        return "regression"
+    if interval.hi < 1 - threshold:
+        return "improvement"
+    return "unchanged"
+
+
+@dataclass
+class Timed:
+    """One case's rounds: seconds per call of each side, and each round's CPU share (load indicator)."""
+
+    head: list[float]
+    base: list[float]
+    cpu_share: list[float] = field(default_factory=list)
+
+    @property
+    def ratios(self) -> list[float]:
+        return [h / b for h, b in zip(self.head, self.base, strict=True)]
+
+
+def time_case(head: Subject, base: Subject, *, rounds: int, min_run_time: float, warmup: int) -> Timed:
+    """What the code costs, not how often a neighbour preempted it: with one torch thread each call is timed
+    in this thread's CPU time (``time.thread_time``), and each round's figure per side is its fastest block.
+    With more threads the work leaves this thread, so wall time is used (and load shows)."""
+    clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+    subjects = (head, base)
+
+    def fresh_memory(order: tuple[int, int]) -> None:
+        for i in order:
+            subjects[i].renew()
+
+    paired = time_paired(head.call, base.call, rounds=rounds, min_run_time=min_run_time, warmup=warmup,
+                         device=torch.device("cpu"), prepare=fresh_memory, statistic="min",
+                         clock=clock)
+    return Timed(paired.a, paired.b, paired.cpu_share)

@@ -1,0 +1,119 @@
+"""Two versions of the timed library in one process: the base revision's ``components`` and the working tree's.
+
+Timing the two revisions in one process, round by round, is what lets load cancel (a whole run of one and
+then of the other carries every change of machine load in between). Python keeps one module per name, so
+each tree is imported on its own: its ``components*`` modules are loaded from its folder, taken out of
+``sys.modules`` under a private key, and the previous modules put back. While a side builds its cases,
+``Tree.active()`` puts its modules back under their real names, so the few imports the library does at
+call time (``ArchConfig.validate`` imports the registries) resolve to the same tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+# The packages whose code is timed; everything else (torch, the harness, the case definitions) is shared.
+TIMED_PACKAGES = ("components",)
+REPO = Path(__file__).resolve().parents[2]
+
+
+class SetupError(Exception):
+    """The comparison cannot start: bad revision, a tree that does not import. One line for the user."""
+
+
+def git(*args: str, repo: Path = REPO) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+    if proc.returncode:
+        raise SetupError(f"git {' '.join(args)}: {proc.stderr.strip().splitlines()[-1] if proc.stderr else 'failed'}")
+    return proc.stdout.strip()
+
+
+def resolve(rev: str, repo: Path = REPO) -> str:
+    """The full commit hash of ``rev``; SetupError naming it when git does not know it."""
+    try:
+        return git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", repo=repo)
+    except SetupError:
+        raise SetupError(f"BASE={rev!r} is not a git revision of {repo} (try HEAD~1, origin/main, a tag or a commit)") \
+            from None
+
+
+def extract(sha: str, dest: Path, repo: Path = REPO) -> Path:
+    """Write the timed packages of commit ``sha`` into ``dest`` (``git archive``: no worktree to clean up)."""
+    missing = [p for p in TIMED_PACKAGES if not git("ls-tree", "--name-only", sha, p, repo=repo)]
+    if missing:
+        raise SetupError(f"revision {sha[:12]} has no {', '.join(missing)}/ package to time")
+    data = subprocess.run(["git", "archive", "--format=tar", sha, *TIMED_PACKAGES], cwd=repo, capture_output=True,
+                          check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def _ours(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in TIMED_PACKAGES)
+
+
+@dataclass
+class Tree:
+    """One side of the comparison: a folder holding the timed packages, imported apart from the other side."""
+
+    label: str  # "base" or "head"
+    root: Path
+    revision: str  # commit hash, or the head's hash with "+working tree"
+    modules: dict[str, ModuleType] = field(default_factory=dict)
+
+    @property
+    def components(self) -> ModuleType:
+        return self.modules["components"]
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[ModuleType]:
+        """This tree's modules under their real names for the duration (building its cases)."""
+        saved = {k: sys.modules.pop(k) for k in list(sys.modules) if _ours(k)}
+        sys.modules.update(self.modules)
+        try:
+            yield self.components
+        finally:
+            for k in [k for k in sys.modules if _ours(k)]:
+                del sys.modules[k]
+            sys.modules.update(saved)
+
+    def load(self) -> Tree:
+        """Import the tree's packages from ``root`` alone; SetupError with the reason when they do not import."""
+        saved = {k: sys.modules.pop(k) for k in list(sys.modules) if _ours(k)}
+        sys.path.insert(0, str(self.root))
+        try:
+            for package in TIMED_PACKAGES:
+                importlib.import_module(package)
+                loaded = Path(sys.modules[package].__file__ or "").resolve()
+                if self.root.resolve() not in loaded.parents:
+                    raise ImportError(f"{package} came from {loaded}, not from {self.root}")
+        except Exception as exc:  # any error while importing the tree is this tree's setup problem
+            raise SetupError(f"the {self.label} tree ({self.revision[:12]}) does not import: "
+                             f"{type(exc).__name__}: {exc}") from None
+        finally:
+            self.modules = {k: sys.modules.pop(k) for k in list(sys.modules) if _ours(k)}
+            sys.path.remove(str(self.root))
+            sys.modules.update(saved)
+        return self
+
+
+def head_tree(repo: Path = REPO) -> Tree:
+    """The working tree as it is (uncommitted changes included): what the check is asked about."""
+    rev = git("rev-parse", "HEAD", repo=repo)
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", *TIMED_PACKAGES, repo=repo)
+    return Tree("head", repo, rev + ("+working tree" if dirty else ""))
+
+
+def base_tree(rev: str, dest: Path, repo: Path = REPO) -> Tree:
+    sha = resolve(rev, repo)
+    return Tree("base", extract(sha, dest, repo), sha)

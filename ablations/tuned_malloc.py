@@ -1,0 +1,17 @@
+"""glibc's allocator returns and refaults large buffers between calls, which moved memory-bound timings by up
+to 4x here (DESIGN.md). It reads its tunables only at start-up, so a timing command sets them and starts
+itself once more; ``BLOCKBENCH_MALLOC=off`` keeps the default allocator (the setting is recorded per row)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TUNED = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 31)}
+
+
+def reexec_with_tuned_malloc(module: str) -> None:
+    """Restart ``python -m module`` with the tunables set, unless they are set or tuning is off."""
+    if os.environ.get("BLOCKBENCH_MALLOC", "tuned") == "tuned" and any(k not in os.environ for k in TUNED):
+        os.environ.update({k: os.environ.get(k, v) for k, v in TUNED.items()})
+        os.execv(sys.executable, [sys.executable, "-m", module, *sys.argv[1:]])

@@ -1,0 +1,166 @@
+"""How often does ``python -m ablations.regress`` cry wolf, and how often does it catch a real slowdown?
+
+    python scripts/regress_power.py --same 20 --inject 10:10 --inject 5:10       # the README's figures
+    python scripts/regress_power.py --same 2 --inject 10:2 -- -k block/gpt2      # a quick look
+
+Every run checks a clean worktree of HEAD against HEAD, in a fresh process, exactly as a user would:
+
+- ``--same N``: N runs of the unchanged code (every regression verdict is a false alarm);
+- ``--inject PCT:N``: N runs with extra work written into ``Block.forward`` of the worktree's code (two
+  matmuls through a zero matrix, so outputs are unchanged), sized to cost about PCT% of the block's forward
+  at the suite's block shape (d=512, 1x256): the FLOPs fraction first, then corrected once from a paired
+  measurement of ``block/gpt2/forward``. Each injected run counts as caught when the check exits 1.
+
+Arguments after ``--`` go to every check (e.g. ``-k block``). Each check's verdict is also re-read at other
+thresholds from its JSON (the ratios and intervals do not depend on the threshold), so one batch of runs
+answers "what would 2% or 3% have flagged?". Output: a table per batch and ``power.json`` in ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+THRESHOLDS = (1.0, 2.0, 3.0, 5.0, 10.0)
+BLOCK = "components/block.py"
+# Block FLOPs per token at the suite's shape, forward, from ablations.measure.flops (d=512, T=256, GPT-2 block):
+# 24 d^2 for the linear layers plus 4 T d for attention's two products (causal counted in full).
+D, T = 512, 256
+BLOCK_FLOPS = 24 * D * D + 4 * T * D
+
+
+def git(*args: str, cwd: Path = REPO) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def inject(worktree: Path, width: int) -> None:
+    """Rewrite the worktree's Block with ``width`` columns of extra work (0: the original file)."""
+    path = worktree / BLOCK
+    git("checkout", "--", BLOCK, cwd=worktree)
+    if width == 0:
+        return
+    src = path.read_text()
+    init_end = "        self.ffn = build_ffn(cfg)\n"
+    ret = "        return x + self.ffn(self.norm2(x))\n"
+    if init_end not in src or ret not in src:
+        raise SystemExit(f"regress_power: {BLOCK} changed shape; update inject()")
+    buffer = f"        self.register_buffer('_waste', torch.zeros(cfg.model.d_model, {width}), persistent=False)\n"
+    src = src.replace(init_end, init_end + buffer)
+    src = src.replace(ret, "        x = x + (x @ self._waste) @ self._waste.T  # injected extra work\n" + ret)
+    path.write_text(src)
+
+
+def width_for(pct: float) -> int:
+    """Columns of the two extra (T x d) @ (d x w) products that cost ``pct``% of the block's forward FLOPs."""
+    return max(1, round(pct / 100 * BLOCK_FLOPS / (4 * D)))
+
+
+def check(worktree: Path, out: Path, extra: list[str]) -> dict:
+    cmd = [sys.executable, "-m", "ablations.regress", "HEAD", "--out", str(out), *extra]
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=worktree, capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"regress_power: the check failed to run (exit {proc.returncode}): "
+                         f"{proc.stderr.strip().splitlines()[-1:]}")
+    report = json.loads((out / "regress.json").read_text())
+    return {"exit": proc.returncode, "wall_s": wall, "report": report}
+
+
+def flagged(report: dict, threshold: float) -> list[str]:
+    """Cases the time signal flags at ``threshold`` (percent), re-read from the stored intervals."""
+    return [c["name"] for c in report["cases"] if "lo" in c and c["lo"] > 1 + threshold / 100]
+
+
+def ratio_of(report: dict, name: str) -> float | None:
+    return next((c["ratio"] for c in report["cases"] if c["name"] == name and "ratio" in c), None)
+
+
+def batch(label: str, worktree: Path, width: int, runs: int, out: Path, extra: list[str]) -> dict:
+    inject(worktree, width)
+    results = []
+    for i in range(runs):
+        r = check(worktree, out / f"{label}-{i + 1:02d}", extra)
+        results.append(r)
+        fwd = ratio_of(r["report"], "block/gpt2/forward")
+        print(f"{label} run {i + 1}/{runs}: exit {r['exit']}, {r['wall_s']:.0f} s, block/gpt2/forward "
+              f"{'—' if fwd is None else f'{fwd:.3f}'}, flagged at 5%: {flagged(r['report'], 5.0)}", flush=True)
+    inject(worktree, 0)
+    summary = {
+        "label": label, "width": width, "runs": runs,
+        "exit_1": sum(r["exit"] == 1 for r in results),
+        "wall_s": [round(r["wall_s"], 1) for r in results],
+        "block_forward_ratio": [ratio_of(r["report"], "block/gpt2/forward") for r in results],
+        "flagged_runs": {f"{t:g}%": sum(bool(flagged(r["report"], t)) for r in results) for t in THRESHOLDS},
+        "flagged_cases": {f"{t:g}%": sum(len(flagged(r["report"], t)) for r in results) for t in THRESHOLDS},
+        "cases_per_run": len(results[0]["report"]["cases"]) if results else 0,
+        "callgrind_flags": sum(1 for r in results for c in r["report"]["cases"]
+                               if (c.get("callgrind") or {}).get("verdict") == "regression"),
+    }
+    print(json.dumps({k: v for k, v in summary.items() if k != "wall_s"}), flush=True)
+    return summary
+
+
+def calibrate(worktree: Path, pct: float, out: Path) -> int:
+    """The FLOPs estimate, corrected once by the measured paired slowdown of the block's forward."""
+    width = width_for(pct)
+    inject(worktree, width)
+    r = check(worktree, out / f"calibrate-{pct:g}", ["-k", "block/gpt2/forward", "--no-callgrind", "--rounds", "15"])
+    measured = (ratio_of(r["report"], "block/gpt2/forward") or 1.0) - 1
+    inject(worktree, 0)
+    if measured > 0.005:
+        width = max(1, round(width * (pct / 100) / measured))
+    print(f"calibrate {pct:g}%: FLOPs estimate {width_for(pct)} columns measured {100 * measured:+.1f}%; "
+          f"using {width}", flush=True)
+    return width
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--same", type=int, default=0, metavar="N", help="same-code runs")
+    parser.add_argument("--inject", action="append", default=[], metavar="PCT:N", help="injected runs")
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "runs" / "regress_power" /
+                        time.strftime("%Y-%m-%d_%H-%M-%S"))
+    args, extra = parser.parse_known_args()
+    extra = [a for a in extra if a != "--"]
+    plans = []
+    for spec in args.inject:
+        m = re.fullmatch(r"(\d+(?:\.\d+)?):(\d+)", spec)
+        if not m:
+            parser.error(f"--inject {spec!r}: expected PCT:N, e.g. 10:10")
+        plans.append((float(m.group(1)), int(m.group(2))))
+    args.out.mkdir(parents=True, exist_ok=True)
+    summaries = []
+    with tempfile.TemporaryDirectory(prefix="regress-power-") as tmp:
+        worktree = Path(tmp) / "tree"
+        git("worktree", "add", "--detach", str(worktree), "HEAD")
+        try:
+            if args.same:
+                summaries.append(batch("same", worktree, 0, args.same, args.out, extra))
+            for pct, runs in plans:
+                width = calibrate(worktree, pct, args.out)
+                summaries.append(batch(f"inject{pct:g}", worktree, width, runs, args.out, extra))
+        finally:
+            git("worktree", "remove", "--force", str(worktree))
+    (args.out / "power.json").write_text(json.dumps(summaries, indent=1))
+    for s in summaries:
+        ratios = [r for r in s["block_forward_ratio"] if r is not None]
+        print(f"{s['label']}: {s['runs']} runs x {s['cases_per_run']} cases; exit 1 in {s['exit_1']}; runs flagged "
+              f"by time at {s['flagged_runs']}; block/gpt2/forward median "
+              f"{statistics.median(ratios) if ratios else float('nan'):.3f}; wall "
+              f"{statistics.median(s['wall_s']):.0f} s median, {max(s['wall_s']):.0f} s max; callgrind flags "
+              f"{s['callgrind_flags']}")
+    print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""``python -m ablations.regress``: the statistics, the two trees in one process, the case set, the reports and
+every setup problem as one line with exit status 2 (decided before any timing)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+from ablations.regress import callgrind, cli, summary
+from ablations.regress.cases import CI_CASES, all_cases, select
+from ablations.regress.paired import Interval, median_interval, verdict
+from ablations.regress.trees import REPO, SetupError, Tree, base_tree, resolve
+
+PROG = [sys.executable, "-m", "ablations.regress"]
+
+
+# --- statistics -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n,lo_rank", [(6, 1), (10, 2), (12, 3), (15, 4), (20, 6), (30, 10)])
+def test_median_interval_uses_the_binomial_order_statistics(n, lo_rank):
+    iv = median_interval([float(i) for i in range(1, n + 1)])
+    assert (iv.lo, iv.hi) == (lo_rank, n + 1 - lo_rank)
+    assert iv.coverage == pytest.approx(1 - 2 * stats.binom.cdf(lo_rank - 1, n, 0.5))
+    assert iv.coverage >= 0.95
+    # one rank further in would no longer cover 95%
+    assert 1 - 2 * stats.binom.cdf(lo_rank, n, 0.5) < 0.95
+
+
+def test_median_interval_with_too_few_rounds_is_min_max_with_its_coverage():
+    iv = median_interval([3.0, 1.0, 2.0, 5.0, 4.0])
+    assert (iv.median, iv.lo, iv.hi) == (3.0, 1.0, 5.0)
+    assert iv.coverage == pytest.approx(1 - 2 / 32)
+
+
+def test_one_spoiled_round_moves_the_interval_by_at_most_one_rank():
+    clean = [1.0 + 0.001 * i for i in range(15)]
+    spoiled = clean[:-1] + [9.0]
+    assert median_interval(spoiled).lo == median_interval(clean).lo
+    assert median_interval(spoiled).median == median_interval(clean).median
+
+
+@pytest.mark.parametrize("lo,hi,expected", [(1.051, 1.2, "regression"), (1.049, 1.2, "unchanged"),
+                                            (0.8, 0.949, "improvement"), (0.8, 0.951, "unchanged"),
+                                            (0.97, 1.03, "unchanged")])
+def test_verdict_needs_the_whole_interval_past_the_threshold(lo, hi, expected):
+    assert verdict(Interval((lo + hi) / 2, lo, hi, 0.95), 0.05) == expected
+
+
+# --- cases --------------------------------------------------------------------------------------------------
+
+def test_the_default_set_covers_every_component_variant_and_the_block_in_every_mode():
+    names = {c.name for c in all_cases()}
+    for comp, variants, modes in (("norm", ("layernorm", "rmsnorm"), ("forward", "train")),
+                                  ("ffn", ("gelu", "swiglu"), ("forward", "train")),
+                                  ("pos", ("learned", "rope"), ("forward", "train")),
+                                  ("attn", ("mha", "gqa2", "mqa"), ("forward", "train", "decode")),
+                                  ("block", ("gpt2", "rmsnorm", "rope", "nope", "swiglu", "gqa4", "gqa2", "mqa",
+                                             "llama2"), ("forward", "train", "decode"))):
+        assert {f"{comp}/{v}/{m}" for v in variants for m in modes} <= names
+    assert len(names) == len(all_cases())  # no name twice
+    assert [c.name for c in select("ci")] == [c.name for c in all_cases() if c.name in CI_CASES]
+    assert len(select("ci")) == len(CI_CASES)
+
+
+def test_filters_take_substrings_and_globs():
+    assert {c.name for c in select("default", ["block/llama2"])} == {f"block/llama2/{m}" for m in
+                                                                     ("forward", "train", "decode")}
+    assert {c.name for c in select("default", ["norm/*/train"])} == {"norm/layernorm/train", "norm/rmsnorm/train"}
+    assert select("default", ["nothing-like-this"]) == []
+
+
+@pytest.mark.parametrize("name", ["norm/rmsnorm/train", "pos/rope/forward", "attn/gqa2/decode", "block/llama2/train"])
+def test_each_case_builds_runs_and_renews_its_memory(name):
+    import components
+
+    subject = next(c for c in all_cases() if c.name == name).build(components)
+    subject.call()
+    pointers = [t.data_ptr() for t in subject.state]
+    subject.renew()
+    assert all(p != t.data_ptr() for p, t in zip(pointers, subject.state, strict=True))
+    subject.call()  # still runs on the new memory
+
+
+# --- trees --------------------------------------------------------------------------------------------------
+
+def test_two_trees_load_apart_and_each_builds_from_its_own_code(tmp_path):
+    import components as ours
+
+    base = base_tree("HEAD", tmp_path / "base").load()
+    assert Path(base.components.__file__).resolve().is_relative_to((tmp_path / "base").resolve())
+    assert base.components is not ours
+    assert sys.modules["components"] is ours  # the process's own modules are back
+    with base.active() as c:
+        assert sys.modules["components"] is c is base.components
+        # a lazy import inside the library (ArchConfig.validate imports the registries) sees the same tree
+        from components import registries
+        assert registries.__module__ == "components"
+        assert sys.modules["components.norms"] is base.modules["components.norms"]
+    assert sys.modules["components"] is ours
+
+
+def test_a_tree_that_does_not_import_is_a_setup_error(tmp_path):
+    (tmp_path / "components").mkdir()
+    (tmp_path / "components" / "__init__.py").write_text("raise RuntimeError('broken on purpose')\n")
+    with pytest.raises(SetupError, match="the base tree .* does not import: RuntimeError: broken on purpose"):
+        Tree("base", tmp_path, "f" * 40).load()
+    assert "components" not in sys.modules or "broken" not in str(sys.modules["components"].__file__)
+
+
+def test_unknown_revision_is_a_setup_error():
+    with pytest.raises(SetupError, match="BASE='no-such-rev' is not a git revision"):
+        resolve("no-such-rev")
+    assert len(resolve("HEAD")) == 40
+
+
+# --- the command: setup problems, one line, exit 2, before any timing ----------------------------------------
+
+@pytest.mark.parametrize("args,message", [
+    (["no-such-rev", "--no-callgrind"], "BASE='no-such-rev' is not a git revision of"),
+    (["HEAD", "-k", "zzz"], "-k zzz matches no case of --cases default"),
+    (["HEAD", "--rounds", "3"], "--rounds=3 must be at least 6"),
+    (["HEAD", "--threshold", "0"], "--threshold=0 must be a percentage in (0, 100)"),
+    (["HEAD", "--callgrind-threshold", "150"], "--callgrind-threshold=150 must be a percentage in (0, 100)"),
+    ([], "BASE is required"),
+    (["--history", "/no/such/folder", "block/gpt2/forward"], "--history /no/such/folder: not a folder"),
+])
+def test_setup_problems_are_one_line_and_exit_2(args, message, capsys):
+    assert cli.main(args) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("python -m ablations.regress: error: ") and message in lines[0]
+    assert captured.out == ""  # nothing was timed
+
+
+def test_the_command_exits_2_with_one_line():
+    proc = subprocess.run([*PROG, "no-such-rev"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"python -m ablations.regress: error: BASE='no-such-rev' is not a git revision of {REPO} "
+        "(try HEAD~1, origin/main, a tag or a commit)"]
+
+
+def test_list_prints_the_selected_cases():
+    proc = subprocess.run([*PROG, "--list", "--cases", "ci"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.split() == [c.name for c in select("ci")]
+
+
+# --- reports ------------------------------------------------------------------------------------------------
+
+def fake_report(ratio: float = 1.0, lo: float = 0.99, hi: float = 1.01, cg: float | None = None) -> dict:
+    case = {"name": "norm/rmsnorm/forward", "op": True, "ratio": ratio, "lo": lo, "hi": hi,
+            "verdict": verdict(Interval(ratio, lo, hi, 0.96), 0.05), "base_median_s": 1e-4}
+    if cg is not None:
+        case["callgrind"] = {"base": 1e6, "head": 1e6 * cg, "ratio": cg,
+                             "verdict": "regression" if cg > 1.01 else "unchanged"}
+    return {"base": {"asked": "HEAD~1", "revision": "a" * 40}, "head": {"revision": "b" * 40},
+            "threshold_pct": 5.0, "callgrind_threshold_pct": 1.0, "rounds": 15, "min_run_time": 0.02,
+            "threads": 1, "torch": "2.13", "wall_s": 3.0, "callgrind_note": "", "intended_note": "",
+            "time": "2026-12-01T00:00:00+0000", "cases": [case]}
+
+
+def test_regression_lines_name_the_case_ratio_and_interval_for_each_signal():
+    assert summary.regression_lines(fake_report()) == []
+    lines = summary.regression_lines(fake_report(1.2, 1.1, 1.3, cg=1.05))
+    assert lines == ["regression: norm/rmsnorm/forward: time head/base 1.200 [1.100, 1.300] (> 1 + 5%)",
+                     "regression: norm/rmsnorm/forward: instructions head/base 1.0500 (> 1 + 1%)"]
+
+
+def test_reports_are_written_and_the_side_json_is_pytest_benchmark_compatible(tmp_path, monkeypatch):
+    step_summary = tmp_path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    report = fake_report()
+    sides = {s: summary.benchmark_json(report, s, {"norm/rmsnorm/forward": [1e-4, 1.1e-4, 0.9e-4]})
+             for s in ("base", "head")}
+    summary.write_all(report, sides, tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "regress.json").read_text())["cases"][0]["name"] == "norm/rmsnorm/forward"
+    assert "no regression" in (tmp_path / "out" / "summary.md").read_text()
+    assert step_summary.read_text() == (tmp_path / "out" / "summary.md").read_text() + "\n"
+    bench = json.loads((tmp_path / "out" / "base.benchmark.json").read_text())
+    assert bench["benchmarks"][0]["stats"]["median"] == pytest.approx(1e-4)
+    # pytest-benchmark's own command reads both files
+    proc = subprocess.run([sys.executable, "-m", "pytest_benchmark", "compare", str(tmp_path / "out" /
+                           "base.benchmark.json"), str(tmp_path / "out" / "head.benchmark.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "norm/rmsnorm/forward" in proc.stdout
+
+
+def test_history_draws_a_case_over_stored_runs(tmp_path):
+    for i, ratio in enumerate((1.0, 1.02, 1.12)):
+        report = fake_report(ratio, ratio - 0.01, ratio + 0.01)
+        report["time"] = f"2026-12-0{i + 1}T00:00:00+0000"
+        summary.write_all(report, {}, tmp_path / f"run{i}")
+    table = summary.history_table(tmp_path, "norm/rmsnorm/forward")
+    assert list(table["ratio"]) == [1.0, 1.02, 1.12]
+    assert list(table["verdict"]) == ["unchanged", "unchanged", "regression"]
+    png = summary.history_figure(table, "norm/rmsnorm/forward", 5.0, tmp_path / "h.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_callgrind_reads_each_dump_total(tmp_path):
+    for i, total in enumerate((1200, 3400), 1):
+        (tmp_path / f"callgrind.out.{i}").write_text(f"events: Ir\nfn=x\n0 5\nsummary: {total}\ntotals: {total}\n")
+    (tmp_path / "cases.json").write_text(json.dumps([["a", str(tmp_path / "callgrind.out.1"), 10],
+                                                      ["b", str(tmp_path / "callgrind.out.2"), 2]]))
+
+    class Done:
+        returncode = 0
+
+        def wait(self) -> int:
+            return 0
+
+    assert callgrind.finish(Done(), tmp_path) == {"a": 120.0, "b": 1700.0}
