@@ -1,7 +1,7 @@
 """Instructions per call under valgrind's callgrind: a second signal that machine load cannot move.
 
 ``torch.utils.benchmark.Timer.collect_callgrind`` starts one valgrind process per statement, and importing
-torch under valgrind takes ~45 s here, so 21 op cases on two sides would take half an hour. This runs the
+torch under valgrind takes ~45 s here, so a dozen cases on two sides would take a quarter of an hour. This runs the
 same mechanism torch's timer uses (callgrind started with collection off, switched on around the measured
 calls through ``torch._C._valgrind_toggle``, one stats dump per case) in one valgrind process per side, and
 reads each dump's total instruction count. The two sides' processes run side by side: an instruction count
@@ -20,8 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-WARMUP_CALLS = 3
-DEFAULT_NUMBER = 10
+WARMUP_CALLS = 2
+# Counts repeat to ~0.01% between calls of the same code, so a few calls are enough.
+DEFAULT_NUMBER = 3
 _TOTALS = re.compile(r"^(?:totals|summary):\s+(\d+)", re.MULTILINE)
 
 

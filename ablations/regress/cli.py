@@ -6,9 +6,10 @@
     python -m ablations.regress --history results/runs/regress block/llama2/train
 
 Both revisions' ``components`` are imported into this one process and timed paired, round by round (see
-``ablations.regress.paired``); op-level cases are also counted in instructions under callgrind. Exit status:
-0 no regression, 1 a regression (one line per case and signal), 2 a setup problem (unknown revision, a tree
-that does not import, a filter that matches nothing), decided before any timing.
+``ablations.regress.paired``); the norms', positions' and attention decode's cases are also counted in
+instructions under callgrind. Exit status: 0 no regression, 1 a regression (one line per case and signal),
+2 a setup problem (unknown revision, a tree that does not import, a filter that matches nothing), decided
+before any timing.
 """
 
 from __future__ import annotations
@@ -50,9 +51,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cases", choices=CASE_SETS, default="default", help="case set (default: all; ci: six cases)")
     p.add_argument("-k", dest="patterns", action="append", default=[], metavar="PATTERN",
                    help="only cases whose name contains PATTERN (or matches it as a glob); repeatable")
-    p.add_argument("--rounds", type=int, default=15, help="paired rounds per case (default 15, at least 6)")
-    p.add_argument("--min-run-time", type=float, default=0.02, metavar="S",
-                   help="seconds each side is timed per round (default 0.02)")
+    p.add_argument("--rounds", type=int, default=12, help="paired rounds per case (default 12, at least 6)")
+    p.add_argument("--min-run-time", type=float, default=0.01, metavar="S",
+                   help="seconds each side is timed per round (default 0.01)")
     p.add_argument("--warmup", type=int, default=2, help="calls of each side before timing (default 2)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--no-callgrind", action="store_true", help="timing only")
@@ -93,7 +94,7 @@ def build(tree: Tree, case: Case) -> object:
 
 def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace) -> tuple[dict, dict[str, list[float]]]:
     row: dict = {"name": case.name, "component": case.component, "variant": case.variant, "mode": case.mode,
-                 "shape": list(case.shape), "op": case.op}
+                 "shape": list(case.shape), "counted": case.counted}
     subjects = {}
     for tree in (base, head):
         try:
@@ -111,8 +112,8 @@ def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace) -> tup
 
 
 def count_instructions(rows: list[dict], base: Tree, head: Tree, args: argparse.Namespace, out: Path) -> str:
-    """Adds ``callgrind`` to each op row; returns the sentence the summary says about it."""
-    names = [r["name"] for r in rows if r["op"] and "error" not in r]
+    """Adds ``callgrind`` to each counted row; returns the sentence the summary says about it."""
+    names = [r["name"] for r in rows if r["counted"] and "error" not in r]
     if args.no_callgrind:
         return "Instruction counts: off (--no-callgrind)."
     missing = callgrind.available()
@@ -120,7 +121,7 @@ def count_instructions(rows: list[dict], base: Tree, head: Tree, args: argparse.
         print(f"{PROG}: callgrind unavailable ({missing}): timing alone", file=sys.stderr)
         return f"Instruction counts: not measured ({missing}); timing alone."
     if not names:
-        return "Instruction counts: no op-level case selected."
+        return "Instruction counts: no counted case (norm and pos forward, attn decode) selected."
     procs = {t.label: (callgrind.start(t.root, names, out / f"callgrind-{t.label}"), out / f"callgrind-{t.label}")
              for t in (base, head)}
     counts = {label: callgrind.finish(proc, folder) for label, (proc, folder) in procs.items()}
@@ -132,7 +133,7 @@ def count_instructions(rows: list[dict], base: Tree, head: Tree, args: argparse.
             r["callgrind"] = {"base": b, "head": h, "ratio": ratio,
                               "verdict": "regression" if ratio > limit else
                               "improvement" if ratio < 2 - limit else "unchanged"}
-    return (f"Instructions per call (callgrind, op-level cases): a regression above 1 + "
+    return (f"Instructions per call (callgrind; norm and pos forward, attn decode): a regression above 1 + "
             f"{args.callgrind_threshold:g}%.")
 
 
@@ -159,7 +160,7 @@ def run_check(args: argparse.Namespace) -> int:
             for side, data in sides.items():
                 times[side][case.name] = data
             shown = summary.fmt_interval(row) + " " + row["verdict"] if "ratio" in row else row["error"]
-            print(f"[{i}/{len(cases)}] {case.name}: {shown}", file=sys.stderr)
+            print(f"[{i}/{len(cases)}] {case.name}: {shown} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
         note = count_instructions(rows, base, head, args, out)
     marked = intended(head) if args.honour_marker else None
     report = {

@@ -153,7 +153,7 @@ def test_list_prints_the_selected_cases():
 # --- reports ------------------------------------------------------------------------------------------------
 
 def fake_report(ratio: float = 1.0, lo: float = 0.99, hi: float = 1.01, cg: float | None = None) -> dict:
-    case = {"name": "norm/rmsnorm/forward", "op": True, "ratio": ratio, "lo": lo, "hi": hi,
+    case = {"name": "norm/rmsnorm/forward", "counted": True, "ratio": ratio, "lo": lo, "hi": hi,
             "verdict": verdict(Interval(ratio, lo, hi, 0.96), 0.05), "base_median_s": 1e-4}
     if cg is not None:
         case["callgrind"] = {"base": 1e6, "head": 1e6 * cg, "ratio": cg,
