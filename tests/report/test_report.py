@@ -201,11 +201,19 @@ def test_the_real_stats_module_feeds_the_report(synthetic, sizes):
     assert summary is not None, note
     assert {"sweep", "variant", "metric", "mean", "ci_lo", "ci_hi", "diff", "diff_lo", "diff_hi", "verdict"} <= set(
         summary.columns)
+    assert {"p", "p_holm", "family", "alpha_adjusted", "mde", "mde_note"} <= set(summary.columns)
     _, quality, _ = split(table)
     section = "\n".join(quality_section(quality[quality["sweep"] == "pos"], summary, note))
     assert "cannot" in section and "512 tokens" in section
+    assert "Holm-Bonferroni across the sweep's comparisons of this quantity (2 comparisons here)" in section
+    assert "| Δ vs reference [CI] | CI level | p / Holm p | verdict |" in section
+    none = summary[(summary["sweep"] == "pos") & (summary["variant"] == "none") & (summary["metric"] == "val_loss")]
+    row = next(ln for ln in section.splitlines() if ln.startswith("| none |"))
+    level = f"{100 * (1 - none['alpha_adjusted'].item()):.3g}%"
+    assert f"| {level} |" in row and f"could have detected \\|d\\| >= {none['mde'].item():.2g}" in row
     reading = claims_for(table, sizes, summary)[CLAIMS[1]]
     assert "Quality: " in reading and f"Quality: {claims.NOT_MEASURED}" not in reading
+    assert "could have detected |d| >= " in reading  # the norm sweep's rmsnorm: no detectable difference
 
 
 # --- the command line ---------------------------------------------------------------------------------
