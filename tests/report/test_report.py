@@ -83,14 +83,16 @@ def test_every_figure_is_written_non_empty_and_linked(built):
     for name in on_disk:
         assert (folder / name).stat().st_size > 1000, name
     stems = {Path(n).stem for n in on_disk}
-    assert {"norm-ratios", "norm-latency-vs-seq", "norm-decode-vs-context", "norm-training-curves",
-            "kv-ratios", "kv-decode-vs-context", "pos-extrapolation", "pos-loss-by-position"} <= stems
+    assert {"norm-ratios", "norm-latency-ratio-vs-seq", "norm-decode-ratio-vs-context", "norm-training-curves",
+            "kv-ratios", "kv-decode-ratio-vs-context", "pos-extrapolation", "pos-loss-by-position"} <= stems
     for stem in stems:  # each figure in both formats
         assert {f"figures/{stem}.png", f"figures/{stem}.svg"} <= on_disk
     png = (folder / "figures" / "norm-ratios.png").read_bytes()
     assert png.startswith(b"\x89PNG")
-    svg = (folder / "figures" / "kv-decode-vs-context.svg").read_text()
-    assert "context length (cached tokens)" in svg and "decode time per token step (ms" in svg
+    svg = (folder / "figures" / "kv-decode-ratio-vs-context.svg").read_text()
+    assert "context length (cached tokens)" in svg and "decode step time, variant / baseline" in svg
+    caption = text.split("(figures/kv-decode-ratio-vs-context.png)", 1)[1].split("[SVG]", 1)[0]
+    assert "from the same pairing" in caption and "Absolute times of different points are not drawn" in caption
     svg = (folder / "figures" / "pos-extrapolation.svg").read_text()
     assert "evaluation length (tokens)" in svg and "nats/byte" in svg and "cannot at 256, 512" in svg
 
