@@ -124,7 +124,8 @@ def val_loss_table(s: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
 def holm_sentence(s: pd.DataFrame) -> str:
     """How the verdicts of the validation-loss table were reached, with the size of its Holm family."""
     family = s.loc[s["metric"] == "val_loss"].get("family", pd.Series(dtype=float)).max()
-    count = "" if pd.isna(family) else f" ({int(family)} comparison{'s' if family != 1 else ''} here)"
+    count = ("" if pd.isna(family) else " (none here: no comparison has two shared seeds)" if family == 0
+             else f" ({int(family)} comparison{'s' if family != 1 else ''} here)")
     return ("Verdicts use Holm-Bonferroni across the sweep's comparisons of this quantity" + count
             + ", at a family-wise α = 0.05: a difference counts only when its Holm-adjusted p is below 0.05. "
             "Δ's interval is at the level Holm holds that comparison to (CI level), so it excludes zero exactly "

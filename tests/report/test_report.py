@@ -246,3 +246,11 @@ def test_cli_combines_folders_into_out(synthetic, tmp_path, capsys, monkeypatch)
     assert "## Sweep `norm`" in text and "## Sweep `kv`" in text
     assert len(pd.read_csv(out / "results.csv")) == len(table)  # the new folder can be rebuilt on its own
     assert not (a / "REPORT.md").exists()
+
+
+@pytest.mark.parametrize("family,says", [(0, "(none here: no comparison has two shared seeds)"),
+                                         (1, "(1 comparison here)"), (5, "(5 comparisons here)")])
+def test_the_holm_sentence_names_the_family_size(family, says):
+    from ablations.report.sections import holm_sentence
+
+    assert says in holm_sentence(pd.DataFrame({"metric": ["val_loss"], "family": [family]}))
