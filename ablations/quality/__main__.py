@@ -1,7 +1,8 @@
 """``python -m ablations.quality DIR [DIR ...]``: the seed summary of finished sweeps, as text.
 
-Per sweep: final validation loss (mean ± 95% CI over seeds, paired difference to the baseline and verdict),
-extrapolation loss per evaluation length, and the summed wall time of the sweep's quality runs.
+Per sweep: final validation loss (mean ± 95% CI over seeds; the paired difference to each reference with its
+interval at the Holm-adjusted level, p and Holm p, verdict and minimum detectable effect), extrapolation loss per
+evaluation length, and the summed wall time of the sweep's quality runs.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ablations.quality.inference import ALPHA
 from ablations.quality.stats import summarize
 from ablations.results.store import TABLE, collect
 
@@ -23,6 +25,22 @@ def _fmt(x: float, sign: bool = False) -> str:
     return "—" if pd.isna(x) else f"{x:+.3f}" if sign else f"{x:.3f}"
 
 
+def _p(x: float) -> str:
+    return "<0.0001" if x < 1e-4 else f"{x:.2g}"
+
+
+def _comparison(r: pd.Series) -> str:
+    """``-0.043 [-0.071, -0.015] at 98.3%  p 0.004, Holm p 0.008  better; could have detected |d| >= 0.021``."""
+    if pd.isna(r["diff"]):
+        return r["verdict"]
+    text = f"{_fmt(r['diff'], True)}"
+    if pd.notna(r["diff_lo"]):
+        text += (f" [{_fmt(r['diff_lo'], True)}, {_fmt(r['diff_hi'], True)}] at {100 * (1 - r['alpha_adjusted']):.3g}%"
+                 f"  p {_p(r['p'])}, Holm p {_p(r['p_holm'])}")
+    detectable = f"could have detected |d| >= {r['mde']:.2g}" if pd.notna(r["mde"]) else r["mde_note"]
+    return f"{text}  {r['verdict']}" + (f"; {detectable}" if isinstance(detectable, str) and detectable else "")
+
+
 def report(table: pd.DataFrame) -> str:
     lines = []
     summary = summarize(table)
@@ -30,14 +48,14 @@ def report(table: pd.DataFrame) -> str:
         rows = table[(table["sweep"] == sweep) & (table["metric"] == "train_wall_time")]
         lines += [f"## {sweep}: {len(rows)} quality runs, {rows['value'].sum() / 60:.1f} min of training", ""]
         for (metric, seq_len), g in s.groupby(["metric", "seq_len"], sort=False):
-            lines.append(f"{metric} at {int(seq_len)} bytes (nats/byte):")
+            m = int(g["family"].max()) if g["family"].notna().any() else 0
+            holm = (f"; verdicts by Holm-Bonferroni across the {m} comparison{'s' if m != 1 else ''} here "
+                    f"(family-wise alpha {ALPHA:g}), intervals at each one's adjusted level") if m else ""
+            lines.append(f"{metric} at {int(seq_len)} bytes (nats/byte){holm}:")
             for _, r in g.iterrows():
                 ci = f"[{_fmt(r['ci_lo'])}, {_fmt(r['ci_hi'])}]"
-                diff = ""
-                if pd.notna(r["diff"]):
-                    diff = f"{_fmt(r['diff'], True)} [{_fmt(r['diff_lo'], True)}, {_fmt(r['diff_hi'], True)}]"
                 lines.append(f"  {r['variant']:<18} {_fmt(r['mean'])} ± CI {ci:<16} n={r['n']}  "
-                             f"vs {r['reference']}: {diff:<26} {r['verdict']}")
+                             f"vs {r['reference']}: {_comparison(r)}")
             lines.append("")
     return "\n".join(lines)
 

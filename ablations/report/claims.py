@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ablations.report.formatting import fmt_bytes
+from ablations.report.formatting import fmt_bytes, fmt_p, fmt_verdict
 from ablations.report.sizes import kv_70b, llama2_70b_group
 
 # Published figures, quoted from DESIGN.md's reference table. Not measured here.
@@ -123,10 +123,20 @@ def quality_text(q: dict | None) -> str:
     if not pd.isna(q["diff"]):
         text += f", Δ vs baseline {q['diff']:+.4f}"
         if not (pd.isna(q["diff_lo"]) or pd.isna(q["diff_hi"])):
+            level = q.get("alpha_adjusted", np.nan)
             text += f" [{q['diff_lo']:+.4f}, {q['diff_hi']:+.4f}]"
+            text += "" if pd.isna(level) else f" (its Holm level, {100 * (1 - level):.3g}%)"
+        if not pd.isna(q.get("p_holm", np.nan)):
+            text += f", Holm p {fmt_p(q['p_holm'])}"
     if isinstance(q["verdict"], str):
-        text += f" ({q['verdict']})"
+        text += f" ({fmt_verdict(q['verdict'], q.get('mde', np.nan), q.get('mde_note'))})"
     return text
+
+
+def detectable(q: dict | None) -> str:
+    """`` (this run could have detected |d| >= 0.04 at 80% power)``, or nothing where no MDE exists."""
+    mde = np.nan if q is None else q.get("mde", np.nan)
+    return "" if pd.isna(mde) else f" (this run could have detected |d| >= {mde:.2g} at 80% power)"
 
 
 def verdict(q: dict | None) -> str | None:
@@ -176,7 +186,7 @@ def _quality_reading(q: dict | None, claim: str) -> str:
     if v is None:
         return NOT_MEASURED
     if "no detectable" in v:
-        return f"no detectable difference in validation loss, consistent with 'performs {claim}'"
+        return f"no detectable difference in validation loss{detectable(q)}, consistent with 'performs {claim}'"
     if "better" in v:
         return "better validation loss than the baseline"
     if "worse" in v:
@@ -210,8 +220,8 @@ def swiglu(cmp: pd.DataFrame, quality: pd.DataFrame | None) -> tuple[str, str]:
     elif "worse" in v:
         reading = "Worse validation loss than GELU here: this run contradicts the claim at its scale and budget."
     elif "no detectable" in v:
-        reading = ("No detectable loss difference at this scale and budget: the claim is neither confirmed nor "
-                   "refuted here (more seeds or steps would narrow the interval).")
+        reading = (f"No detectable loss difference at this scale and budget{detectable(q)}: the claim is neither "
+                   "confirmed nor refuted here (more seeds or steps would narrow the interval).")
     else:
         reading = f"Validation loss verdict against GELU: {v}; per-FLOP quality is open."
     return f"{cost}; {quality_text(q)}", reading

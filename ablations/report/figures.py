@@ -7,6 +7,7 @@ draw; the report then writes that line instead of an empty or invented figure.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -16,8 +17,11 @@ matplotlib.use("Agg")  # files only; never a window, and the same output on ever
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullLocator  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from ablations.report.axes import log2_x_at, loglog  # noqa: E402
 
 BASELINE = "gpt2"
 # Deterministic SVGs (fixed element ids, no date), so a rebuilt reference report diffs only where data changed.
@@ -82,46 +86,73 @@ def _decode_label(cmp: pd.DataFrame) -> str:
     return f"decode B={int(cmp['decode_batch'].iloc[0])}, ctx {int(cmp['decode_ctx'].iloc[0])}"
 
 
-def latency_vs_seq(s: pd.DataFrame) -> Figure | str:
-    """Latency against sequence length, log-log, per variant; forward and train side by side."""
-    rows = s[(s["metric"] == "latency") & s["mode"].isin(("forward", "train"))]
+def ratio_vs_seq(s: pd.DataFrame) -> Figure | str:
+    """Paired latency ratio against sequence length per variant and batch; forward and train side by side.
+
+    Ratios, never absolute times: each sweep point is timed minutes after the last, and the machine's speed
+    drifts between points by more than most effects (a fresh norm sweep timed every call of the gpt2 point at
+    19.1 ms and every call of the rmsnorm point at 23.8 ms, both sides of each pairing: ratio 1.003).
+    """
+    rows = s[(s["metric"] == "latency_ratio") & s["mode"].isin(("forward", "train"))]
     if rows.empty:
-        return "no latency rows in this sweep (timing was skipped or failed)"
-    if rows.groupby("batch")["seq_len"].nunique().max() < 2:
-        return "no batch size was measured at two sequence lengths; a scaling plot needs two"
-    rows = rows.assign(ms=1e3 * rows["value"], batch=rows["batch"].map(lambda b: f"B={int(b)}"), variant=rows["case"])
+        return "no paired latency ratios in this sweep (timing was skipped or failed)"
     modes = [m for m in ("forward", "train") if (rows["mode"] == m).any()]
     fig, axes = _figure(len(modes))
     order = case_order(rows)
     for ax, mode in zip(axes, modes, strict=True):
-        sns.lineplot(data=rows[rows["mode"] == mode], x="seq_len", y="ms", hue="variant", style="batch", markers=True,
-                     dashes=False, errorbar=None, hue_order=order, palette=palette(order), ax=ax)
-        _loglog(ax, rows["seq_len"])
+        handles = _ratio_lines(ax, rows[rows["mode"] == mode], "case", order)
+        loglog(ax, rows["seq_len"])
         ax.set_xlabel("sequence length (tokens)")
-        ax.set_ylabel(f"{mode} latency (ms, median over rounds)")
-        ax.set_title(f"{s['sweep'].iloc[0]}: {mode}")
-        _legend(ax)
+        ax.set_ylabel(f"{mode} time, variant / baseline (×)")
+        ax.set_title(f"{s['sweep'].iloc[0]}: {mode}, paired ratio")
+        _legend(ax, handles, "variant")
     return fig
 
 
-def decode_vs_context(s: pd.DataFrame) -> Figure | str:
-    """Decode step time against context length, log-log, one line per variant and its n_kv_heads."""
-    rows = s[(s["metric"] == "decode_latency") & (s["mode"] == "decode")]
+def decode_ratio_vs_context(s: pd.DataFrame) -> Figure | str:
+    """Paired decode-step ratio against context length, one line per variant (its n_kv_heads) and batch."""
+    rows = s[(s["metric"] == "decode_latency_ratio") & (s["mode"] == "decode")]
     if rows.empty:
-        return "no decode timing rows in this sweep"
+        return "no paired decode timing rows in this sweep"
     kv = "variant (n_kv_heads)"
-    rows = rows.assign(ms=1e3 * rows["value"], batch=rows["batch"].map(lambda b: f"B={int(b)}"),
-                       **{kv: rows["case"] + " (" + rows["n_kv_heads"].astype(int).astype(str) + ")"})
+    rows = rows.assign(**{kv: rows["case"] + " (" + rows["n_kv_heads"].astype(int).astype(str) + ")"})
     order = [k for c in case_order(rows) for k in dict.fromkeys(rows.loc[rows["case"] == c, kv])]
     fig, (ax,) = _figure(width=6.5)
-    sns.lineplot(data=rows, x="seq_len", y="ms", hue=kv, style="batch", markers=True, dashes=False, errorbar=None,
-                 hue_order=order, palette=palette(order), ax=ax)
-    _loglog(ax, rows["seq_len"])
+    handles = _ratio_lines(ax, rows, kv, order)
+    loglog(ax, rows["seq_len"])
     ax.set_xlabel("context length (cached tokens)")
-    ax.set_ylabel("decode time per token step (ms, median)")
-    ax.set_title(f"{s['sweep'].iloc[0]}: one decode step with a KV cache")
-    _legend(ax)
+    ax.set_ylabel("decode step time, variant / baseline (×)")
+    ax.set_title(f"{s['sweep'].iloc[0]}: one decode step with a KV cache, paired ratio")
+    _legend(ax, handles, kv)
     return fig
+
+
+MARKERS = ("o", "X", "s", "^", "D", "v")
+
+
+def _ratio_lines(ax: Axes, rows: pd.DataFrame, hue: str, order: list[str]) -> list[Line2D]:
+    """One line per ``hue`` value and batch: median ratio with p25-p75 bars, and the line of no difference;
+    the legend's handles (colour per hue, marker per batch).
+
+    Lines near 1 overlap, so each line is nudged sideways by a few percent of a doubling; the ticks stay at the
+    measured lengths."""
+    colours = palette(order)
+    batches = sorted(rows["batch"].dropna().unique())
+    markers = dict(zip(batches, MARKERS * len(batches), strict=False))
+    series = [(h, b) for h in order for b in batches if ((rows[hue] == h) & (rows["batch"] == b)).any()]
+    step = min(0.04, 0.3 / max(len(series) - 1, 1))  # in doublings: at most 0.3 between the outermost
+    ax.axhline(1, color="0.3", lw=1, zorder=1)
+    for i, (h, b) in enumerate(series):
+        m = rows[(rows[hue] == h) & (rows["batch"] == b)].groupby("seq_len")[["value", "lo", "hi"]].median()
+        v, lo, hi = (m[k].to_numpy(dtype=float) for k in ("value", "lo", "hi"))
+        err = np.clip(np.vstack([np.nan_to_num(v - lo), np.nan_to_num(hi - v)]), 0, None)
+        x = m.index.to_numpy(dtype=float) * 2 ** (step * (i - (len(series) - 1) / 2))
+        ax.errorbar(x, v, yerr=err, color=colours[h], marker=markers[b], ms=5, lw=1.5, capsize=2, elinewidth=1,
+                    zorder=2)
+    handles = [Line2D([], [], color=colours[h], lw=1.5, label=h) for h in order]
+    handles += [Line2D([], [], color="0.3", marker=mk, ls="none", label=f"B={int(b)}") for b, mk in markers.items()]
+    handles.append(Line2D([], [], color="0.3", lw=1, label="1 = baseline's time"))
+    return handles
 
 
 def training_curves(q: pd.DataFrame) -> Figure | str:
@@ -157,7 +188,7 @@ def extrapolation(q: pd.DataFrame) -> Figure | str:
     order = case_order(rows.assign(case=rows["variant"]))
     sns.lineplot(data=rows.loc[ok.index], x="seq_len", y="value", hue="variant", hue_order=order,
                  palette=palette(order), marker="o", errorbar=("ci", 95), n_boot=200, seed=0, ax=ax)
-    _plain_ticks(ax, rows["seq_len"])
+    log2_x_at(ax, rows["seq_len"])
     label = "evaluation length (tokens)"
     if not cannot.empty:  # named under the axis, never drawn as a number
         label += "\n" + "; ".join(f"{v}: cannot at {', '.join(str(int(t)) for t in sorted(g['seq_len'].unique()))}"
@@ -187,11 +218,16 @@ def loss_by_position(q: pd.DataFrame) -> Figure | str:
     trained = _training_context(q)
     for ax, length in zip(axes, lengths, strict=True):
         part = rows if pd.isna(length) else rows[rows["seq_len"] == length]
-        sns.lineplot(data=part, x="position", y="value", hue="variant", hue_order=order, palette=palette(order),
+        # A variant with no rows at this length (learned positions past their table) gets no legend entry of a
+        # line that is not there: it is named under the axis instead.
+        drawn = [v for v in order if (part["variant"] == v).any()]
+        sns.lineplot(data=part, x="position", y="value", hue="variant", hue_order=drawn, palette=palette(order),
                      errorbar=("ci", 95), n_boot=200, seed=0, ax=ax)
         if trained and part["position"].max() >= trained:
             ax.axvline(trained, color="0.4", ls="--", lw=1, label=f"training context ({trained})")
-        ax.set_xlabel("position in the sequence (tokens)")
+        absent = [v for v in order if v not in drawn]
+        ax.set_xlabel("position in the sequence (tokens)"
+                      + (f"\n{', '.join(absent)}: cannot at this length" if absent else ""))
         ax.set_ylabel(f"loss ({_unit(part)})")
         ax.set_title("all lengths" if pd.isna(length) else f"evaluated at length {int(length)}")
         _legend(ax)
@@ -205,33 +241,11 @@ def _training_context(q: pd.DataFrame) -> int | None:
     return int(final["seq_len"].iloc[0]) if not final.empty else None
 
 
-def _loglog(ax: object, lengths: pd.Series) -> None:
-    _plain_ticks(ax, lengths)
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(_one_two_five))
-    ax.yaxis.set_minor_formatter(FuncFormatter(_one_two_five))
-
-
-def _one_two_five(v: float, _: object) -> str:
-    """Plain numbers at 1, 2 and 5 times a power of ten; other log ticks stay unlabelled."""
-    if v <= 0:
-        return ""
-    mantissa = v / 10 ** np.floor(np.log10(v))
-    return f"{v:g}" if any(abs(mantissa - m) < 1e-6 for m in (1, 2, 5)) else ""
-
-
-def _plain_ticks(ax: object, lengths: pd.Series) -> None:
-    """Log-2 x axis ticked at the lengths measured, written as plain numbers."""
-    ax.set_xscale("log", base=2)
-    ticks = sorted(int(v) for v in lengths.dropna().unique())
-    ax.set_xticks(ticks, [str(t) for t in ticks])
-    ax.xaxis.set_minor_locator(NullLocator())
-
-
-def _legend(ax: object) -> None:
+def _legend(ax: Axes, handles: list[Line2D] | None = None, title: str | None = None) -> None:
     # Outside the axes: inside, a legend of five variants hides the very lines it names.
-    if ax.get_legend() is not None or ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    if handles or ax.get_legend() is not None or ax.get_legend_handles_labels()[0]:
+        ax.legend(**({"handles": handles, "title": title} if handles else {}), fontsize="small", loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
 def _unit(rows: pd.DataFrame) -> str:
@@ -246,15 +260,32 @@ def _seeds(rows: pd.DataFrame) -> str:
 
 # --- drawing a report's worth -------------------------------------------------------------------------
 
-# (file stem, caption, which frame it reads, builder)
-FIGURES: list[tuple[str, str, str, Builder]] = [
-    ("ratios", "Paired latency ratio against the baseline", "cmp", ratio_bars),
-    ("latency-vs-seq", "Latency against sequence length (log-log)", "measured", latency_vs_seq),
-    ("decode-vs-context", "Decode time per token against context length, per n_kv_heads", "measured",
-     decode_vs_context),
-    ("training-curves", "Training curves over seeds", "quality", training_curves),
-    ("extrapolation", "Loss against evaluation length", "quality", extrapolation),
-    ("loss-by-position", "Loss by position", "quality", loss_by_position),
+@dataclass(frozen=True)
+class Kind:
+    """One figure of a sweep: its file stem, title (alt text and skip line), caption note, frame and builder."""
+
+    stem: str
+    title: str
+    source: str
+    build: Builder
+    note: str = ""
+
+
+PAIRED = ("Every point is the variant's time over the GPT-2 baseline's from the same pairing (both timed in "
+          "alternating rounds of one process), median with p25–p75 bars; 1 is no difference and the `gpt2` line, the "
+          "baseline against itself, is the noise floor. Absolute times of different points are not drawn: the points "
+          "ran minutes apart and the machine's speed drifts between them by more than most effects.")
+FIGURES: list[Kind] = [
+    Kind("ratios", "Paired latency ratio against the baseline", "cmp", ratio_bars,
+         "Variant time over the baseline's from the same rounds, median with p25–p75 bars; bars start at 1."),
+    Kind("latency-ratio-vs-seq", "Paired latency ratio against sequence length", "measured", ratio_vs_seq,
+         PAIRED + " The speed table's tokens/s are the absolute figures."),
+    Kind("decode-ratio-vs-context", "Paired decode-step ratio against context length, per n_kv_heads", "measured",
+         decode_ratio_vs_context, PAIRED + " Each round decodes from fresh copies of both caches and weights; the "
+         "speed table's decode ms/step is the absolute figure at the longest context."),
+    Kind("training-curves", "Training curves over seeds", "quality", training_curves),
+    Kind("extrapolation", "Loss against evaluation length", "quality", extrapolation),
+    Kind("loss-by-position", "Loss by position", "quality", loss_by_position),
 ]
 
 
@@ -282,18 +313,19 @@ def draw_all(folder: Path, sweeps: list[str], measured: pd.DataFrame, quality: p
     with matplotlib.rc_context(STYLE):
         for sweep in sweeps:
             lines[sweep], skipped = [], []
-            for stem, caption, source, build in FIGURES:
-                frame = frames[source]
+            for kind in FIGURES:
+                frame = frames[kind.source]
                 data = frame[frame["sweep"] == sweep] if not frame.empty else frame
-                result = build(data) if not data.empty else ABSENT[source]
-                name = f"{sweep}-{stem}"
+                result = kind.build(data) if not data.empty else ABSENT[kind.source]
+                name = f"{sweep}-{kind.stem}"
                 if isinstance(result, str):
-                    skipped.append(f"- *{caption}: skipped, {result}.*")
+                    skipped.append(f"- *{kind.title}: skipped, {result}.*")
                     continue
                 paths = save(result, folder, name)
                 written.update(paths)
-                lines[sweep] += [f"![{caption}]({folder.name}/{name}.png)", "",
-                                 f"*{caption}* ([SVG]({folder.name}/{name}.svg))", ""]
+                note = f" {kind.note}" if kind.note else ""
+                lines[sweep] += [f"![{kind.title}]({folder.name}/{name}.png)", "",
+                                 f"*{kind.title}.*{note} ([SVG]({folder.name}/{name}.svg))", ""]
             lines[sweep] += skipped
     for stale in folder.glob("*"):
         if stale.suffix in (".png", ".svg") and stale not in written:

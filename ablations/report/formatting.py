@@ -86,6 +86,21 @@ def fmt_ci(v: float, lo: float, hi: float, signed: bool = False) -> str:
     return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
 
 
+def fmt_p(p: float) -> str:
+    """Two significant figures; the smallest p-values as a bound (their digits mean nothing with 3 seeds)."""
+    return "—" if pd.isna(p) else "<0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def fmt_verdict(verdict: object, mde: float = float("nan"), note: object = None) -> str:
+    """The verdict with what the test could have seen: ``no detectable difference; could have detected
+    |d| >= 0.052`` (the minimum detectable effect at 80% power), or why no such size exists."""
+    if not isinstance(verdict, str):
+        return "—"
+    if not pd.isna(mde):
+        return f"{verdict}; could have detected |d| >= {mde:.2g}"
+    return f"{verdict}; {note}" if isinstance(note, str) and note else verdict
+
+
 def format_numbers(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     for column in out.columns:

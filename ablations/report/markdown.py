@@ -17,6 +17,7 @@ from ablations.report.comparison import comparison
 from ablations.report.formatting import markdown_table
 from ablations.report.sections import (
     extrapolation_table,
+    holm_sentence,
     quality_setup,
     shapes_table,
     speed_table,
@@ -47,7 +48,8 @@ def setup_section(table: pd.DataFrame, sources: list[Path]) -> list[str]:
 
 
 def quality_section(q: pd.DataFrame, summary: pd.DataFrame | None, note: str) -> list[str]:
-    """One sweep's training runs: what was trained, then validation loss mean ± 95% CI with the verdict."""
+    """One sweep's training runs: what was trained, then validation loss mean ± 95% CI, each comparison's
+verdict under Holm-Bonferroni and the effect it could have detected."""
     if q.empty:
         return ["No quality rows (training runs) in this sweep.", ""]
     lines = [quality_setup(q), ""]
@@ -55,9 +57,9 @@ def quality_section(q: pd.DataFrame, summary: pd.DataFrame | None, note: str) ->
         return lines + [note, ""]
     s = summary[summary["sweep"] == q["sweep"].iloc[0]]
     if (s["metric"] == "val_loss").any():
-        lines += ["Validation loss over seeds, from `ablations.quality.stats.summarize` (95% Student-t intervals; "
-                  "the difference is paired by seed; the verdict counts only when its interval excludes zero):", "",
-                  markdown_table(val_loss_table(s, q)), ""]
+        lines += ["Validation loss over seeds, from `ablations.quality.stats.summarize`: each variant's mean with its "
+                  "95% Student-t interval, and its difference to each reference, paired by seed (paired t-test).",
+                  "", holm_sentence(s), "", markdown_table(val_loss_table(s, q)), ""]
     extrap = extrapolation_table(s)
     if extrap is not None:
         lines += ["Loss at each evaluation length (mean [95% CI] over seeds; `cannot`: no position vectors "

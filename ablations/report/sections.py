@@ -12,10 +12,12 @@ from ablations.report.formatting import (
     fmt_ci,
     fmt_count,
     fmt_flops,
+    fmt_p,
     fmt_params_delta,
     fmt_pct,
     fmt_rate,
     fmt_spread,
+    fmt_verdict,
     fmt_x,
     markdown_table,
 )
@@ -94,23 +96,41 @@ def quality_setup(q: pd.DataFrame) -> str:
 
 
 def val_loss_table(s: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
+    """Per comparison: the variant's mean [95% CI], the paired difference with its interval at the level Holm
+    holds it to, p and Holm p, and the verdict with the smallest difference the test could have detected."""
     v = s[s["metric"] == "val_loss"]
     unit = ", ".join(q.loc[q["metric"] == "val_loss", "unit"].dropna().unique()) or "?"
     mean_by = {m: q[q["metric"] == m].groupby("variant")["value"].mean()
                for m in ("train_tokens_per_s", "train_wall_time")}
+    col = lambda name: v.get(name, pd.Series(np.nan, index=v.index))  # older summaries lack the newer columns
     return pd.DataFrame({
         "variant": v["variant"],
         "vs": v.get("reference", pd.Series(BASELINE, index=v.index)),
         "seeds": v["n"].map(fmt_count),
         f"val loss ({unit}) [95% CI]": [fmt_ci(m, lo, hi) for m, lo, hi in v[["mean", "ci_lo", "ci_hi"]].to_numpy()],
-        "Δ vs reference [95% CI]": [fmt_ci(d, lo, hi, signed=True) for d, lo, hi in
-                                    v[["diff", "diff_lo", "diff_hi"]].to_numpy()],
-        "verdict": v["verdict"].fillna("—"),
-        "diverged": v.get("diverged", pd.Series(np.nan, index=v.index)).map(fmt_count),
+        "Δ vs reference [CI]": [fmt_ci(d, lo, hi, signed=True) for d, lo, hi in
+                                v[["diff", "diff_lo", "diff_hi"]].to_numpy()],
+        "CI level": col("alpha_adjusted").map(lambda a: "—" if pd.isna(a) else f"{100 * (1 - a):.3g}%"),
+        "p / Holm p": [f"{fmt_p(p)} / {fmt_p(h)}" if not pd.isna(p) else "—"
+                       for p, h in zip(col("p"), col("p_holm"), strict=True)],
+        "verdict": [fmt_verdict(*r) for r in zip(v["verdict"], col("mde"), col("mde_note"), strict=True)],
+        "diverged": col("diverged").map(fmt_count),
         "train tokens/s": v["variant"].map(mean_by["train_tokens_per_s"]).map(fmt_rate),
         "wall time per seed (s)": v["variant"].map(mean_by["train_wall_time"]).map(
             lambda t: "—" if pd.isna(t) else f"{t:.3g}"),
     })
+
+
+def holm_sentence(s: pd.DataFrame) -> str:
+    """How the verdicts of the validation-loss table were reached, with the size of its Holm family."""
+    family = s.loc[s["metric"] == "val_loss"].get("family", pd.Series(dtype=float)).max()
+    count = ("" if pd.isna(family) else " (none here: no comparison has two shared seeds)" if family == 0
+             else f" ({int(family)} comparison{'s' if family != 1 else ''} here)")
+    return ("Verdicts use Holm-Bonferroni across the sweep's comparisons of this quantity" + count
+            + ", at a family-wise α = 0.05: a difference counts only when its Holm-adjusted p is below 0.05. "
+            "Δ's interval is at the level Holm holds that comparison to (CI level), so it excludes zero exactly "
+            "when the verdict names a difference. \"Could have detected |d| >= x\": the smallest true difference "
+            "that test would find with 80% power, given these seeds' spread of paired differences.")
 
 
 def extrapolation_table(s: pd.DataFrame) -> pd.DataFrame | None:

@@ -83,14 +83,16 @@ def test_every_figure_is_written_non_empty_and_linked(built):
     for name in on_disk:
         assert (folder / name).stat().st_size > 1000, name
     stems = {Path(n).stem for n in on_disk}
-    assert {"norm-ratios", "norm-latency-vs-seq", "norm-decode-vs-context", "norm-training-curves",
-            "kv-ratios", "kv-decode-vs-context", "pos-extrapolation", "pos-loss-by-position"} <= stems
+    assert {"norm-ratios", "norm-latency-ratio-vs-seq", "norm-decode-ratio-vs-context", "norm-training-curves",
+            "kv-ratios", "kv-decode-ratio-vs-context", "pos-extrapolation", "pos-loss-by-position"} <= stems
     for stem in stems:  # each figure in both formats
         assert {f"figures/{stem}.png", f"figures/{stem}.svg"} <= on_disk
     png = (folder / "figures" / "norm-ratios.png").read_bytes()
     assert png.startswith(b"\x89PNG")
-    svg = (folder / "figures" / "kv-decode-vs-context.svg").read_text()
-    assert "context length (cached tokens)" in svg and "decode time per token step (ms" in svg
+    svg = (folder / "figures" / "kv-decode-ratio-vs-context.svg").read_text()
+    assert "context length (cached tokens)" in svg and "decode step time, variant / baseline" in svg
+    caption = text.split("(figures/kv-decode-ratio-vs-context.png)", 1)[1].split("[SVG]", 1)[0]
+    assert "from the same pairing" in caption and "Absolute times of different points are not drawn" in caption
     svg = (folder / "figures" / "pos-extrapolation.svg").read_text()
     assert "evaluation length (tokens)" in svg and "nats/byte" in svg and "cannot at 256, 512" in svg
 
@@ -201,11 +203,19 @@ def test_the_real_stats_module_feeds_the_report(synthetic, sizes):
     assert summary is not None, note
     assert {"sweep", "variant", "metric", "mean", "ci_lo", "ci_hi", "diff", "diff_lo", "diff_hi", "verdict"} <= set(
         summary.columns)
+    assert {"p", "p_holm", "family", "alpha_adjusted", "mde", "mde_note"} <= set(summary.columns)
     _, quality, _ = split(table)
     section = "\n".join(quality_section(quality[quality["sweep"] == "pos"], summary, note))
     assert "cannot" in section and "512 tokens" in section
+    assert "Holm-Bonferroni across the sweep's comparisons of this quantity (2 comparisons here)" in section
+    assert "| Δ vs reference [CI] | CI level | p / Holm p | verdict |" in section
+    none = summary[(summary["sweep"] == "pos") & (summary["variant"] == "none") & (summary["metric"] == "val_loss")]
+    row = next(ln for ln in section.splitlines() if ln.startswith("| none |"))
+    level = f"{100 * (1 - none['alpha_adjusted'].item()):.3g}%"
+    assert f"| {level} |" in row and f"could have detected \\|d\\| >= {none['mde'].item():.2g}" in row
     reading = claims_for(table, sizes, summary)[CLAIMS[1]]
     assert "Quality: " in reading and f"Quality: {claims.NOT_MEASURED}" not in reading
+    assert "could have detected |d| >= " in reading  # the norm sweep's rmsnorm: no detectable difference
 
 
 # --- the command line ---------------------------------------------------------------------------------
@@ -236,3 +246,11 @@ def test_cli_combines_folders_into_out(synthetic, tmp_path, capsys, monkeypatch)
     assert "## Sweep `norm`" in text and "## Sweep `kv`" in text
     assert len(pd.read_csv(out / "results.csv")) == len(table)  # the new folder can be rebuilt on its own
     assert not (a / "REPORT.md").exists()
+
+
+@pytest.mark.parametrize("family,says", [(0, "(none here: no comparison has two shared seeds)"),
+                                         (1, "(1 comparison here)"), (5, "(5 comparisons here)")])
+def test_the_holm_sentence_names_the_family_size(family, says):
+    from ablations.report.sections import holm_sentence
+
+    assert says in holm_sentence(pd.DataFrame({"metric": ["val_loss"], "family": [family]}))

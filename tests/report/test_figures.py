@@ -1,0 +1,90 @@
+"""The timing figures draw what the paired measurement says, and log axes carry readable labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ablations.report.axes import ReadableLogLocator, plain_number
+from ablations.report.figures import decode_ratio_vs_context, ratio_vs_seq
+from ablations.report.tables import split
+
+DRIFT = 1.25  # the rmsnorm point ran on a slower machine: both sides of each of its pairings took 25% longer
+
+
+def drifted(synthetic) -> pd.DataFrame:
+    """A norm sweep whose rmsnorm point is no different from the baseline (every paired ratio 1.0) but whose
+    absolute times, its own baseline's included, are all 25% above the gpt2 point's."""
+    table = synthetic(ratios={"rmsnorm": (1.0, 1.0, 1.0)}, quality=False, sweeps=("norm",), failed=False)
+    absolute = table["metric"].isin(["latency", "baseline_latency", "decode_latency", "decode_baseline_latency"])
+    slow = absolute & (table["variant"] == "rmsnorm")
+    table.loc[slow, ["value", "lo", "hi"]] *= DRIFT
+    return split(table)[0]
+
+
+def plotted_y(fig) -> np.ndarray:
+    """Every y value drawn as a line or marker (error bar caps included), the line at 1 left out."""
+    ys = [np.asarray(line.get_ydata(), dtype=float) for ax in fig.axes for line in ax.get_lines()
+          if list(line.get_xdata()) != [0, 1]]  # axhline: x in axes coordinates
+    return np.concatenate(ys)
+
+
+def test_drift_between_points_is_not_drawn_as_an_effect(synthetic):
+    measured = drifted(synthetic)
+    rms = measured[(measured["variant"] == "rmsnorm") & (measured["metric"] == "latency")]
+    gpt2 = measured[(measured["variant"] == "gpt2") & (measured["metric"] == "latency")]
+    assert rms["value"].median() == pytest.approx(DRIFT * gpt2["value"].median())  # the drift is in the table
+    for build in (ratio_vs_seq, decode_ratio_vs_context):
+        y = plotted_y(build(measured))
+        assert len(y) and ((y > 0.95) & (y < 1.05)).all(), build.__name__  # paired: no difference, 1.0 ± quartiles
+
+
+def test_a_real_difference_is_drawn_where_the_ratio_is(synthetic):
+    measured = split(synthetic(quality=False, sweeps=("kv",), failed=False))[0]
+    fig = decode_ratio_vs_context(measured)
+    ax = fig.axes[0]
+    assert "variant / baseline" in ax.get_ylabel()
+    medians = {round(float(np.median(line.get_ydata())), 2) for line in ax.get_lines() if line.get_marker() != "None"}
+    assert {1.0, 0.62, 0.55} <= medians  # gpt2 against itself, gqa2, mqa
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {"gpt2 (16)", "gqa2 (2)", "mqa (1)", "B=1", "B=4"} <= set(legend)
+
+
+def test_no_ratio_rows_is_a_line_not_a_figure(synthetic):
+    measured = split(synthetic(quality=False, sweeps=("norm",), failed=False))[0]
+    timing_only = measured[~measured["metric"].str.contains("ratio")]
+    assert "no paired latency ratios" in ratio_vs_seq(timing_only)
+    assert "no paired decode timing rows" in decode_ratio_vs_context(timing_only)
+
+
+def in_view(ticks: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    return ticks[(ticks >= lo) & (ticks <= hi)]
+
+
+@pytest.mark.parametrize("lo,hi", [(0.55, 1.02), (0.97, 1.04), (1.7, 9.5), (2.0, 30.0)])
+def test_a_log_axis_narrower_than_a_few_decades_gets_several_ticks(lo, hi):
+    ticks = in_view(ReadableLogLocator().tick_values(lo, hi), lo, hi)
+    assert len(ticks) >= 3
+    labels = [plain_number(t) for t in ticks]
+    assert len(set(labels)) == len(labels) and all(len(label) <= 5 for label in labels)  # distinct, short
+
+
+def test_a_wide_log_axis_is_ticked_one_two_five():
+    ticks = in_view(ReadableLogLocator().tick_values(1.5, 900), 1.5, 900)
+    assert [plain_number(t) for t in ticks] == ["2", "5", "10", "20", "50", "100", "200", "500"]
+
+
+def test_plain_numbers_have_no_float_noise():
+    assert [plain_number(v) for v in (0.6000000000000001, 1.0, 2.5, 1000.0)] == ["0.6", "1", "2.5", "1000"]
+
+
+def test_the_drawn_decode_figure_labels_its_narrow_log_axis(synthetic):
+    measured = split(synthetic(quality=False, sweeps=("kv",), failed=False))[0]
+    fig = decode_ratio_vs_context(measured)  # ratios 0.55 to 1.0: under a decade
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    labels = [t.get_text() for t, v in zip(ax.get_yticklabels(), ax.get_yticks(), strict=True)
+              if lo <= v <= hi and t.get_text()]
+    assert len(labels) >= 3, labels
