@@ -87,20 +87,26 @@ def chosen_cases(args: argparse.Namespace) -> list[Case]:
 
 
 def build(tree: Tree, case: Case) -> object:
+    """The case built from ``tree``'s code and called once (so a side that cannot run it says so here)."""
     with tree.active() as components:
         torch.manual_seed(0)  # both sides get the same weights and inputs
-        return case.build(components)
+        subject = case.build(components)
+        subject.call()
+        return subject
 
 
 def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace) -> tuple[dict, dict[str, list[float]]]:
+    """One case's row. A base that cannot run the case (an API it lacks) leaves it ``not compared``; a head
+    that cannot is a ``failure``, which fails the check like a regression."""
     row: dict = {"name": case.name, "component": case.component, "variant": case.variant, "mode": case.mode,
                  "shape": list(case.shape), "counted": case.counted}
     subjects = {}
     for tree in (base, head):
         try:
             subjects[tree.label] = build(tree, case)
-        except Exception as exc:  # an API the other side lacks: this case cannot be compared, the rest can
-            row["error"] = f"the {tree.label} cannot build it: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # recorded on the case; the other cases still run
+            row["error"] = f"the {tree.label} cannot run it: {type(exc).__name__}: {exc}"
+            row["verdict"] = "not compared" if tree is base else "failure"
             return row, {}
     timed = time_case(subjects["head"], subjects["base"], rounds=args.rounds, min_run_time=args.min_run_time,
                       warmup=args.warmup)

@@ -20,9 +20,11 @@ def fmt_interval(c: dict) -> str:
 
 
 def regression_lines(report: dict) -> list[str]:
-    """One line per regressed case and signal: what CI prints and what exit status 1 means."""
+    """One line per regressed case and signal, and per case the head cannot run: what exit status 1 means."""
     lines = []
     for c in report["cases"]:
+        if c.get("verdict") == "failure":
+            lines.append(f"failure: {c['name']}: {c['error']}")
         if c.get("verdict") == "regression":
             lines.append(f"regression: {c['name']}: time head/base {fmt_interval(c)} "
                          f"(> 1 + {report['threshold_pct']:g}%)")
@@ -49,7 +51,7 @@ def markdown(report: dict) -> str:
     ]
     for c in report["cases"]:
         if "error" in c:
-            lines.append(f"| `{c['name']}` | — | not compared: {c['error']} | — | — | — |")
+            lines.append(f"| `{c['name']}` | — | {c['verdict']}: {c['error']} | — | — | — |")
             continue
         cg = c.get("callgrind") or {}
         cg_ratio = f"{cg['ratio']:.4f}" if "ratio" in cg else "—"

@@ -110,7 +110,7 @@ class Tree:
 def head_tree(repo: Path = REPO) -> Tree:
     """The working tree as it is (uncommitted changes included): what the check is asked about."""
     rev = git("rev-parse", "HEAD", repo=repo)
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", *TIMED_PACKAGES, repo=repo)
+    dirty = git("status", "--porcelain", "--", *TIMED_PACKAGES, repo=repo)  # new untracked modules count too
     return Tree("head", repo, rev + ("+working tree" if dirty else ""))
 
 

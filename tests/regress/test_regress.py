@@ -171,6 +171,36 @@ def test_regression_lines_name_the_case_ratio_and_interval_for_each_signal():
                      "regression: norm/rmsnorm/forward: instructions head/base 1.0500 (> 1 + 1%)"]
 
 
+def test_a_case_the_head_cannot_run_fails_the_check_and_one_the_base_cannot_is_not_compared(tmp_path):
+    import argparse
+
+    from ablations.regress.cases import Case
+    from ablations.regress.trees import head_tree
+
+    def breaks_on_purpose(c: object) -> object:
+        raise TypeError("an API this tree lacks")
+
+    case = Case("norm", "broken", "forward", breaks_on_purpose, (1,))
+    tree = head_tree().load()
+    other = Tree("base", tree.root, tree.revision, tree.modules)
+    args = argparse.Namespace(rounds=6, min_run_time=0.01, warmup=1, threshold=5.0)
+    row, _ = cli.measure(case, other, tree, args)
+    assert row["verdict"] == "not compared" and "the base cannot run it: TypeError" in row["error"]
+
+    def head_only_breaks(c: object) -> object:
+        if sys.modules["components"] is tree.components:
+            raise RuntimeError("head broke it")
+        return next(x for x in all_cases() if x.name == "norm/rmsnorm/forward").build(c)
+
+    base = base_tree("HEAD", tmp_path / "base").load()
+    row, _ = cli.measure(Case("norm", "x", "forward", head_only_breaks, (1,)), base, tree, args)
+    assert row["verdict"] == "failure"
+    report = fake_report()
+    report["cases"] = [row]
+    assert summary.regression_lines(report) == ["failure: norm/x/forward: the head cannot run it: RuntimeError: "
+                                                "head broke it"]
+
+
 def test_reports_are_written_and_the_side_json_is_pytest_benchmark_compatible(tmp_path, monkeypatch):
     step_summary = tmp_path / "step.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
