@@ -64,8 +64,7 @@ def one_line(exc: BaseException) -> str:
             keep.append(re.sub(r"^In '[^']+': ", "", ln))
         msg = " ".join(keep)
         for group, block in options:
-            names = [n for n in block.split() if not n.endswith("_schema")]  # schema nodes are not choices
-            msg += f" (available options in '{group}': {', '.join(names)})"
+            msg += f" (available options in '{group}': {', '.join(block.split())})"
         unknown = re.search(r"Key '(\w+)' not in '(\w+)'", msg)
         if unknown and unknown.group(2) in _SCHEMAS:
             msg += f" (allowed keys: {', '.join(f.name for f in fields(_SCHEMAS[unknown.group(2)]))})"

@@ -139,6 +139,9 @@ class RunConfig:
 
 
 def register_configs() -> None:
+    """Store the schemas at the top of the ConfigStore, not in their groups: a group's schema would be listed
+    (and selectable) as one of its options, e.g. ``model=model_schema`` in ``--help``. A group's config
+    extends its schema with ``defaults: [/model_schema@_here_]``."""
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
     for group, node in (
@@ -150,4 +153,4 @@ def register_configs() -> None:
         ("profile", ProfileConfig),
         ("train", TrainConfig),
     ):
-        cs.store(group=group, name=f"{group}_schema", node=node)
+        cs.store(name=f"{group}_schema", node=node)
