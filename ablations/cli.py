@@ -20,6 +20,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from ablations.config.checks import check_keys
 from ablations.config.schema import DataConfig, ModelSizes, ProfileConfig, RunConfig, TrainConfig, register_configs
 from ablations.runner import check_point
 from components.config import AttnConfig, FFNConfig, NormConfig, PosConfig
@@ -66,11 +67,11 @@ def one_line(exc: BaseException) -> str:
         for group, block in options:
             msg += f" (available options in '{group}': {', '.join(block.split())})"
         unknown = re.search(r"Key '(\w+)' not in '(\w+)'", msg)
-        if unknown and unknown.group(2) in _SCHEMAS:
+        if unknown and unknown.group(2) in _SCHEMAS and "(allowed keys:" not in msg:
             msg += f" (allowed keys: {', '.join(f.name for f in fields(_SCHEMAS[unknown.group(2)]))})"
         if msg and msg not in parts:
             parts.append(msg.rstrip("."))
-        err = err.__cause__ or err.__context__
+        err = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
     return "; ".join(parts)
 
 
@@ -99,6 +100,7 @@ def prevalidate(argv: list[str]) -> int | None:
             jobs = expand_jobs(loader, primary, overrides, multirun)
             for job in jobs:
                 cfg = loader.load_sweep_config(primary, job) if len(jobs) > 1 or multirun else primary
+                check_keys(cfg, job)
                 OmegaConf.resolve(cfg)
                 check_point(cfg)
     except SystemExit:

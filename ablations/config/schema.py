@@ -1,8 +1,9 @@
 """The Hydra schema: structured configs registered in the ConfigStore.
 
 The choice groups reuse the dataclasses of ``components.config``, so the CLI cannot describe a model
-the Python API could not. Hydra rejects unknown keys and wrong types against these before any job runs;
-``ablations.config.checks`` adds the cross-field rules.
+the Python API could not. Hydra rejects unknown keys and wrong types against these before any job runs,
+except keys added with ``+`` (``checks.check_keys`` rejects those); ``ablations.config.checks`` adds the
+cross-field rules.
 """
 
 from __future__ import annotations
