@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -61,3 +62,29 @@ def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
 
 def _refused(path: Path, exc: OSError) -> WriteError:
     return WriteError(f"{path}: cannot write ({exc.strerror or exc})")
+
+
+def probe_folder(folder: Path) -> str | None:
+    """Why a run could not write its files in ``folder``, or None. Folders it has to create for the test are
+    removed again: the run creates its own (a timestamped one may get a different name)."""
+    if folder.exists() and not folder.is_dir():
+        return "exists and is not a folder"
+    created: list[Path] = []
+    try:
+        for path in reversed([p for p in (folder, *folder.parents) if not p.exists()]):
+            try:
+                path.mkdir()
+            except OSError as exc:
+                return f"cannot create the output folder ({exc.strerror or exc})"
+            created.append(path)
+        try:
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-") as f:
+                f.write(b"0")
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            return f"cannot write in the output folder ({exc.strerror or exc})"
+        return None
+    finally:
+        for path in reversed(created):
+            path.rmdir()

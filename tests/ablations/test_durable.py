@@ -6,13 +6,15 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import pickle
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from ablations.errors import PREFIX, Fault, os_error_line
 from ablations.results import durable
-from ablations.results.durable import WriteError, write_atomic
+from ablations.results.durable import WriteError, probe_folder, write_atomic
 from ablations.results.store import COLUMNS, collect, point_done, write_frame, write_point, write_table
 
 
@@ -108,3 +110,27 @@ def test_an_empty_or_corrupt_point_file_is_left_out_of_the_table_with_a_warning(
         table = collect(tmp_path)
     assert list(table["variant"]) == ["gpt2"] and list(table.columns) == COLUMNS
     assert "old-000000000000.csv is empty or corrupt" in caplog.text
+
+
+def test_probe_names_the_problem_and_removes_what_it_created(tmp_path):
+    assert probe_folder(tmp_path / "new" / "deeper") is None
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "f").write_text("")
+    assert probe_folder(tmp_path / "f") == "exists and is not a folder"
+    assert probe_folder(tmp_path / "f" / "x") == "cannot create the output folder (Not a directory)"
+    assert probe_folder(tmp_path) is None and sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
+def test_a_fault_survives_the_trip_from_a_worker_process():
+    # joblib's workers send a job's exception to the parent pickled; the parent must print the same line.
+    fault = pickle.loads(pickle.dumps(Fault("x.csv: cannot write (No space left on device)")))
+    assert fault.code == f"{PREFIX}x.csv: cannot write (No space left on device)"
+
+
+@pytest.mark.parametrize("exc,line", [
+    (WriteError("x.csv: cannot write (No space left on device)"), "x.csv: cannot write (No space left on device)"),
+    (PermissionError(errno.EACCES, "Permission denied", "/r/1/.hydra"), "/r/1/.hydra: Permission denied"),
+    (OSError(errno.ENOSPC, "No space left on device"), "No space left on device"),
+])
+def test_an_os_error_is_one_line(exc, line):
+    assert os_error_line(exc) == line
