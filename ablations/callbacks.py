@@ -12,6 +12,8 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from ablations.errors import Fault, os_error_line
+
 log = logging.getLogger("ablations")
 
 # Set by ``ablations.cli.main`` after it expanded the sweep; None when unknown.
@@ -19,7 +21,17 @@ EXPECTED_POINTS: int | None = None
 
 
 def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> None:
-    """Write the collected table, print the summary, and make the last line the folder's path."""
+    """Write the collected table, print the summary, and make the last line the folder's path.
+
+    A table or report that cannot be written (a full disk) is a ``Fault``: Hydra turns a callback's exception
+    into a warning and exit status 0. The point files stay, and a rerun into the folder writes the table."""
+    try:
+        _finish(folder, statuses, cfg)
+    except OSError as exc:
+        raise Fault(os_error_line(exc)) from None
+
+
+def _finish(folder: Path, statuses: list[str], cfg: DictConfig | None) -> None:
     from ablations.results.store import write_table
 
     table, written = write_table(folder)

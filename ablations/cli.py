@@ -2,12 +2,16 @@
 
 Hydra reports a bad override over several lines and only composes a sweep's points one batch at a time;
 our cross-field rules would otherwise fail at the first bad point after the good ones had run. So the
-whole sweep is expanded and checked up front, exactly as Hydra's basic sweeper will expand it, and the
-first problem is printed as one line naming the key, with a non-zero exit and no traceback.
+whole sweep is expanded and checked up front, exactly as Hydra's basic sweeper will expand it, and so are
+the output folders; the first problem is printed as one line naming the key, with exit status 2 and no
+traceback. A fault of the environment once work has started (a full disk, a corpus gone) stops the run
+with one line and exit status 1 (``ablations.errors``).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import sys
 from dataclasses import fields
@@ -20,7 +24,10 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from ablations.config.checks import check_keys
 from ablations.config.schema import DataConfig, ModelSizes, ProfileConfig, RunConfig, TrainConfig, register_configs
+from ablations.errors import Fault, UsageError, os_error_line
+from ablations.results.durable import probe_folder
 from ablations.runner import check_point
 from components.config import AttnConfig, FFNConfig, NormConfig, PosConfig
 
@@ -35,14 +42,6 @@ _NOISE = ("object_type=", "reference_type=", "Set the environment", "provider=",
           "To append to your config")
 _SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, PosConfig, NormConfig, FFNConfig, AttnConfig,
                                           ProfileConfig, TrainConfig, DataConfig)}
-
-
-class UsageError(SystemExit):
-    """A user's mistake: print one line to stderr and exit with status 2."""
-
-    def __init__(self, message: str) -> None:
-        print(f"ablations: error: {message}", file=sys.stderr)
-        super().__init__(2)
 
 
 def one_line(exc: BaseException) -> str:
@@ -64,14 +63,13 @@ def one_line(exc: BaseException) -> str:
             keep.append(re.sub(r"^In '[^']+': ", "", ln))
         msg = " ".join(keep)
         for group, block in options:
-            names = [n for n in block.split() if not n.endswith("_schema")]  # schema nodes are not choices
-            msg += f" (available options in '{group}': {', '.join(names)})"
+            msg += f" (available options in '{group}': {', '.join(block.split())})"
         unknown = re.search(r"Key '(\w+)' not in '(\w+)'", msg)
-        if unknown and unknown.group(2) in _SCHEMAS:
+        if unknown and unknown.group(2) in _SCHEMAS and "(allowed keys:" not in msg:
             msg += f" (allowed keys: {', '.join(f.name for f in fields(_SCHEMAS[unknown.group(2)]))})"
         if msg and msg not in parts:
             parts.append(msg.rstrip("."))
-        err = err.__cause__ or err.__context__
+        err = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
     return "; ".join(parts)
 
 
@@ -98,24 +96,45 @@ def prevalidate(argv: list[str]) -> int | None:
             loader = GlobalHydra.instance().config_loader()
             primary = loader.load_configuration(CONFIG_NAME, overrides, run_mode=RunMode.MULTIRUN)
             jobs = expand_jobs(loader, primary, overrides, multirun)
+            multirun = multirun or primary.hydra.mode == RunMode.MULTIRUN
+            folders: dict[str, str] = {}
             for job in jobs:
                 cfg = loader.load_sweep_config(primary, job) if len(jobs) > 1 or multirun else primary
+                check_keys(cfg, job)
                 OmegaConf.resolve(cfg)
                 check_point(cfg)
+                folders.update(output_folders(cfg, multirun))
     except SystemExit:
         raise
     except Exception as exc:  # Hydra, OmegaConf and our ConfigError all describe the user's input
         raise UsageError(one_line(exc)) from None
     finally:
         GlobalHydra.instance().clear()
+    for path, key in folders.items():
+        problem = probe_folder(Path(path))
+        if problem:
+            raise UsageError(f"{key}={path}: {problem}")
     return len(jobs)
+
+
+def output_folders(cfg: DictConfig, multirun: bool) -> dict[str, str]:
+    """Each folder a job writes in, with the key that sets it: Hydra's (its ``.hydra/`` records, and the points
+    unless ``out=`` is set) and ``out``."""
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    folders = {str(OmegaConf.select(cfg, key)): key}
+    if cfg.out:
+        folders[str(cfg.out)] = "out"
+    return folders
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)
 def hydra_main(cfg: DictConfig) -> str:
     from ablations.runner import run_job
 
-    return run_job(cfg)
+    try:
+        return run_job(cfg)
+    except OSError as exc:  # the environment's, not the point's: every later point would meet it too
+        raise Fault(os_error_line(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -124,4 +143,15 @@ def main(argv: list[str] | None = None) -> None:
 
     callbacks.EXPECTED_POINTS = prevalidate(argv)
     sys.argv = [sys.argv[0], *argv]
-    hydra_main()
+    # Hydra prints any exception of its own work (creating a job's folder, writing its .hydra/ records) with a
+    # traceback; with this set it raises it instead, and a fault of the disk becomes one line below.
+    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    # A log file on a full disk would print logging's own traceback for every record.
+    logging.raiseExceptions = False
+    try:
+        hydra_main()
+    except BrokenPipeError:  # ``--help | head``: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
+    except OSError as exc:
+        raise Fault(os_error_line(exc)) from None

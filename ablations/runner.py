@@ -1,4 +1,6 @@
-"""One Hydra job = one sweep point: measure it, write its rows atomically, never take the sweep down."""
+"""One Hydra job = one sweep point: measure it, write its rows atomically, never take the sweep down for the
+point's own failure. An OSError (a full disk, a corpus gone) is the environment's: it escapes, and the CLI stops
+the run with one line."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ablations.config.checks import check_run, resolve_device, resolve_dtype
 from ablations.config.variants import variant_label
 from ablations.measure.point import measure_point
 from ablations.quality.arch import check_quality
-from ablations.quality.data import check_data
+from ablations.quality.data import check_data, load_corpus
 from ablations.results.provenance import provenance
 from ablations.results.rows import Rows
 from ablations.results.store import config_hash, point_done, point_path, write_point
@@ -87,6 +89,10 @@ def run_job(cfg: DictConfig) -> str:
         "profile": cfg.profile.name,
         **provenance(device, dtype, threads, bool(cfg.compile), launcher),
     })
+    if cfg.train.enabled:
+        # Read (and cache) the corpus first: one that cannot be read stops the run (CorpusError) before the
+        # measurement's minutes are spent on a point that could not be finished.
+        load_corpus(cfg.data.path, cfg.data.val_fraction)
     status = "ok"
     if cfg.measure:
         try:

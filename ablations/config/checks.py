@@ -1,16 +1,19 @@
 """Turn a composed config into what the runner needs, and reject what cannot run, in one line each.
 
-Hydra's schema already rejected unknown keys, options and wrong types. What is left is every rule that
-spans fields, checked for every point of a sweep before the first one starts.
+Hydra's schema already rejected unknown options, wrong types and unknown keys, except those added with ``+``
+(``check_keys``). What is left is every rule that spans fields, checked for every point of a sweep before the
+first one starts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError
 
+from ablations.config.schema import RunConfig
 from ablations.config.variants import arch_from, baseline_of
 from components import ArchConfig
 from components.config import ConfigError
@@ -57,6 +60,29 @@ def resolve_dtype(cfg: DictConfig, device: torch.device) -> torch.dtype:
     if name == "bfloat16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise ConfigError("dtype=bfloat16 is not supported by this CUDA device; choose float32 or float16")
     return DTYPES[name]
+
+
+def check_keys(cfg: DictConfig, overrides: list[str] | None = None) -> None:
+    """Reject keys the schema does not have. Hydra's ``+key=value`` (and ``++``) opens the struct and adds any
+    key silently, typos included (``+train.step=100``); merging the composed config into a fresh ``RunConfig``
+    finds them. ``hydra.*`` is Hydra's own and is left out; a config group (``+sweep=norm``) adds no key."""
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    plain.pop("hydra", None)
+    try:
+        OmegaConf.merge(OmegaConf.structured(RunConfig), plain)
+    except ConfigKeyError as exc:
+        added = next((o for o in overrides or [] if o.startswith("+") and _adds(o, exc.full_key)), None)
+        what = f"Could not add '{added}'" if added else f"Unknown key '{exc.full_key}'"
+        allowed = ", ".join(f.name for f in fields(exc.object_type))
+        hint = "; +sweep=NAME adds a sweep" if exc.object_type is RunConfig else ""
+        raise ConfigError(f"{what}; Key '{exc.key}' not in '{exc.object_type.__name__}' (allowed keys: {allowed})"
+                          f"{hint}") from None
+
+
+def _adds(override: str, key: str) -> bool:
+    """Whether ``+name=value`` adds ``key`` (``+model.x.y=1`` adds ``model.x``)."""
+    name = override.lstrip("+").split("=")[0]
+    return name == key or name.startswith(key + ".")
 
 
 def check_run(cfg: DictConfig) -> ArchConfig:

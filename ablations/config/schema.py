@@ -1,8 +1,9 @@
 """The Hydra schema: structured configs registered in the ConfigStore.
 
 The choice groups reuse the dataclasses of ``components.config``, so the CLI cannot describe a model
-the Python API could not. Hydra rejects unknown keys and wrong types against these before any job runs;
-``ablations.config.checks`` adds the cross-field rules.
+the Python API could not. Hydra rejects unknown keys and wrong types against these before any job runs,
+except keys added with ``+`` (``checks.check_keys`` rejects those); ``ablations.config.checks`` adds the
+cross-field rules.
 """
 
 from __future__ import annotations
@@ -139,6 +140,9 @@ class RunConfig:
 
 
 def register_configs() -> None:
+    """Store the schemas at the top of the ConfigStore, not in their groups: a group's schema would be listed
+    (and selectable) as one of its options, e.g. ``model=model_schema`` in ``--help``. A group's config
+    extends its schema with ``defaults: [/model_schema@_here_]``."""
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
     for group, node in (
@@ -150,4 +154,4 @@ def register_configs() -> None:
         ("profile", ProfileConfig),
         ("train", TrainConfig),
     ):
-        cs.store(group=group, name=f"{group}_schema", node=node)
+        cs.store(name=f"{group}_schema", node=node)

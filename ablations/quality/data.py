@@ -95,10 +95,18 @@ def _probe(path: Path) -> None:
         f.read(1)
 
 
+class CorpusError(OSError):
+    """The corpus could not be read once the run had started (``check_data`` passed before): one line."""
+
+
 def load_corpus(path: str = "", val_fraction: float = 0.1) -> Corpus:
     """Read and split the corpus; cached per process (a sweep's points share it)."""
-    key = (path, os.stat(path).st_mtime_ns) if path else ("", 0)
-    return _load(key, val_fraction)
+    try:
+        key = (path, os.stat(path).st_mtime_ns) if path else ("", 0)
+        return _load(key, val_fraction)
+    except OSError as exc:
+        where = f"data.path={path}" if path else f"standard-library corpus file {exc.filename}"
+        raise CorpusError(f"{where} cannot be read: {exc.strerror or exc}") from exc
 
 
 @functools.lru_cache(maxsize=4)

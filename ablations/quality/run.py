@@ -5,7 +5,8 @@ n_heads, n_kv_heads, ffn_hidden, params, params_baseline) are the small model's,
 training shape, ``dtype`` float32 (training is always fp32 here, so a bf16 measurement sweep does not change
 the losses), ``compile`` empty (the quality model always trains eagerly; ``compile=true`` is the
 measurement's) and ``corpus`` the sha256 of the training text. A failing seed becomes a ``failed`` row and the
-other seeds still run; a diverging seed is a ``diverged`` row, a result rather than a failure.
+other seeds still run; a diverging seed is a ``diverged`` row, a result rather than a failure. A corpus that
+cannot be read is the environment's fault, not the point's: ``CorpusError`` stops the run.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from omegaconf import DictConfig
 
 from ablations.config.variants import baseline_of
 from ablations.quality.arch import quality_arch
-from ablations.quality.data import load_corpus
+from ablations.quality.data import CorpusError, load_corpus
 from ablations.quality.extrapolation import buckets, extrapolate
 from ablations.quality.train import TrainResult, train, validation_spans
 from ablations.results.rows import Rows
@@ -39,6 +40,8 @@ def run_quality(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.dev
     """Train the point's quality model once per ``train.seeds``; append the rows; ``ok`` or ``failed``."""
     try:
         return _run_seeds(cfg, arch, rows, device)
+    except CorpusError:  # every later point would read the same file: stop with one line, not N failed points
+        raise
     except Exception as exc:  # whatever escaped the per-seed guard is this point's failure, not the sweep's
         return _failed(Rows(base=rows.base), rows, f"{type(exc).__name__}: {exc}", f"quality {rows.base['variant']}")
 
@@ -53,10 +56,7 @@ def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.devi
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
             f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {arch.n_kv_heads} of {arch.model.n_heads})")
     status = "ok"
-    try:
-        corpus = load_corpus(cfg.data.path, cfg.data.val_fraction)
-    except Exception as exc:  # checked before the sweep; a file that changed since is still only this point
-        return _failed(Rows(base=base), rows, f"data.path: {type(exc).__name__}: {exc}", rows.base["variant"])
+    corpus = load_corpus(cfg.data.path, cfg.data.val_fraction)
     base["corpus"] = corpus.sha256
     note += f"; corpus: {corpus.source}, {len(corpus.train)} B train, {len(corpus.val)} B validation"
     spans = validation_spans(corpus, tc)

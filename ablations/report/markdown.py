@@ -26,6 +26,7 @@ from ablations.report.sections import (
     work_table,
 )
 from ablations.report.tables import SETUP_COLUMNS, combine, load_table, split
+from ablations.results.durable import write_atomic
 
 REPORT = "REPORT.md"
 FIGURES = "figures"
@@ -137,5 +138,6 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     lines += ["## Full-size models, computed on the meta device", "", sizes_markdown(sizes), ""]
     lines += failures_section(bad) + HOW_TO_READ
     path = folder / REPORT
-    path.write_text("\n".join(lines).rstrip() + "\n")
+    text = "\n".join(lines).rstrip() + "\n"
+    write_atomic(path, lambda f: f.write(text.encode()))
     return path

@@ -1,19 +1,22 @@
 """The results store: one CSV per sweep point, written atomically, collected into one long-form table.
 
-A row is one measurement. Files are written to a temporary name and renamed, so a killed sweep leaves
-either a whole point file or none; a rerun into the same folder skips points whose file is complete
-and succeeded, and redoes the rest.
+A row is one measurement. Files are written through ``durable.write_atomic`` (temporary name, fsync, rename,
+fsync of the folder), so a killed sweep, a full disk or a power cut leaves either a whole point file or none;
+a rerun into the same folder skips points whose file is complete and succeeded, and redoes the rest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
+import logging
 from pathlib import Path
 
 import pandas as pd
+
+from ablations.results.durable import write_atomic
+
+log = logging.getLogger("ablations")
 
 POINTS_DIR = "points"
 TABLE = "results.csv"
@@ -49,29 +52,28 @@ def point_done(path: Path) -> bool:
     return len(status) > 0 and bool((status == "ok").all())
 
 
-def write_atomic(frame: pd.DataFrame, path: Path, fmt: str = "csv") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        if fmt == "parquet":
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def write_frame(frame: pd.DataFrame, path: Path, fmt: str = "csv") -> None:
+    """Write ``frame`` durably (see ``durable``); ``WriteError`` names the file if the disk refuses."""
+    if fmt == "parquet":
+        write_atomic(path, lambda f: frame.to_parquet(f, index=False))
+    else:
+        write_atomic(path, lambda f: frame.to_csv(f, index=False))
 
 
 def write_point(rows: list[dict], path: Path) -> None:
-    write_atomic(pd.DataFrame(rows, columns=COLUMNS), path)
+    write_frame(pd.DataFrame(rows, columns=COLUMNS), path)
 
 
 def collect(folder: Path) -> pd.DataFrame:
     """Concatenate every point file under ``folder`` into one table (empty with the columns if none)."""
-    files = sorted((folder / POINTS_DIR).glob("*.csv"))
-    frames = [pd.read_csv(f) for f in files]
+    frames = []
+    for f in sorted((folder / POINTS_DIR).glob("*.csv")):
+        try:
+            frames.append(pd.read_csv(f))
+        except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+            # Not a point of this run (those were redone: ``point_done`` is false for such a file), e.g. one
+            # left by an older version that did not fsync; the table is still written from the others.
+            log.warning("%s is empty or corrupt, left out of the table (delete it): %s", f, exc)
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
     return pd.concat(frames, ignore_index=True)
@@ -81,12 +83,12 @@ def write_table(folder: Path) -> tuple[pd.DataFrame, list[Path]]:
     """Collect the points and write ``results.csv`` (and ``results.parquet`` when pyarrow is there)."""
     table = collect(folder)
     written = [folder / TABLE]
-    write_atomic(table, written[0])
+    write_frame(table, written[0])
     try:
         import pyarrow  # noqa: F401
     except ImportError:
         pass
     else:
         written.append(folder / "results.parquet")
-        write_atomic(table, written[-1], fmt="parquet")
+        write_frame(table, written[-1], fmt="parquet")
     return table, written
