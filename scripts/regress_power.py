@@ -11,9 +11,10 @@ Every run checks a clean worktree of HEAD against HEAD, in a fresh process, exac
   at the suite's block shape (d=512, 1x256): the FLOPs fraction first, then corrected once from a paired
   measurement of ``block/gpt2/forward``. Each injected run counts as caught when the check exits 1.
 
-Arguments after ``--`` go to every check (e.g. ``-k block``). Each check's verdict is also re-read at other
-thresholds from its JSON (the ratios and intervals do not depend on the threshold), so one batch of runs
-answers "what would 2% or 3% have flagged?". Output: a table per batch and ``power.json`` in ``--out``.
+Arguments after ``--`` go to every check (e.g. ``-k block``). Each check's verdict is re-read from its JSON
+at several thresholds, with the interval the library computes now from the stored rounds (the rounds do not
+depend on the threshold), so one batch answers "what would 2% or 3% have flagged?". Output: a line per batch
+and ``power.json`` in ``--out``; ``--analyse DIR ...`` prints the same for runs stored earlier.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from ablations.regress.paired import case_confidence, median_interval  # noqa: E402
+
 THRESHOLDS = (1.0, 2.0, 3.0, 5.0, 10.0)
 BLOCK = "components/block.py"
 # Block FLOPs per token at the suite's shape, forward, from ablations.measure.flops (d=512, T=256, GPT-2 block):
@@ -76,8 +80,11 @@ def check(worktree: Path, out: Path, extra: list[str]) -> dict:
 
 
 def flagged(report: dict, threshold: float) -> list[str]:
-    """Cases the time signal flags at ``threshold`` (percent), re-read from the stored intervals."""
-    return [c["name"] for c in report["cases"] if "lo" in c and c["lo"] > 1 + threshold / 100]
+    """Cases the time signal flags at ``threshold`` (percent), from each case's stored rounds with the
+    interval the library computes now (family-wise over the run's cases)."""
+    level = case_confidence(len(report["cases"]))
+    return [c["name"] for c in report["cases"]
+            if "ratios" in c and median_interval(c["ratios"], level).lo > 1 + threshold / 100]
 
 
 def ratio_of(report: dict, name: str) -> float | None:
@@ -94,19 +101,33 @@ def batch(label: str, worktree: Path, width: int, runs: int, out: Path, extra: l
         print(f"{label} run {i + 1}/{runs}: exit {r['exit']}, {r['wall_s']:.0f} s, block/gpt2/forward "
               f"{'—' if fwd is None else f'{fwd:.3f}'}, flagged at 5%: {flagged(r['report'], 5.0)}", flush=True)
     inject(worktree, 0)
+    return summarise(label, width, [r["report"] for r in results], [r["wall_s"] for r in results])
+
+
+def summarise(label: str, width: int | None, reports: list[dict], walls: list[float]) -> dict:
     summary = {
-        "label": label, "width": width, "runs": runs,
-        "exit_1": sum(r["exit"] == 1 for r in results),
-        "wall_s": [round(r["wall_s"], 1) for r in results],
-        "block_forward_ratio": [ratio_of(r["report"], "block/gpt2/forward") for r in results],
-        "flagged_runs": {f"{t:g}%": sum(bool(flagged(r["report"], t)) for r in results) for t in THRESHOLDS},
-        "flagged_cases": {f"{t:g}%": sum(len(flagged(r["report"], t)) for r in results) for t in THRESHOLDS},
-        "cases_per_run": len(results[0]["report"]["cases"]) if results else 0,
-        "callgrind_flags": sum(1 for r in results for c in r["report"]["cases"]
+        "label": label, "width": width, "runs": len(reports),
+        "wall_s": [round(w, 1) for w in walls],
+        "block_forward_ratio": [ratio_of(r, "block/gpt2/forward") for r in reports],
+        "flagged_runs": {f"{t:g}%": sum(bool(flagged(r, t)) for r in reports) for t in THRESHOLDS},
+        "flagged_cases": {f"{t:g}%": sum(len(flagged(r, t)) for r in reports) for t in THRESHOLDS},
+        "cases_per_run": len(reports[0]["cases"]) if reports else 0,
+        "callgrind_flags": sum(1 for r in reports for c in r["cases"]
                                if (c.get("callgrind") or {}).get("verdict") == "regression"),
     }
     print(json.dumps({k: v for k, v in summary.items() if k != "wall_s"}), flush=True)
     return summary
+
+
+def analyse(folders: list[Path]) -> list[dict]:
+    """The summaries of runs already stored (``LABEL-NN/regress.json`` under each folder)."""
+    by_label: dict[str, list[dict]] = {}
+    for folder in folders:
+        for path in sorted(folder.glob("*-[0-9][0-9]/regress.json")):
+            label = path.parent.name.rsplit("-", 1)[0]
+            if label != "calibrate":
+                by_label.setdefault(label, []).append(json.loads(path.read_text()))
+    return [summarise(label, None, reports, [r["wall_s"] for r in reports]) for label, reports in by_label.items()]
 
 
 def calibrate(worktree: Path, pct: float, out: Path) -> int:
@@ -127,6 +148,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--same", type=int, default=0, metavar="N", help="same-code runs")
     parser.add_argument("--inject", action="append", default=[], metavar="PCT:N", help="injected runs")
+    parser.add_argument("--analyse", nargs="+", type=Path, metavar="DIR",
+                        help="summarise stored runs under DIR (the --out of earlier runs) instead of running")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "runs" / "regress_power" /
                         time.strftime("%Y-%m-%d_%H-%M-%S"))
     args, extra = parser.parse_known_args()
@@ -137,6 +160,9 @@ def main() -> int:
         if not m:
             parser.error(f"--inject {spec!r}: expected PCT:N, e.g. 10:10")
         plans.append((float(m.group(1)), int(m.group(2))))
+    if args.analyse:
+        report_summaries(analyse(args.analyse))
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     summaries = []
     with tempfile.TemporaryDirectory(prefix="regress-power-") as tmp:
@@ -151,15 +177,19 @@ def main() -> int:
         finally:
             git("worktree", "remove", "--force", str(worktree))
     (args.out / "power.json").write_text(json.dumps(summaries, indent=1))
-    for s in summaries:
-        ratios = [r for r in s["block_forward_ratio"] if r is not None]
-        print(f"{s['label']}: {s['runs']} runs x {s['cases_per_run']} cases; exit 1 in {s['exit_1']}; runs flagged "
-              f"by time at {s['flagged_runs']}; block/gpt2/forward median "
-              f"{statistics.median(ratios) if ratios else float('nan'):.3f}; wall "
-              f"{statistics.median(s['wall_s']):.0f} s median, {max(s['wall_s']):.0f} s max; callgrind flags "
-              f"{s['callgrind_flags']}")
+    report_summaries(summaries)
     print(args.out)
     return 0
+
+
+def report_summaries(summaries: list[dict]) -> None:
+    for s in summaries:
+        ratios = [r for r in s["block_forward_ratio"] if r is not None]
+        print(f"{s['label']}: {s['runs']} runs x {s['cases_per_run']} cases; runs flagged by time at each threshold "
+              f"{s['flagged_runs']} (cases {s['flagged_cases']}); block/gpt2/forward head/base median "
+              f"{statistics.median(ratios) if ratios else float('nan'):.3f} (range {min(ratios, default=0):.3f}-"
+              f"{max(ratios, default=0):.3f}); wall {statistics.median(s['wall_s']):.0f} s median, "
+              f"{max(s['wall_s']):.0f} s max; callgrind flags {s['callgrind_flags']}")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import torch
 
 from ablations.regress import callgrind, summary
 from ablations.regress.cases import CASE_SETS, Case, all_cases, select
-from ablations.regress.paired import median_interval, time_case, verdict
+from ablations.regress.paired import case_confidence, median_interval, time_case, verdict
 from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree
 from ablations.results.provenance import malloc_setting
 
@@ -95,7 +95,8 @@ def build(tree: Tree, case: Case) -> object:
         return subject
 
 
-def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace) -> tuple[dict, dict[str, list[float]]]:
+def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace,
+            confidence: float) -> tuple[dict, dict[str, list[float]]]:
     """One case's row. A base that cannot run the case (an API it lacks) leaves it ``not compared``; a head
     that cannot is a ``failure``, which fails the check like a regression."""
     row: dict = {"name": case.name, "component": case.component, "variant": case.variant, "mode": case.mode,
@@ -110,7 +111,7 @@ def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace) -> tup
             return row, {}
     timed = time_case(subjects["head"], subjects["base"], rounds=args.rounds, min_run_time=args.min_run_time,
                       warmup=args.warmup)
-    iv = median_interval(timed.ratios)
+    iv = median_interval(timed.ratios, confidence)
     row.update(ratio=iv.median, lo=iv.lo, hi=iv.hi, coverage=iv.coverage, verdict=verdict(iv, args.threshold / 100),
                base_median_s=median_interval(timed.base).median, head_median_s=median_interval(timed.head).median,
                ratios=timed.ratios, cpu_share=timed.cpu_share)
@@ -151,6 +152,7 @@ def intended(head: Tree) -> str | None:
 def run_check(args: argparse.Namespace) -> int:
     started = time.monotonic()
     cases = chosen_cases(args)
+    confidence = case_confidence(len(cases))
     out = args.out or DEFAULT_OUT / time.strftime("%Y-%m-%d_%H-%M-%S")
     with tempfile.TemporaryDirectory(prefix="regress-base-") as tmp:
         base = base_tree(args.base, Path(tmp)).load()
@@ -160,7 +162,7 @@ def run_check(args: argparse.Namespace) -> int:
               f"({args.base}), {args.rounds} paired rounds each", file=sys.stderr)
         rows, times = [], {"base": {}, "head": {}}
         for i, case in enumerate(cases, 1):
-            row, sides = measure(case, base, head, args)
+            row, sides = measure(case, base, head, args, confidence)
             gc.collect()
             rows.append(row)
             for side, data in sides.items():
@@ -172,7 +174,8 @@ def run_check(args: argparse.Namespace) -> int:
     report = {
         "base": {"asked": args.base, "revision": base.revision}, "head": {"revision": head.revision},
         "threshold_pct": args.threshold, "callgrind_threshold_pct": args.callgrind_threshold,
-        "rounds": args.rounds, "min_run_time": args.min_run_time, "warmup": args.warmup, "threads": args.threads,
+        "rounds": args.rounds, "case_confidence": confidence, "min_run_time": args.min_run_time,
+        "warmup": args.warmup, "threads": args.threads,
         "torch": torch.__version__, "malloc": malloc_setting(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "callgrind_note": note, "cases": rows, "wall_s": time.monotonic() - started,
         "intended_note": f"regressions intended: {INTENDED_MARKER} in commit {marked}" if marked else "",

@@ -43,7 +43,8 @@ def markdown(report: dict) -> str:
         f"## Performance check: head `{report['head']['revision'][:12]}` against base "
         f"`{report['base']['revision'][:12]}` (`{report['base']['asked']}`)", "",
         f"{head} over {len(report['cases'])} case(s). Time: median head/base ratio over {report['rounds']} paired "
-        f"rounds with its distribution-free 95% interval; a regression when the interval's low end is above "
+        f"rounds with its distribution-free interval, 95% family-wise over the cases (each at "
+        f"{100 * report['case_confidence']:.3g}%, Bonferroni); a regression when the interval's low end is above "
         f"1 + {pct}, an improvement when its high end is below 1 − {pct}. "
         f"{report['callgrind_note']}", "",
         "| case | time head/base [95% CI] | verdict | base ms | instructions head/base | verdict |",

@@ -37,6 +37,17 @@ def test_median_interval_with_too_few_rounds_is_min_max_with_its_coverage():
     assert iv.coverage == pytest.approx(1 - 2 / 32)
 
 
+def test_the_family_wise_level_widens_each_case_interval():
+    from ablations.regress.paired import case_confidence
+
+    assert case_confidence(1) == pytest.approx(0.95)
+    assert case_confidence(48) == pytest.approx(1 - 0.05 / 48)
+    ratios = [1.0 + 0.01 * i for i in range(12)]
+    one, many = median_interval(ratios, case_confidence(1)), median_interval(ratios, case_confidence(48))
+    assert (one.lo, one.hi) == (ratios[2], ratios[9])  # 3rd and 10th of 12 at 95%
+    assert (many.lo, many.hi) == (ratios[0], ratios[11]) and many.coverage >= case_confidence(48)
+
+
 def test_one_spoiled_round_moves_the_interval_by_at_most_one_rank():
     clean = [1.0 + 0.001 * i for i in range(15)]
     spoiled = clean[:-1] + [9.0]
@@ -159,7 +170,8 @@ def fake_report(ratio: float = 1.0, lo: float = 0.99, hi: float = 1.01, cg: floa
         case["callgrind"] = {"base": 1e6, "head": 1e6 * cg, "ratio": cg,
                              "verdict": "regression" if cg > 1.01 else "unchanged"}
     return {"base": {"asked": "HEAD~1", "revision": "a" * 40}, "head": {"revision": "b" * 40},
-            "threshold_pct": 5.0, "callgrind_threshold_pct": 1.0, "rounds": 15, "min_run_time": 0.02,
+            "threshold_pct": 5.0, "callgrind_threshold_pct": 1.0, "rounds": 15, "case_confidence": 0.99,
+            "min_run_time": 0.02,
             "threads": 1, "torch": "2.13", "wall_s": 3.0, "callgrind_note": "", "intended_note": "",
             "time": "2026-12-01T00:00:00+0000", "cases": [case]}
 
@@ -184,7 +196,7 @@ def test_a_case_the_head_cannot_run_fails_the_check_and_one_the_base_cannot_is_n
     tree = head_tree().load()
     other = Tree("base", tree.root, tree.revision, tree.modules)
     args = argparse.Namespace(rounds=6, min_run_time=0.01, warmup=1, threshold=5.0)
-    row, _ = cli.measure(case, other, tree, args)
+    row, _ = cli.measure(case, other, tree, args, 0.95)
     assert row["verdict"] == "not compared" and "the base cannot run it: TypeError" in row["error"]
 
     def head_only_breaks(c: object) -> object:
@@ -193,7 +205,7 @@ def test_a_case_the_head_cannot_run_fails_the_check_and_one_the_base_cannot_is_n
         return next(x for x in all_cases() if x.name == "norm/rmsnorm/forward").build(c)
 
     base = base_tree("HEAD", tmp_path / "base").load()
-    row, _ = cli.measure(Case("norm", "x", "forward", head_only_breaks, (1,)), base, tree, args)
+    row, _ = cli.measure(Case("norm", "x", "forward", head_only_breaks, (1,)), base, tree, args, 0.95)
     assert row["verdict"] == "failure"
     report = fake_report()
     report["cases"] = [row]
