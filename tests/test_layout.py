@@ -15,10 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent / "ablations"
 # ``runner``, ``callbacks`` and the command modules ``compare``, ``repeat``, ``sizes``) may import any stage.
 ALLOWED = {
     "config": set(),
+    "roofline": set(),
     "results": {"config"},
-    "measure": {"config", "results"},
+    "measure": {"config", "results", "roofline"},
     "quality": {"config", "results"},
-    "report": {"config", "results", "measure", "quality"},
+    "report": {"config", "results", "measure", "quality", "roofline"},
     "tools": {"config", "results"},
 }
 # Named in the layout issue: the directions that must never appear, whatever ALLOWED grows into.
