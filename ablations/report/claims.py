@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ablations.config.variants import llama2_70b_group
 from ablations.report.formatting import fmt_bytes
-from ablations.report.sizes import kv_70b, llama2_70b_group
+from ablations.report.sizes import kv_70b
 
 # Published figures, quoted from DESIGN.md's reference table. Not measured here.
 PUBLISHED = {

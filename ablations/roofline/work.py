@@ -127,3 +127,20 @@ def mode_work(cfg: ArchConfig, mode: str, batch: int, seq: int, elem: int = 4, l
     if mode == "decode":
         return decoder_work(cfg, batch, 1, seq + 1, elem=elem, lm_head=lm_head)
     raise ValueError(f"mode={mode!r} is not one of {', '.join(MODES)}")
+
+
+def lm_params(cfg: ArchConfig) -> int:
+    """The whole language model: decoder, token embedding and (when untied) the head."""
+    embed = cfg.model.vocab_size * cfg.model.d_model
+    return decoder_params(cfg) + embed * (1 if cfg.model.tie_embeddings else 2)
+
+
+def kv_cache_bytes(cfg: ArchConfig, batch: int, context: int, elem: int) -> int:
+    """K and V of ``context`` tokens per sequence over every layer."""
+    return 2 * cfg.model.n_layers * batch * cfg.n_kv_heads * context * cfg.head_dim * elem
+
+
+def largest_batch(cfg: ArchConfig, context: int, elem: int, memory_bytes: float) -> int:
+    """Sequences whose KV cache at ``context`` fits in memory beside the weights (activations not counted)."""
+    free = memory_bytes - lm_params(cfg) * elem
+    return max(0, int(free // kv_cache_bytes(cfg, 1, context, elem)))
