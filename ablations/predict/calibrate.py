@@ -13,15 +13,14 @@ import torch
 import yaml
 
 from ablations.measure.calibration import calibrate
-
-CONF = Path(__file__).resolve().parents[2] / "conf" / "hardware"
+from ablations.roofline import HARDWARE_DIR
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ablations.predict.calibrate", description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per figure; the best one counts")
-    parser.add_argument("--out", type=Path, default=CONF / "this_machine.yaml")
+    parser.add_argument("--out", type=Path, default=HARDWARE_DIR / "this_machine.yaml")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
 
 
 @dataclass(frozen=True)
@@ -55,3 +58,11 @@ class Hardware:
         (x0, y0), (x1, y1) = points[i - 1], points[i]
         w = (math.log(rows) - math.log(x0)) / (math.log(x1) - math.log(x0))
         return y0 + w * (y1 - y0)
+
+
+def load_hardware(name: str, folder: Path | None = None) -> Hardware | None:
+    """``conf/hardware/<name>.yaml`` as a ``Hardware``; None when there is no such file."""
+    from ablations.roofline import HARDWARE_DIR
+
+    path = (folder or HARDWARE_DIR) / f"{name}.yaml"
+    return Hardware.from_dict(yaml.safe_load(path.read_text())) if path.is_file() else None
