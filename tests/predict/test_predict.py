@@ -57,3 +57,15 @@ def test_memory_figures_by_hand():
     per_seq = kv_cache_bytes(cfg, 1, 32, 2)
     assert largest_batch(cfg, 32, 2, lm_params(cfg) * 2 + 5 * per_seq + 1) == 5
     assert largest_batch(cfg, 32, 2, 1.0) == 0
+
+
+def test_full_size_table_has_every_choice_at_7b_and_70b():
+    from ablations.predict.full_size import CHOICES, full_size_table
+
+    text, hw = full_size_table()
+    assert hw.name == "h100_sxm"
+    lines = text.splitlines()
+    assert "7B decode, batch 64" in lines[0] and "70B train step 4,096, batch 1" in lines[0]
+    body = {line.split("|")[1].strip(): line for line in lines[2:]}
+    assert set(body) == set(CHOICES.values())
+    assert "[gqa4]" in body["MHA → GQA"] and "[gqa8]" in body["MHA → GQA"]
