@@ -118,9 +118,12 @@ def error_summary(v: pd.DataFrame) -> pd.DataFrame:
 
 
 def _representative(p: pd.DataFrame) -> pd.DataFrame:
-    """Per case and mode, the point with the most tokens (decode: longest context, largest batch)."""
-    p = p.assign(tokens=p["batch"] * p["seq_len"])
-    idx = p.sort_values(["seq_len", "tokens"]).groupby(["case", "mode"], sort=False).tail(1).index
+    """Per case and mode, the point with the most tokens, ties to the longer sequence (decode: the longest
+    context, largest batch there), as the speed table picks."""
+    decode = p["mode"] == "decode"
+    p = p.assign(first=np.where(decode, p["seq_len"], p["batch"] * p["seq_len"]),
+                 second=np.where(decode, p["batch"], p["seq_len"]))
+    idx = p.sort_values(["first", "second"]).groupby(["case", "mode"], sort=False).tail(1).index
     return p.loc[idx].sort_values(["mode", "case"], key=lambda s: s.map(_order) if s.name == "mode" else s)
 
 
