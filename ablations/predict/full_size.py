@@ -2,7 +2,8 @@
 
 Llama-2-7B and 70B on one H100 SXM (``conf/hardware/h100_sxm.yaml``), bf16, context 4096: each choice's
 predicted time as a ratio to the GPT-2 baseline at the same size, decode at batch 1 and 64 and a training step
-of 4096 tokens, with what bounds it. The same numbers as ``python -m ablations.predict model=... `` prints.
+of 4096 tokens, with what bounds it; † where weights and KV cache exceed one device's memory. The same numbers
+as ``python -m ablations.predict model=...`` prints.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def full_size_table(hardware: str = "h100_sxm") -> tuple[str, Hardware]:
                 continue
             name = str(r["variant"]) if key == "gqa" else ""
             column = f"{model.replace('llama2_', '').upper()} {r['scenario'].replace(', context 4,096', '')}"
-            cells[CHOICES[key]][column] = f"{r['ratio']:.2f}× ({r['bound']})" + (f" [{name}]" if name else "")
+            cells[CHOICES[key]][column] = (f"{r['ratio']:.2f}× ({r['bound']})" + (f" [{name}]" if name else "")
+                                           + (" †" if r["fits"] is False else ""))
     frame = pd.DataFrame.from_dict(cells, orient="index")
     frame.insert(0, "choice (predicted)", frame.index)
     return markdown_table(frame.reset_index(drop=True)), hw
@@ -57,6 +59,8 @@ def main() -> int:
         return 2
     print(f"Predicted on {hw.name}: {hw.source}. Efficiencies: {hw.efficiency_source}.\n")
     print(text)
+    print("\n† the weights and this batch's KV cache do not fit in one device's memory (predicted for the work "
+          "alone); training memory is not modelled.")
     return 0
 
 

@@ -29,6 +29,9 @@ def prediction_table(variants: dict[str, ArchConfig], hw: Hardware, scenarios: l
             rows.append({"scenario": sc.label, "mode": sc.mode, "variant": name, "seconds": p.seconds,
                          "bound": p.bound, "kv_cache_bytes": kv_cache_bytes(arch, sc.batch, kv_tokens, elem),
                          "largest_batch": largest_batch(arch, fit_context, elem, hw.memory_bytes),
+                         # Training memory (gradients, optimiser state, saved activations) is not modelled.
+                         "fits": None if sc.mode == "train" else
+                         sc.batch <= largest_batch(arch, sc.seq, elem, hw.memory_bytes),
                          "flops": work.flops, "bytes": work.bytes})
     table = pd.DataFrame(rows)
     base = table[table.variant == "gpt2"].set_index("scenario")["seconds"]
@@ -48,6 +51,7 @@ def markdown(table: pd.DataFrame, fit_context: int) -> str:
         "scenario": table["scenario"], "variant": table["variant"],
         "predicted time": table["seconds"].map(fmt_seconds), "× GPT-2": table["ratio"].map(lambda r: f"{r:.3f}×"),
         "bound": table["bound"], "KV cache": table["kv_cache_bytes"].map(fmt_bytes),
+        "fits in memory": table["fits"].map({True: "yes", False: "no"}).fillna("not modelled"),
         f"largest batch at {fit_context:,}": table["largest_batch"].map(fmt_count),
     })
     return markdown_table(cells)
