@@ -134,7 +134,8 @@ def measured_vs_roofline(s: pd.DataFrame) -> Figure | str:
     if p.empty:
         return "no roofline ratios beside measured ones (timing skipped, or only the baseline)"
     return _diagonal(p, "roofline_ratio", "measured_ratio", "roofline ratio (variant / GPT-2)",
-                     "measured ratio (variant / GPT-2, paired median)", f"{s['sweep'].iloc[0]}: measured vs roofline")
+                     "measured ratio (variant / GPT-2, paired median)",
+                     f"{s['sweep'].iloc[0]}: measured vs roofline (log-log)", log=True, line="measured = roofline")
 
 
 def predicted_vs_measured(s: pd.DataFrame) -> Figure | str:
@@ -149,26 +150,29 @@ def predicted_vs_measured(s: pd.DataFrame) -> Figure | str:
     if v.empty:
         return "no measured CPU points in the calibration's dtype"
     fig, axes = _figure(ncols=2, width=5.0)
+    order = case_order(v)  # one colour per case in both panels
     flips = v[v["case"] != v["base_case"]]
     if not flips.empty:
         _diagonal(flips, "predicted_ratio", "measured_ratio", "predicted ratio (variant / GPT-2)",
-                  "measured ratio (paired median)", "ratios", ax=axes[0])
+                  "measured ratio (paired median)", "ratios (log-log)", ax=axes[0], log=True, order=order)
     t = v.assign(predicted_ms=1e3 * v["predicted_s"], measured_ms=1e3 * v["latency"])
     _diagonal(t, "predicted_ms", "measured_ms", "predicted time (ms)", "measured time (ms, median)",
-              "absolute times (log-log)", ax=axes[1], log=True)
+              "absolute times (log-log)", ax=axes[1], log=True, order=order)
     fig.suptitle(f"{s['sweep'].iloc[0]}: performance model against measurement")
     return fig
 
 
 def _diagonal(p: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, title: str, ax: object = None,
-              log: bool = False) -> Figure | None:
+              log: bool = False, order: list[str] | None = None, line: str = "measured = predicted") -> Figure | None:
     fig = None
     if ax is None:
         fig, (ax,) = _figure(width=6.0)
-    order = case_order(p)
-    sns.scatterplot(data=p, x=x, y=y, hue="case", style="mode", hue_order=order, palette=palette(order), ax=ax)
+    colours = palette(order or case_order(p))
+    present = [c for c in colours if c in set(p["case"])]
+    sns.scatterplot(data=p, x=x, y=y, hue="case", style="mode", hue_order=present,
+                    palette={c: colours[c] for c in present}, ax=ax)
     lo, hi = min(p[x].min(), p[y].min()), max(p[x].max(), p[y].max())
-    ax.plot([lo, hi], [lo, hi], color="0.5", linestyle="--", linewidth=1, label="measured = predicted")
+    ax.plot([lo, hi], [lo, hi], color="0.5", linestyle="--", linewidth=1, label=line)
     if log:
         ax.set_xscale("log")
         ax.set_yscale("log")
