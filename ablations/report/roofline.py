@@ -63,7 +63,9 @@ def arch_of(r: pd.Series) -> ArchConfig:
     model = ModelConfig(d_model=int(r["d_model"]), n_layers=int(r["n_layers"]), n_heads=heads,
                         max_seq_len=1 << 20, bias=bool(r["bias"]))
     attn = AttnConfig("mha") if kv == heads else AttnConfig("gqa", kv)
-    return ArchConfig(model, PosConfig(str(r["pos"])), NormConfig(str(r["norm"])),
+    name, _, layout = str(r["pos"]).partition("-")  # rows name RoPE with its layout: rope-half, rope-interleaved
+    pos = PosConfig(name, layout=layout) if layout else PosConfig(name)
+    return ArchConfig(model, pos, NormConfig(str(r["norm"])),
                       FFNConfig(str(r["ffn"]), hidden_dim=int(r["ffn_hidden"])), attn)
 
 

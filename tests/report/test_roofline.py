@@ -62,6 +62,12 @@ def test_validation_predicts_each_point_against_its_baseline(measured):
     assert v.loc["gpt2", "predicted_ratio"] == pytest.approx(1.0)
 
 
+def test_rows_name_rope_with_its_layout():
+    row = pd.Series(dict(ARCH, pos="rope-interleaved", n_kv_heads=4))
+    arch = arch_of(row)
+    assert (arch.pos.name, arch.pos.layout, arch.attn.name) == ("rope", "interleaved", "mha")
+
+
 def test_error_summary_counts_flips_only_for_ratios_and_says_whether_the_goal_was_met(measured):
     v = validation(points(measured), HW)
     summary = error_summary(v).iloc[0]
