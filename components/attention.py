@@ -1,9 +1,19 @@
 """Causal self-attention with 1..n_heads KV heads (MHA, GQA, MQA) and its KV cache.
 
-One scaled-dot-product core serves every variant. K and V are never copied per query head: SDPA's
-``enable_gqa`` maps query head i to KV head ``i // (n_heads // n_kv_heads)`` (the Llama/HF mapping) in
-the kernel. Materialising the copies (``repeat_kv``) was measured here to make long-context GQA decode
-slower than MHA, which would invert the very result the kv sweep measures.
+One scaled-dot-product core serves every variant. K and V are never copied per query head: query head i
+reads KV head ``i // (n_heads // n_kv_heads)`` (the Llama/HF mapping). Materialising the copies
+(``repeat_kv``) was measured here to make long-context GQA decode slower than MHA, which would invert the
+very result the kv sweep measures.
+
+Two ways to reach the shared heads, one reference and one fast path:
+
+- ``reference_sdpa``: SDPA with ``enable_gqa=True``. On CPU (torch 2.13) its decode step read a GQA-2
+  cache at about a third of the bandwidth MHA's SDPA reaches, which would blame the harness's kernel on the
+  design choice.
+- ``folded_sdpa``: each KV head's query group becomes the query dimension of one plain SDPA call
+  (q viewed as (batch, n_kv_heads, group x t, head_dim)), so the kernel streams each KV head once for its
+  whole group. Used for steps of at most ``FOLD_MAX_QUERIES`` new tokens (decode and short chunks); long
+  prefills keep the reference, whose causal kernel skips the masked half.
 """
 
 from __future__ import annotations
@@ -110,8 +120,44 @@ class CausalSelfAttention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim))
 
 
+# Longest step that takes the folded path; a prefill past it keeps the reference's causal kernel.
+FOLD_MAX_QUERIES = 16
+
+
 def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int = 0) -> torch.Tensor:
     """Causal SDPA for queries at positions ``start..start+len(q)-1`` over keys at ``0..start+len(q)-1``.
+
+    Shared KV heads on a short step take the folded path; everything else the reference.
+    """
+    if q.shape[1] != k.shape[1] and q.shape[2] <= FOLD_MAX_QUERIES:
+        return folded_sdpa(q, k, v, start)
+    return reference_sdpa(q, k, v, start)
+
+
+def _bottom_right_mask(t: int, s: int, device: torch.device) -> torch.Tensor:
+    return torch.ones(t, s, dtype=torch.bool, device=device).tril(diagonal=s - t)
+
+
+def folded_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """``reference_sdpa`` with each KV head's query group folded into the query dimension.
+
+    Query head i = kv * group + g belongs to KV head kv, so (batch, heads, t, d) viewed as
+    (batch, n_kv, group * t, d) keeps every query beside the one K/V head it reads. Each folded row is
+    query (g, j) at position start + j: its mask row is row j of the step's mask, repeated per group.
+    """
+    b, h, t, d = q.shape
+    n_kv, s = k.shape[1], k.shape[2]
+    folded = q.reshape(b, n_kv, (h // n_kv) * t, d)
+    if t == 1 and start == s - 1:
+        y = F.scaled_dot_product_attention(folded, k, v)  # one new token sees every key: no mask
+    else:
+        mask = _bottom_right_mask(t, s, q.device).repeat(h // n_kv, 1)
+        y = F.scaled_dot_product_attention(folded, k, v, attn_mask=mask)
+    return y.reshape(b, h, t, d)
+
+
+def reference_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """SDPA itself, shared KV heads through ``enable_gqa``: the path every other one is tested against.
 
     SDPA's ``is_causal`` aligns the mask top-left, which is right only when queries start at 0; a single
     decode step sees every key; a chunk after a prefix needs the explicit bottom-right mask.
@@ -122,8 +168,7 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int = 0) -> t
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
     if t == 1:
         return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
-    mask = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(diagonal=s - t)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right_mask(t, s, q.device), enable_gqa=gqa)
 
 
 def build_attention(cfg: ArchConfig, layer: int = 0) -> nn.Module:

@@ -3,14 +3,32 @@
 # the GPU, in bf16. Writes logs and result tables under $OUT (the device tool's folder) or results/cuda/.
 # Run from the repository root on a machine with a CUDA build of torch >= 2.5 already installed:
 #   bash scripts/cuda_check.sh
+#
+# Offline (the project's GPU machine has torch, pandas, seaborn, matplotlib, scipy, pytest and pytest-benchmark
+# but no network): put the missing wheels in .whl/ (git-ignored; the device tool carries it with carry=[".whl"])
+# on a machine with network, for the GPU machine's Python 3.12:
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+#     -d .whl hydra-core==1.3.2 omegaconf==2.3.0 pyyaml packaging tqdm
+#   python3 -m pip wheel --no-deps antlr4-python3-runtime==4.9.3 -w .whl    # 4.9.3 is an sdist only
+# The script then installs them, without network and without touching the machine's packages, into
+# /tmp/site and puts that and the repository on PYTHONPATH.
 set -uo pipefail
 OUT=${OUT:-results/cuda}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 python -c "import torch; assert torch.cuda.is_available(), 'no CUDA'; print(torch.__version__, torch.cuda.get_device_name())" \
   | tee "$OUT/device.txt" || exit 1
-pip install -q --no-deps -e . && pip install -q "hydra-core>=1.3,<1.4" pandas seaborn tqdm pytest pytest-benchmark
-python -m pytest -q tests/components tests/ablations/test_measure.py 2>&1 | tail -n 5 | tee "$OUT/tests.txt"
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+else
+  pip install -q --no-deps -e . && pip install -q "hydra-core>=1.3,<1.4" pandas seaborn tqdm pytest pytest-benchmark
+fi
+python -c "import hydra, omegaconf, ablations; print('hydra', hydra.__version__, 'omegaconf', omegaconf.__version__)" \
+  | tee "$OUT/packages.txt" || exit 1
+python -m pytest -q -p no:cacheprovider tests/components tests/ablations/test_measure.py tests/ablations/test_ceilings.py \
+  tests/roofline 2>&1 | tail -n 5 | tee "$OUT/tests.txt"
 sweep() {  # folder, sweep name, extra overrides...
   local dir=$1 name=$2; shift 2
   python -m ablations "+sweep=$name" device=cuda "$@" "hydra.sweep.dir=$OUT/runs/$dir" 2>&1 | tail -n 3

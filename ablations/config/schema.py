@@ -43,6 +43,8 @@ class ProfileConfig:
     prefill_max_tokens: int = 4096
     # Matrix-multiply peak for utilisation: an NxN @ NxN product in the run's dtype.
     peak_matmul_n: int = 2048
+    # STREAM-style copy and read bandwidth over a buffer this large (far past the last-level cache).
+    bandwidth_buffer_mib: int = 256
     # Which measurement families run; a sweep may turn some off.
     forward: bool = True
     train_step: bool = True

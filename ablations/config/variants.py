@@ -11,6 +11,7 @@ from dataclasses import replace
 from omegaconf import DictConfig, OmegaConf
 
 from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from components import preset as make_preset
 
 
 def arch_from(cfg: DictConfig) -> ArchConfig:
@@ -74,3 +75,19 @@ def variant_label(arch: ArchConfig, matched: bool = False) -> str:
     ]
     changed = [p for p in parts if p]
     return ("+".join(changed) if changed else "gpt2") + suffix
+
+
+def llama2_70b_group() -> int:
+    """Query heads per KV head in Llama-2-70B (64 / 8), from its preset."""
+    ref = make_preset("llama2-70b")
+    return ref.model.n_heads // ref.n_kv_heads
+
+
+def llama_like_kv_heads(n_heads: int) -> int:
+    """KV heads for a GQA counterfactual: the divisor of ``n_heads`` whose group size (query heads per KV
+    head) is closest to Llama-2-70B's; ties go to more KV heads (the milder change)."""
+    group = llama2_70b_group()
+    divisors = [k for k in range(1, n_heads + 1) if n_heads % k == 0 and k < n_heads]
+    if not divisors:
+        return n_heads
+    return min(divisors, key=lambda k: (abs(n_heads // k - group), -k))

@@ -19,8 +19,11 @@ from tqdm.auto import tqdm
 from ablations.config.checks import Shape, parse_shape
 from ablations.config.variants import baseline_of
 from ablations.measure import flops as F
+from ablations.measure.backends import sdpa_backends
+from ablations.measure.ceilings import Ceilings, measure_ceilings
 from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
-from ablations.measure.timing import PairedTiming, time_call, time_one, time_paired
+from ablations.measure.timing import PairedTiming, time_call, time_paired
+from ablations.measure.work_rows import add_backend_rows, add_ceiling_rows, add_work_rows
 from ablations.results.rows import Rows, Summary
 from components import ArchConfig, Decoder, KVCache, build_decoder, count_parameters
 
@@ -98,15 +101,14 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
     steps = len(shapes) * (int(p.forward) + int(p.train_step) + int(p.flops) + int(p.memory)) + len(decode_points)
     timed = dict(rounds=p.rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device)
 
-    peak = None
-    if timing and p.flops:
-        n = int(p.peak_matmul_n)
-        a = torch.randn(n, n, device=device, dtype=dtype)
-        b = torch.randn(n, n, device=device, dtype=dtype)
-        s = time_one(lambda: a @ b, **timed)
-        # The best round: a peak is what the hardware can do, not what a noisy neighbour left over.
-        peak = 2 * n**3 / s.min
-        rows.add("matmul_peak", peak, "FLOP/s", statistic="max", mode=f"{n}x{n}@{n}x{n}")
+    ceilings = None
+    if timing:
+        buffer = int(p.bandwidth_buffer_mib) << 20
+        ceilings = measure_ceilings(dtype, int(p.peak_matmul_n), buffer, **timed)
+        add_ceiling_rows(rows, ceilings, int(p.peak_matmul_n), buffer)
+    peak = ceilings.matmul_peak if ceilings and p.flops else None
+    elem = torch.empty((), dtype=dtype).element_size()
+    ctx = dict(elem=elem, ceilings=ceilings)
 
     with _progress(steps, f"{rows.base['variant']}") as tick:
         for shape in shapes:
@@ -127,6 +129,9 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                                  note="includes torch.compile for this shape")
                     paired = time_paired(make(variant, x), make(baseline, x), **timed)
                     latency[mode] = add_paired(rows, "", mode, shape, paired, tokens)
+                if shape == shapes[0]:
+                    add_backend_rows(rows, mode, sdpa_backends(make(variant, x)))
+                add_work_rows(rows, mode, shape, variant.arch, baseline.arch, latency=latency.get(mode), **ctx)
                 tick(f"{mode} {shape}")
             if p.flops:
                 fwd = F.count_flops(variant.forward(x))
@@ -148,8 +153,9 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                 if peak_bytes is not None:
                     rows.add("peak_memory_bytes", peak_bytes, "B", mode="train", shape=shape)
                 tick(f"memory {shape}")
-        for context, batch in decode_points:
-            _measure_decode(rows, variant, baseline, context, batch, cfg, device, dtype, timing)
+        for i, (context, batch) in enumerate(decode_points):
+            _measure_decode(rows, variant, baseline, context, batch, cfg, device, dtype, timing, ceilings,
+                            record_backends=i == 0)
             tick(f"decode {batch}x{context}")
 
 
@@ -174,8 +180,11 @@ def _renew_storage(model: nn.Module) -> None:
 
 
 def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: int, batch: int, cfg: DictConfig,
-                    device: torch.device, dtype: torch.dtype, timing: bool) -> None:
+                    device: torch.device, dtype: torch.dtype, timing: bool, ceilings: Ceilings | None = None,
+                    record_backends: bool = False) -> None:
     p = cfg.profile
+    work = dict(arch=variant.arch, baseline=baseline.arch, elem=torch.empty((), dtype=dtype).element_size(),
+                ceilings=ceilings)
     shape = Shape(batch, context)
     d = variant.arch.model.d_model
     subjects = (variant, baseline)
@@ -184,7 +193,14 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     rows.add("kv_cache_bytes", kv_bytes, "B", mode="decode", shape=shape)
     rows.add("flops", F.analytic_forward_flops(variant.arch, batch, 1, context + 1), "FLOP", mode="decode",
              shape=shape, statistic="analytic")
+    prefills = batch * context <= p.prefill_max_tokens
+    if prefills:
+        rows.add("flops", F.analytic_forward_flops(variant.arch, batch, context), "FLOP", mode="prefill",
+                 shape=shape, statistic="analytic")
     if not timing:
+        add_work_rows(rows, "decode", shape, latency=None, **work)
+        if prefills:
+            add_work_rows(rows, "prefill", shape, latency=None, **work)
         return
     caches: list[KVCache | None] = list(filled)  # the finite check runs on these; every timed round on copies
 
@@ -209,11 +225,13 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
         return fn
 
     finite_or_raise(step(0)(), "the variant's decode step")
+    if record_backends:
+        add_backend_rows(rows, "decode", sdpa_backends(step(0)))
     timed = dict(rounds=p.decode_rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device,
                  prepare=fresh_memory)
     paired = time_paired(step(0), step(1), **timed)
-    add_paired(rows, "decode_", "decode", shape, paired, batch)
-    if batch * context <= p.prefill_max_tokens:
+    add_work_rows(rows, "decode", shape, latency=add_paired(rows, "decode_", "decode", shape, paired, batch), **work)
+    if prefills:
         prompt = torch.randn(batch, context, d, device=device, dtype=dtype)
 
         def prefill(i: int) -> Callable[[], torch.Tensor]:
@@ -224,5 +242,8 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
                     return subjects[i].run(prompt, cache)
             return fn
 
+        if record_backends:
+            add_backend_rows(rows, "prefill", sdpa_backends(prefill(0)))
         paired = time_paired(prefill(0), prefill(1), **dict(timed, rounds=max(2, math.ceil(p.decode_rounds / 2))))
-        add_paired(rows, "prefill_", "prefill", shape, paired, batch * context)
+        latency = add_paired(rows, "prefill_", "prefill", shape, paired, batch * context)
+        add_work_rows(rows, "prefill", shape, latency=latency, **work)

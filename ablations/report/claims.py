@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ablations.config.variants import llama2_70b_group
 from ablations.report.formatting import fmt_bytes, fmt_p, fmt_verdict
-from ablations.report.sizes import kv_70b, llama2_70b_group
+from ablations.report.sizes import kv_70b
 
 # Published figures, quoted from DESIGN.md's reference table. Not measured here.
 PUBLISHED = {
@@ -300,13 +301,29 @@ def gqa(cmp: pd.DataFrame, sizes: pd.DataFrame) -> tuple[str, str]:
     decode = ratio_text(r, "decode")
     ctx = "" if pd.isna(r["decode_ctx"]) else f" at context {int(r['decode_ctx']):,}, batch {int(r['decode_batch'])}"
     measured = (f"{arithmetic}. This run, `{r['variant']}` ({int(r['n_kv_heads'])} KV heads for {int(r['n_heads'])}"
-                f" query heads): {kv_txt}; decode step {decode} of MHA's time{ctx} ({where(r)})")
+                f" query heads): {kv_txt}; decode step {decode} of MHA's time{ctx} ({where(r)})"
+                f"{_bytes_and_kernels(r)}")
     word = speed_word(r, "decode")
     if word == "not timed":
         reading += f"; long-context decode speed {NOT_MEASURED}."
     else:
         reading += f"; here ({group} query heads per KV head) one decode step{ctx} against MHA: {word}."
     return measured, reading
+
+
+def _bytes_and_kernels(r: pd.Series) -> str:
+    """What the design cut (a decode step's bytes, its roofline ratio) and what this machine made of it."""
+    if pd.isna(r.get("decode_bytes_ratio", np.nan)):
+        return ""
+    text = (f". What the design cut: the step moves {r['decode_bytes_ratio']:.2f}× MHA's bytes "
+            f"({fmt_bytes(r['decode_bytes'])})")
+    if not pd.isna(r.get("decode_roofline", np.nan)):
+        text += f", a roofline ratio of {r['decode_roofline']:.2f}×"
+    if not pd.isna(r.get("decode_bw_util", np.nan)) and not pd.isna(r["decode"]):
+        text += (f"; what this machine's kernels made of it: {r['decode']:.2f}× the time, at "
+                 f"{100 * r['decode_bw_util']:.0f}% of the measured bandwidth against MHA's "
+                 f"{100 * r['decode_bw_util_baseline']:.0f}%")
+    return text
 
 
 def gqa_row(cmp: pd.DataFrame) -> pd.Series | None:

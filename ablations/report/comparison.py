@@ -82,6 +82,10 @@ def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, fl
     db, dc = decode if decode else (None, None)
     _put(r, "decode", pick(g, "decode_latency_ratio", "decode", db, dc), spread=True)
     _put(r, "decode_s", pick(g, "decode_latency", "decode", db, dc))
+    # What the design moved (bytes, the roofline ratio) beside what this machine's kernels made of it.
+    _put(r, "decode_bytes", pick(g, "bytes_moved", "decode", db, dc))
+    _put(r, "decode_roofline", pick(g, "roofline_ratio", "decode", db, dc))
+    _put(r, "decode_bw_util", pick(g, "bandwidth_utilisation", "decode", db, dc))
     kv = pick(g, "kv_cache_bytes", "decode", db, dc)
     r["kv_per_token"] = kv["value"] / (db * dc) if kv is not None else np.nan
     return r
@@ -103,8 +107,9 @@ def _against_baseline(frame: pd.DataFrame) -> pd.DataFrame:
     def ref(col: str) -> pd.Series:
         return pd.Series([base[col].get(k, np.nan) for k in keys], index=frame.index)
 
-    for col in ("fwd_flops", "train_flops", "act_bytes", "kv_per_token"):
+    for col in ("fwd_flops", "train_flops", "act_bytes", "kv_per_token", "decode_bytes"):
         frame[f"{col}_ratio"] = frame[col] / ref(col)
+    frame["decode_bw_util_baseline"] = ref("decode_bw_util")
     # The baseline timed against itself (A/A): its spread is the noise floor a variant's ratio must clear.
     for key in ("fwd", "train", "decode"):
         frame[f"{key}_aa_lo"], frame[f"{key}_aa_hi"] = ref(f"{key}_lo"), ref(f"{key}_hi")

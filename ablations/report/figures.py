@@ -155,6 +155,65 @@ def _ratio_lines(ax: Axes, rows: pd.DataFrame, hue: str, order: list[str]) -> li
     return handles
 
 
+def measured_vs_roofline(s: pd.DataFrame) -> Figure | str:
+    """Each point's measured paired ratio against its roofline ratio; on the diagonal the design's FLOPs/bytes
+    alone explain the time."""
+    from ablations.report.roofline import points
+
+    p = points(s)
+    p = p[p["roofline_ratio"].notna() & (p["case"] != p["base_case"])] if not p.empty else p
+    if p.empty:
+        return "no roofline ratios beside measured ones (timing skipped, or only the baseline)"
+    return _diagonal(p, "roofline_ratio", "measured_ratio", "roofline ratio (variant / GPT-2)",
+                     "measured ratio (variant / GPT-2, paired median)",
+                     f"{s['sweep'].iloc[0]}: measured vs roofline (log-log)", log=True, line="measured = roofline")
+
+
+def predicted_vs_measured(s: pd.DataFrame) -> Figure | str:
+    """The calibrated model's ratio and absolute time against the measured ones, every point."""
+    from ablations.report.roofline import calibration, points, validation
+
+    hw = calibration()
+    if hw is None:
+        return "no conf/hardware/this_machine.yaml (run python -m ablations.predict.calibrate)"
+    p = points(s)
+    v = validation(p, hw) if not p.empty else p
+    if v.empty:
+        return "no measured CPU points in the calibration's dtype"
+    fig, axes = _figure(ncols=2, width=5.0)
+    order = case_order(v)  # one colour per case in both panels
+    flips = v[v["case"] != v["base_case"]]
+    if not flips.empty:
+        _diagonal(flips, "predicted_ratio", "measured_ratio", "predicted ratio (variant / GPT-2)",
+                  "measured ratio (paired median)", "ratios (log-log)", ax=axes[0], log=True, order=order)
+    t = v.assign(predicted_ms=1e3 * v["predicted_s"], measured_ms=1e3 * v["latency"])
+    _diagonal(t, "predicted_ms", "measured_ms", "predicted time (ms)", "measured time (ms, median)",
+              "absolute times (log-log)", ax=axes[1], log=True, order=order)
+    fig.suptitle(f"{s['sweep'].iloc[0]}: performance model against measurement")
+    return fig
+
+
+def _diagonal(p: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, title: str, ax: object = None,
+              log: bool = False, order: list[str] | None = None, line: str = "measured = predicted") -> Figure | None:
+    fig = None
+    if ax is None:
+        fig, (ax,) = _figure(width=6.0)
+    colours = palette(order or case_order(p))
+    present = [c for c in colours if c in set(p["case"])]
+    sns.scatterplot(data=p, x=x, y=y, hue="case", style="mode", hue_order=present,
+                    palette={c: colours[c] for c in present}, ax=ax)
+    lo, hi = min(p[x].min(), p[y].min()), max(p[x].max(), p[y].max())
+    ax.plot([lo, hi], [lo, hi], color="0.5", linestyle="--", linewidth=1, label=line)
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    _legend(ax)
+    return fig
+
+
 def training_curves(q: pd.DataFrame) -> Figure | str:
     """Train and validation loss against step, mean over seeds with a 95% bootstrap band."""
     rows = q[q["metric"].isin(("train_loss", "val_loss")) & (q["mode"] == "curve") & q["step"].notna()]
@@ -283,6 +342,9 @@ FIGURES: list[Kind] = [
     Kind("decode-ratio-vs-context", "Paired decode-step ratio against context length, per n_kv_heads", "measured",
          decode_ratio_vs_context, PAIRED + " Each round decodes from fresh copies of both caches and weights; the "
          "speed table's decode ms/step is the absolute figure at the longest context."),
+    Kind("roofline", "Measured ratio against roofline ratio, every timed point", "measured", measured_vs_roofline),
+    Kind("prediction", "Performance model against measurement: ratios and absolute times", "measured",
+         predicted_vs_measured),
     Kind("training-curves", "Training curves over seeds", "quality", training_curves),
     Kind("extrapolation", "Loss against evaluation length", "quality", extrapolation),
     Kind("loss-by-position", "Loss by position", "quality", loss_by_position),

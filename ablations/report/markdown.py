@@ -15,6 +15,7 @@ import pandas as pd
 
 from ablations.report.comparison import comparison
 from ablations.report.formatting import markdown_table
+from ablations.report.roofline import roofline_section, validation_section
 from ablations.report.sections import (
     extrapolation_table,
     holm_sentence,
@@ -93,6 +94,7 @@ def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
         grid = shapes_table(s)
         if grid:
             lines += ["### Latency ratio at every shape", "", grid, ""]
+        lines += roofline_section(s)
     lines += ["### Quality", ""] + quality_section(q, *summary)
     lines += ["### Figures", ""] + figures + [""]
     return lines
@@ -135,6 +137,8 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
         c = cmp[cmp["sweep"] == sweep] if not cmp.empty else cmp
         lines += sweep_section(sweep, measured[measured["sweep"] == sweep], c, quality[quality["sweep"] == sweep],
                                summary, drawn.get(sweep, []))
+    if not measured.empty:
+        lines += ["## Performance model against measurement", ""] + validation_section(measured)[0]
     lines += ["## Full-size models, computed on the meta device", "", sizes_markdown(sizes), ""]
     lines += failures_section(bad) + HOW_TO_READ
     path = folder / REPORT

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 import pandas as pd
 import torch
 
+from ablations.config.variants import llama_like_kv_heads
 from ablations.measure.flops import per_token_forward_flops
 from ablations.report.formatting import fmt_bytes, fmt_count, fmt_flops, fmt_ratio, fmt_signed, markdown_table
 from components import ArchConfig, AttnConfig, FFNConfig, KVCache, NormConfig, PosConfig, build_lm, count_parameters
@@ -57,22 +58,6 @@ def kv_bytes_per_token(arch: ArchConfig) -> int:
     """KV-cache bytes one token adds, from a meta-device cache of the model's shape (no memory used)."""
     cache = KVCache.for_model(arch, batch_size=1, max_seq_len=1, dtype=KV_DTYPE, device="meta")
     return cache.nbytes
-
-
-def llama2_70b_group() -> int:
-    """Query heads per KV head in Llama-2-70B (64 / 8), from its preset."""
-    ref = make_preset("llama2-70b")
-    return ref.model.n_heads // ref.n_kv_heads
-
-
-def llama_like_kv_heads(n_heads: int) -> int:
-    """KV heads for a GQA counterfactual: the divisor of ``n_heads`` whose group size (query heads per KV
-    head) is closest to Llama-2-70B's; ties go to more KV heads (the milder change)."""
-    group = llama2_70b_group()
-    divisors = [k for k in range(1, n_heads + 1) if n_heads % k == 0 and k < n_heads]
-    if not divisors:
-        return n_heads
-    return min(divisors, key=lambda k: (abs(n_heads // k - group), -k))
 
 
 # --- which models -------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ DEFAULT_RULES: list[tuple[str, Rule]] = [
     ("*ppl*", Rule(HIGHER_IS_WORSE, 2.0)),
 ]
 # Properties of the machine, not of the code: reported when they moved, never a regression.
-MACHINE_METRICS = ("matmul_peak",)
+MACHINE_METRICS = ("matmul_peak", "memory_bandwidth", "call_overhead")
 MACHINE_NOTE_PCT = 20.0
 
 

@@ -31,7 +31,9 @@ def test_smoke_norm_sweep_default_model_writes_the_table(tmp_path):
     assert set(table["status"]) == {"ok"}
     expected = {"params", "param_bytes", "matmul_peak", "latency", "baseline_latency", "latency_ratio",
                 "throughput", "flops", "flop_rate", "utilisation", "activation_bytes", "kv_cache_bytes",
-                "decode_latency", "decode_latency_ratio", "prefill_latency", "prefill_latency_ratio"}
+                "decode_latency", "decode_latency_ratio", "prefill_latency", "prefill_latency_ratio",
+                "memory_bandwidth", "call_overhead", "bytes_moved", "arithmetic_intensity", "roofline_time",
+                "roofline_ratio", "bandwidth_utilisation", "kernel_calls", "sdpa_backend_calls"}
     assert expected <= set(table["metric"])
     for column in ("sweep", "variant", "params", "seed", "device", "dtype", "threads", "torch", "git_rev",
                    "pos", "norm", "ffn", "attn", "n_kv_heads", "bias", "time"):
@@ -41,6 +43,11 @@ def test_smoke_norm_sweep_default_model_writes_the_table(tmp_path):
     # Only the norm differs: parameters differ by the LayerNorm biases (3 norms x d_model).
     params = table[table.metric == "params"].set_index("variant")["value"]
     assert params["gpt2"] - params["rmsnorm"] == 3 * 1024
+    # Every timed mode and shape has its roofline ratio and bandwidth utilisation beside its measured ratio.
+    for metric in ("roofline_ratio", "bandwidth_utilisation"):
+        modes = set(table[table.metric == metric]["mode"])
+        assert modes == {"forward", "train", "decode", "prefill"}, (metric, modes)
+    assert set(table[table.metric == "sdpa_backend_calls"]["note"]) <= {"flash", "math", "memory-efficient", "cudnn"}
 
 
 @pytest.mark.parametrize("sweep,extra,variants", [

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from components import ATTENTIONS, CausalSelfAttention, KVCache, RotaryPositions
-from components.attention import sdpa
+from components import ATTENTIONS, CausalSelfAttention, KVCache, RotaryPositions, attention
+from components.attention import folded_sdpa, reference_sdpa, sdpa
 from components.positions import apply_rotation
 
 
@@ -114,15 +114,17 @@ def test_kv_cache_update_and_overflow():
         cache.update(0, k2, v2)
 
 
-@pytest.mark.parametrize("n_heads,n_kv", [(4, 4), (4, 2), (4, 1)])
-@pytest.mark.parametrize("start,t", [(0, 6), (5, 4), (7, 1), (3, 3)])
-def test_sdpa_chunk_after_prefix_is_bottom_right_causal(n_heads, n_kv, start, t):
+@pytest.mark.parametrize("n_heads,n_kv", [(4, 4), (4, 2), (4, 1), (8, 2)])
+@pytest.mark.parametrize("start,t", [(0, 6), (5, 4), (7, 1), (3, 3), (0, 1)])
+@pytest.mark.parametrize("path", [sdpa, reference_sdpa, folded_sdpa])
+def test_sdpa_chunk_after_prefix_is_bottom_right_causal(n_heads, n_kv, start, t, path):
+    """Every path (the dispatcher, the SDPA reference, the folded fast path) against the written-out formula."""
     s = start + t
     q = _x((2, n_heads, t, 8), 1)
     k, v = _x((2, n_kv, s, 8), 2), _x((2, n_kv, s, 8), 3)
     group = n_heads // n_kv
     want = manual_attention(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), start=start)
-    torch.testing.assert_close(sdpa(q, k, v, start), want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(path(q, k, v, start), want, atol=1e-5, rtol=1e-5)
     if start and t > 1:  # the top-left mask SDPA's is_causal would apply is wrong here
         top_left = torch.nn.functional.scaled_dot_product_attention(
             q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), is_causal=True
@@ -155,3 +157,41 @@ def test_kv_cache_clone_is_equal_and_independent():
     assert twin.k.data_ptr() != cache.k.data_ptr() and twin.v.data_ptr() != cache.v.data_ptr()
     twin.update(0, torch.ones(1, 2, 1, 4), torch.ones(1, 2, 1, 4))
     assert not torch.equal(twin.k, cache.k)  # writing the copy leaves the original alone
+
+
+def test_sdpa_folds_only_shared_heads_on_short_steps(monkeypatch):
+    taken = []
+    monkeypatch.setattr(attention, "folded_sdpa", lambda *a: taken.append("fold") or reference_sdpa(*a))
+    for n_kv, t in [(2, 1), (2, attention.FOLD_MAX_QUERIES), (2, attention.FOLD_MAX_QUERIES + 1), (4, 1)]:
+        taken.clear()
+        sdpa(_x((1, 4, t, 8)), _x((1, n_kv, t, 8)), _x((1, n_kv, t, 8)))
+        assert taken == (["fold"] if n_kv < 4 and t <= attention.FOLD_MAX_QUERIES else [])
+
+
+@pytest.mark.parametrize("attn,n_kv", [("mha", None), ("gqa", 2), ("mqa", None)])
+@pytest.mark.parametrize("rope", [False, True])
+def test_cached_prefill_and_decode_match_reference_path_and_naive(make_cfg, rand_params, monkeypatch, attn, n_kv,
+                                                                  rope):
+    """Prefill 6 tokens, a 3-token chunk, then 3 single-token steps: the fast path, the SDPA reference path
+    and the written-out layer on the whole sequence agree."""
+    cfg = make_cfg(attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64, pos="rope" if rope else "learned",
+                   n_layers=1)
+    layer = rand_params(CausalSelfAttention(cfg), seed=7, scale=2.0)
+    positions = RotaryPositions(cfg) if rope else None
+    x = _x((2, 12, 64), seed=8)
+    steps = [(0, 6), (6, 9), (9, 10), (10, 11), (11, 12)]
+
+    def run() -> torch.Tensor:
+        cache = KVCache.for_model(cfg, batch_size=2)
+        parts = []
+        for a, b in steps:
+            rotation = positions.rotation(b - a, a) if rope else None
+            parts.append(layer(x[:, a:b], rotation, cache))
+            cache.pos = b
+        return torch.cat(parts, dim=1)
+
+    fast = run()
+    monkeypatch.setattr(attention, "sdpa", reference_sdpa)
+    torch.testing.assert_close(fast, run(), atol=1e-5, rtol=1e-5)
+    naive = reference_attention(layer, x, positions.rotation(12, 0) if rope else None)
+    torch.testing.assert_close(fast, naive, atol=1e-5, rtol=1e-5)

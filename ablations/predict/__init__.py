@@ -1,0 +1,6 @@
+"""Carry each design choice to full-size models on named hardware: ``python -m ablations.predict``.
+
+``scenarios`` builds the flips and the work of each scenario, ``table`` predicts and formats, ``__main__``
+composes the Hydra config (``conf/predict.yaml``, groups ``hardware`` and ``model``), ``calibrate`` writes
+this machine's ``conf/hardware`` entry.
+"""

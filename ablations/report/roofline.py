@@ -1,0 +1,210 @@
+"""The roofline in the report: each timed point's measured ratio beside its roofline ratio, bandwidth use, and
+the calibrated model's predictions against what was measured.
+
+``points`` turns the long rows into one row per sweep, case, mode and shape. ``validation`` predicts every
+point with ``ablations.roofline.model.predict`` on this machine's calibration (``conf/hardware/this_machine.yaml``:
+its ceilings and efficiencies, not the run's), and sets the predicted ratio and time against the measured ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ablations.config.variants import baseline_of
+from ablations.report.formatting import fmt_pct, fmt_spread, fmt_x, markdown_table
+from ablations.report.tables import BASELINE
+from ablations.roofline.calls import kernel_calls
+from ablations.roofline.hardware import Hardware, load_hardware
+from ablations.roofline.model import predict
+from ablations.roofline.work import mode_work
+from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+
+PREFIX = {"forward": "", "train": "", "prefill": "prefill_", "decode": "decode_"}
+KEYS = ["sweep", "case", "base_case", "variant", "mode", "batch", "seq_len"]
+ARCH = ["pos", "norm", "ffn", "attn", "n_kv_heads", "n_heads", "d_model", "n_layers", "ffn_hidden", "bias", "dtype",
+        "device"]
+ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+CALIBRATION = "this_machine"
+# The issue's goals: paired ratios of compute-bound forward/train shapes within 5%; decode within 15%.
+GOALS = {"forward/train, compute-bound": 0.05, "decode": 0.15}
+
+
+def points(measured: pd.DataFrame) -> pd.DataFrame:
+    """One row per timed point: measured ratio (median, quartiles), times, roofline ratio and bound, utilisations."""
+    m = measured[measured["mode"].isin(list(PREFIX)) & measured["batch"].notna()]
+    out = []
+    for key, g in m.groupby(KEYS, sort=False, dropna=False):
+        p = PREFIX[key[4]]
+        ratio = g[g["metric"] == f"{p}latency_ratio"]
+        if ratio.empty:
+            continue
+
+        def val(metric: str, g: pd.DataFrame = g) -> float:
+            v = g.loc[g["metric"] == metric, "value"]
+            return float(v.median()) if not v.empty else np.nan
+
+        roof = g.loc[g["metric"] == "roofline_time", "note"]
+        r = dict(zip(KEYS, key, strict=True)) | {c: g[c].iloc[0] for c in ARCH}
+        r |= {"measured_ratio": float(ratio["value"].median()), "lo": float(ratio["lo"].median()),
+              "hi": float(ratio["hi"].median()), "latency": val(f"{p}latency"),
+              "baseline_latency": val(f"{p}baseline_latency"), "roofline_ratio": val("roofline_ratio"),
+              "roofline_time": val("roofline_time"),
+              "bound": str(roof.iloc[0]).split("-")[0] if not roof.empty else "",
+              "bandwidth_utilisation": val("bandwidth_utilisation"), "utilisation": val("utilisation"),
+              "bytes": val("bytes_moved"), "flops": val("flops")}
+        out.append(r)
+    return pd.DataFrame(out)
+
+
+def arch_of(r: pd.Series) -> ArchConfig:
+    """The architecture a row describes (its FFN width as measured)."""
+    heads, kv = int(r["n_heads"]), int(r["n_kv_heads"])
+    model = ModelConfig(d_model=int(r["d_model"]), n_layers=int(r["n_layers"]), n_heads=heads,
+                        max_seq_len=1 << 20, bias=bool(r["bias"]))
+    attn = AttnConfig("mha") if kv == heads else AttnConfig("gqa", kv)
+    name, _, layout = str(r["pos"]).partition("-")  # rows name RoPE with its layout: rope-half, rope-interleaved
+    pos = PosConfig(name, layout=layout) if layout else PosConfig(name)
+    return ArchConfig(model, pos, NormConfig(str(r["norm"])),
+                      FFNConfig(str(r["ffn"]), hidden_dim=int(r["ffn_hidden"])), attn)
+
+
+def calibration() -> Hardware | None:
+    return load_hardware(CALIBRATION)
+
+
+def validation(pts: pd.DataFrame, hw: Hardware) -> pd.DataFrame:
+    """Predicted ratio and time beside the measured ones, for every CPU point in the calibration's dtype."""
+    use = pts[(pts["device"] == "cpu") & (pts["dtype"] == hw.dtype)] if not pts.empty else pts
+    rows = []
+    for _, r in use.iterrows():
+        arch = arch_of(r)
+        base = baseline_of(arch)
+        mode, b, t = str(r["mode"]), int(r["batch"]), int(r["seq_len"])
+        elem = ELEMENT_BYTES[str(r["dtype"])]
+        pv = predict(mode_work(arch, mode, b, t, elem), hw, kernel_calls(arch, mode))
+        pb = predict(mode_work(base, mode, b, t, elem), hw, kernel_calls(base, mode))
+        rows.append(r.to_dict() | {"predicted_s": pv.seconds, "predicted_bound": pv.bound,
+                                   "predicted_ratio": pv.seconds / pb.seconds, "predicted_baseline_s": pb.seconds})
+    v = pd.DataFrame(rows)
+    if v.empty:
+        return v
+    v["ratio_error"] = v["predicted_ratio"] / v["measured_ratio"] - 1
+    v["time_error"] = v["predicted_s"] / v["latency"] - 1
+    v["group"] = [_group(m, bnd) for m, bnd in zip(v["mode"], v["bound"], strict=True)]
+    return v
+
+
+def _group(mode: str, bound: str) -> str:
+    if mode in ("forward", "train"):
+        return f"forward/train, {bound or 'unknown'}-bound"
+    return mode
+
+
+def error_summary(v: pd.DataFrame) -> pd.DataFrame:
+    """Median and worst |error| of ratios (variants only: the baseline's predicted ratio is 1 by construction)
+    and of absolute times (every point), per group, and whether the issue's goal for the group was met."""
+    rows = []
+    for group, g in v.groupby("group", sort=True):
+        flips = g[g["case"] != g["base_case"]]
+        ratio_err, time_err = flips["ratio_error"].abs(), g["time_error"].abs()
+        goal = GOALS.get(str(group))
+        met = "—" if goal is None or ratio_err.empty else (
+            f"{'met' if ratio_err.max() <= goal else 'missed'} (≤{100 * goal:.0f}% worst)")
+        rows.append({"points": f"{group} ({len(g)}; {len(flips)} flips)",
+                     "ratio error median": fmt_pct(ratio_err.median()) if len(flips) else "—",
+                     "ratio error worst": fmt_pct(ratio_err.max()) if len(flips) else "—",
+                     "time error median": fmt_pct(time_err.median()), "time error worst": fmt_pct(time_err.max()),
+                     "goal for ratios": met})
+    return pd.DataFrame(rows)
+
+
+def _representative(p: pd.DataFrame) -> pd.DataFrame:
+    """Per case and mode, the point with the most tokens, ties to the longer sequence (decode: the longest
+    context, largest batch there), as the speed table picks."""
+    decode = p["mode"] == "decode"
+    p = p.assign(first=np.where(decode, p["seq_len"], p["batch"] * p["seq_len"]),
+                 second=np.where(decode, p["batch"], p["seq_len"]))
+    idx = p.sort_values(["first", "second"]).groupby(["case", "mode"], sort=False).tail(1).index
+    return p.loc[idx].sort_values(["mode", "case"], key=lambda s: s.map(_order) if s.name == "mode" else s)
+
+
+def _order(mode: str) -> int:
+    return list(PREFIX).index(mode)
+
+
+def roofline_table(p: pd.DataFrame) -> str:
+    rep = _representative(p)
+    return markdown_table(pd.DataFrame({
+        "mode": rep["mode"], "variant": rep["case"],
+        "shape": [f"{int(b)}x{int(t)}" for b, t in zip(rep["batch"], rep["seq_len"], strict=True)],
+        "measured ×": [fmt_spread(*x) for x in rep[["measured_ratio", "lo", "hi"]].to_numpy()],
+        "roofline ×": rep["roofline_ratio"].map(fmt_x), "roofline bound": rep["bound"],
+        "bandwidth utilisation": rep["bandwidth_utilisation"].map(fmt_pct),
+        "FLOP utilisation": rep["utilisation"].map(fmt_pct),
+    }))
+
+
+def decode_bandwidth_table(p: pd.DataFrame) -> str | None:
+    d = p[p["mode"] == "decode"]
+    if d.empty:
+        return None
+    grid = d.pivot_table(index=["batch", "seq_len"], columns="case", values="bandwidth_utilisation", sort=False)
+    cases = sorted(grid.columns, key=lambda c: not str(c).startswith(BASELINE))
+    cells = pd.DataFrame({"batch x context": [f"{int(b)} x {int(c):,}" for b, c in grid.index]})
+    for c in cases:
+        cells[c] = grid[c].map(fmt_pct).to_numpy()
+    return markdown_table(cells)
+
+
+BYTES_MODEL = (
+    "Bytes moved (`ablations.roofline.work`): weights read once per call (a learned position table: only the rows "
+    "used), the KV cache read over every key attended and written for the new tokens, and activations: inputs and "
+    "outputs of each linear layer and norm, Q in and output out of attention (scores stay on chip; elementwise ops "
+    "are not counted); a training step is 3x the forward. Roofline time = max(FLOPs / matmul peak, bytes / "
+    "bandwidth) at this run's measured ceilings; bandwidth utilisation = bytes / measured time / bandwidth."
+)
+
+
+def roofline_section(s: pd.DataFrame) -> list[str]:
+    """One sweep's measured ratios against roofline ratios, and bandwidth utilisation at every decode point."""
+    p = points(s)
+    if p.empty or p["roofline_ratio"].isna().all():
+        return ["No roofline rows in this sweep (timing was skipped, or the run predates them).", ""]
+    lines = ["### Measured against roofline", "", BYTES_MODEL, "", "Ratio = variant / GPT-2 baseline at the same "
+             "shape: measured (paired, median [p25, p75]) against the roofline's; where they differ, the design "
+             "choice moved FLOPs or bytes by the roofline's amount and this machine's kernels turned it into the "
+             "measured time.", "", roofline_table(p), ""]
+    grid = decode_bandwidth_table(p)
+    if grid:
+        lines += ["Bandwidth utilisation at every decode point (bytes moved / time / this run's bandwidth):", "",
+                  grid, ""]
+    return lines
+
+
+def validation_section(measured: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
+    """The prediction against every measured point, and the frame for the figure."""
+    hw = calibration()
+    pts = points(measured)
+    if hw is None:
+        return [f"No `conf/hardware/{CALIBRATION}.yaml`: run `python -m ablations.predict.calibrate` to validate "
+                "the performance model on this machine.", ""], pd.DataFrame()
+    v = validation(pts, hw) if not pts.empty else pd.DataFrame()
+    if v.empty:
+        return [f"No measured CPU {hw.dtype} points to validate the performance model against.", ""], v
+    lines = [
+        f"Every measured point predicted by `ablations.roofline.model.predict` with this machine's calibration "
+        f"({hw.source}): each part of the model (matrix products, attention, norms) at its own bound, plus "
+        f"per-call overhead. Error = predicted / measured − 1. Ratios are paired measurements (the baseline's A/A "
+        f"spread in the speed table is their noise floor); absolute times move with machine load between points "
+        f"(by about 25% on a quiet run of this 2-core machine) and between the run and the calibration, and the time "
+        f"errors include that drift.", "", markdown_table(error_summary(v)), "",
+    ]
+    worst = v.loc[v["ratio_error"].abs().sort_values(ascending=False).index].head(8)
+    lines += ["Largest ratio errors:", "", markdown_table(pd.DataFrame({
+        "sweep": worst["sweep"], "variant": worst["case"], "mode": worst["mode"],
+        "shape": [f"{int(b)}x{int(t)}" for b, t in zip(worst["batch"], worst["seq_len"], strict=True)],
+        "measured ×": worst["measured_ratio"].map(fmt_x), "predicted ×": worst["predicted_ratio"].map(fmt_x),
+        "predicted bound": worst["predicted_bound"], "error": worst["ratio_error"].map(lambda e: f"{100 * e:+.1f}%"),
+    })), ""]
+    return lines, v

@@ -1,0 +1,68 @@
+"""A machine as the performance model sees it: ceilings, efficiencies, and where each number comes from.
+
+Read from ``conf/hardware/*.yaml`` (datasheets, or ``python -m ablations.predict.calibrate`` for this
+machine). Ceilings are what the hardware can do at best (datasheet peaks, or this machine's best measured
+round); efficiencies are the fractions of them that real kernels of each kind reach, measured by the
+calibration or taken from a cited publication. Every prediction names the ``source`` of both.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    # Dense matrix-multiply peak (FLOP/s) in the dtype predicted, and memory bandwidth (bytes/s).
+    peak_flops: float
+    bandwidth: float
+    # Device memory (bytes) for the largest batch that fits.
+    memory_bytes: float
+    # Fixed cost of one kernel call (s): Python, dispatch and launch.
+    call_overhead: float
+    # GPUs launch asynchronously, so call overhead hides behind kernels longer than it; a CPU pays it in line.
+    overlapped_calls: bool
+    # Achieved fraction of peak_flops by matrix products with N rows (N = tokens per call), as
+    # [[N, fraction], ...] sorted by N; one entry means the same fraction at every N.
+    matmul_efficiency: list[list[float]]
+    # Achieved fraction of bandwidth by weight-streaming matrix products and norms.
+    memory_efficiency: float
+    # Attention: fraction of bandwidth reading the KV cache, and of peak_flops in its products.
+    attention_memory_efficiency: float
+    attention_compute_efficiency: float
+    dtype: str
+    source: str
+    efficiency_source: str
+    measured: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Hardware:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def matmul_fraction(self, rows: int) -> float:
+        """Efficiency at ``rows`` tokens: interpolated in log(rows) between calibrated points, clamped at the ends."""
+        points = sorted(self.matmul_efficiency)
+        xs = [p[0] for p in points]
+        i = bisect.bisect_left(xs, rows)
+        if i == 0:
+            return points[0][1]
+        if i == len(points):
+            return points[-1][1]
+        (x0, y0), (x1, y1) = points[i - 1], points[i]
+        w = (math.log(rows) - math.log(x0)) / (math.log(x1) - math.log(x0))
+        return y0 + w * (y1 - y0)
+
+
+def load_hardware(name: str, folder: Path | None = None) -> Hardware | None:
+    """``conf/hardware/<name>.yaml`` as a ``Hardware``; None when there is no such file."""
+    from ablations.roofline import HARDWARE_DIR
+
+    path = (folder or HARDWARE_DIR) / f"{name}.yaml"
+    return Hardware.from_dict(yaml.safe_load(path.read_text())) if path.is_file() else None

@@ -1,0 +1,70 @@
+"""The roofline, the calibrated prediction and the kernel count."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from ablations.roofline import calls
+from ablations.roofline.hardware import Hardware
+from ablations.roofline.model import predict, roofline_bound, roofline_time
+from ablations.roofline.work import Work
+from components import ArchConfig, AttnConfig, ModelConfig, PosConfig
+
+WORK = Work(linear_flops=600, attention_flops=400, weight_bytes=100, linear_activation_bytes=0,
+            attention_activation_bytes=0, norm_bytes=20, kv_read_bytes=30, kv_write_bytes=10, tokens=4)
+
+
+def hardware(**change: object) -> Hardware:
+    base = dict(name="test", peak_flops=100.0, bandwidth=10.0, memory_bytes=1e9, call_overhead=0.5,
+                overlapped_calls=False, matmul_efficiency=[[1, 0.5]], memory_efficiency=1.0,
+                attention_memory_efficiency=1.0, attention_compute_efficiency=1.0, dtype="float32",
+                source="made up", efficiency_source="made up")
+    return Hardware(**{**base, **change})
+
+
+def test_roofline_is_the_larger_of_compute_and_memory():
+    assert WORK.flops == 1000 and WORK.bytes == 160
+    assert roofline_time(WORK, 100.0, 10.0) == 16.0 and roofline_bound(WORK, 100.0, 10.0) == "memory"
+    assert roofline_time(WORK, 10.0, 100.0) == 100.0 and roofline_bound(WORK, 10.0, 100.0) == "compute"
+
+
+def test_prediction_sums_parts_each_at_its_own_bound():
+    # Linear: 600 / (100 x 0.5) = 12 s compute vs 100 / 10 = 10 s memory -> 12 compute. Attention: 400 / 100 =
+    # 4 s vs 40 / 10 = 4 s -> compute (ties go to compute). Norms 2 s memory. Overhead 3 calls x 0.5 s.
+    p = predict(WORK, hardware(), calls=3)
+    assert (p.compute_s, p.memory_s, p.overhead_s) == (16.0, 2.0, 1.5)
+    assert p.seconds == 19.5 and p.bound == "compute"
+    gpu = predict(WORK, hardware(overlapped_calls=True), calls=3)
+    assert gpu.seconds == 18.0
+    assert predict(WORK, hardware(overlapped_calls=True), calls=100).bound == "per-call overhead"
+    slow_memory = predict(WORK, hardware(memory_efficiency=0.1, attention_memory_efficiency=0.1), calls=0)
+    assert slow_memory.bound == "memory" and slow_memory.memory_s == 100 + 40 + 20
+
+
+def test_matmul_efficiency_interpolates_in_log_rows():
+    hw = hardware(matmul_efficiency=[[1, 0.1], [100, 0.5], [10000, 0.9]])
+    assert hw.matmul_fraction(1) == 0.1 and hw.matmul_fraction(10) == pytest.approx(0.3)
+    assert hw.matmul_fraction(0) == 0.1 and hw.matmul_fraction(10**6) == 0.9
+
+
+@pytest.mark.parametrize("mode", ["forward", "train", "decode", "prefill"])
+@pytest.mark.parametrize("arch", [ArchConfig(ModelConfig(d_model=16, n_layers=3, n_heads=4, max_seq_len=16)),
+                                  ArchConfig(ModelConfig(d_model=16, n_layers=3, n_heads=4, max_seq_len=16),
+                                             PosConfig("rope"), attn=AttnConfig("gqa", 2))])
+def test_kernel_calls_extrapolate_to_the_counted_deep_model(mode, arch):
+    # Counted from 1- and 2-layer replicas; a 3-layer model counted directly must agree.
+    assert calls.kernel_calls(arch, mode) == calls._count(arch, mode)
+    deeper = dataclasses.replace(arch, model=dataclasses.replace(arch.model, n_layers=4))
+    assert calls.kernel_calls(deeper, mode) > calls.kernel_calls(arch, mode)
+
+
+def test_kernel_count_ignores_views():
+    counter = calls._OpCounter()
+    x = torch.randn(4, 4)
+    with counter:
+        x.view(16).transpose(0, 0)
+        torch.add(x, x)
+    assert counter.count == 1
