@@ -113,9 +113,9 @@ def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace,
                       warmup=args.warmup)
     iv = median_interval(timed.ratios, confidence)
     row.update(ratio=iv.median, lo=iv.lo, hi=iv.hi, coverage=iv.coverage, verdict=verdict(iv, args.threshold / 100),
-               base_median_s=median_interval(timed.base).median, head_median_s=median_interval(timed.head).median,
+               base_median_s=median_interval(timed.b).median, head_median_s=median_interval(timed.a).median,
                ratios=timed.ratios, cpu_share=timed.cpu_share)
-    return row, {"base": timed.base, "head": timed.head}
+    return row, {"base": timed.b, "head": timed.a}
 
 
 def count_instructions(rows: list[dict], base: Tree, head: Tree, args: argparse.Namespace, out: Path) -> str:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from scipy import stats
 
-from ablations.measure.timing import time_paired
+from ablations.measure.timing import PairedTiming, time_paired
 from ablations.regress.cases import Subject
 
 CONFIDENCE = 0.95
@@ -68,23 +68,11 @@ def verdict(interval: Interval, threshold: float) -> str:
     return "unchanged"
 
 
-@dataclass
-class Timed:
-    """One case's rounds: seconds per call of each side, and each round's CPU share (load indicator)."""
-
-    head: list[float]
-    base: list[float]
-    cpu_share: list[float] = field(default_factory=list)
-
-    @property
-    def ratios(self) -> list[float]:
-        return [h / b for h, b in zip(self.head, self.base, strict=True)]
-
-
-def time_case(head: Subject, base: Subject, *, rounds: int, min_run_time: float, warmup: int) -> Timed:
+def time_case(head: Subject, base: Subject, *, rounds: int, min_run_time: float, warmup: int) -> PairedTiming:
     """What the code costs, not how often a neighbour preempted it: with one torch thread each call is timed
     in this thread's CPU time (``time.thread_time``), and each round's figure per side is its fastest block.
-    With more threads the work leaves this thread, so wall time is used (and load shows)."""
+    With more threads the work leaves this thread, so wall time is used (and load shows). ``a`` is the head,
+    ``b`` the base."""
     clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
     subjects = (head, base)
 
@@ -92,7 +80,5 @@ def time_case(head: Subject, base: Subject, *, rounds: int, min_run_time: float,
         for i in order:
             subjects[i].renew()
 
-    paired = time_paired(head.call, base.call, rounds=rounds, min_run_time=min_run_time, warmup=warmup,
-                         device=torch.device("cpu"), prepare=fresh_memory, statistic="min",
-                         clock=clock)
-    return Timed(paired.a, paired.b, paired.cpu_share)
+    return time_paired(head.call, base.call, rounds=rounds, min_run_time=min_run_time, warmup=warmup,
+                       device=torch.device("cpu"), prepare=fresh_memory, statistic="min", clock=clock)
