@@ -86,7 +86,7 @@ BAD_INPUT = {
         ["+sweep=norm", "+profile.round=3"],
         "Could not add '+profile.round=3'; Key 'round' not in 'ProfileConfig' (allowed keys: name, shapes, rounds, "
         "min_run_time, warmup, decode_contexts, decode_batch_sizes, decode_rounds, prefill_max_tokens, "
-        "peak_matmul_n, forward, train_step, decode, flops, memory)"),
+        "peak_matmul_n, bandwidth_buffer_mib, forward, train_step, decode, flops, memory)"),
     "sweep folder that cannot be created": (
         ["+sweep=norm", "hydra.sweep.dir=/proc/x"],
         "hydra.sweep.dir=/proc/x: cannot create the output folder (No such file or directory)"),
