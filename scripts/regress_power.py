@@ -31,14 +31,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+import components  # noqa: E402
+from ablations.measure.flops import analytic_forward_flops  # noqa: E402
+from ablations.regress.cases import BLOCK_SHAPE, D_MODEL, arch  # noqa: E402
 from ablations.regress.paired import case_confidence, median_interval  # noqa: E402
+
+# The GPT-2 block's forward FLOPs per token at the check's block shape (d=512, 1x256).
+BLOCK_FLOPS = analytic_forward_flops(arch(components), *BLOCK_SHAPE) // (BLOCK_SHAPE[0] * BLOCK_SHAPE[1])
 
 THRESHOLDS = (1.0, 2.0, 3.0, 5.0, 10.0)
 BLOCK = "components/block.py"
-# Block FLOPs per token at the suite's shape, forward, from ablations.measure.flops (d=512, T=256, GPT-2 block):
-# 24 d^2 for the linear layers plus 4 T d for attention's two products (causal counted in full).
-D, T = 512, 256
-BLOCK_FLOPS = 24 * D * D + 4 * T * D
 
 
 def git(*args: str, cwd: Path = REPO) -> str:
@@ -64,7 +66,7 @@ def inject(worktree: Path, width: int) -> None:
 
 def width_for(pct: float) -> int:
     """Columns of the two extra (T x d) @ (d x w) products that cost ``pct``% of the block's forward FLOPs."""
-    return max(1, round(pct / 100 * BLOCK_FLOPS / (4 * D)))
+    return max(1, round(pct / 100 * BLOCK_FLOPS / (4 * D_MODEL)))
 
 
 def check(worktree: Path, out: Path, extra: list[str]) -> dict:

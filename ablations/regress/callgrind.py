@@ -44,8 +44,8 @@ def start(root: Path, names: list[str], out: Path, number: int = DEFAULT_NUMBER)
            f"--callgrind-out-file={out}/callgrind.out", sys.executable, "-m", "ablations.regress.callgrind",
            str(root), str(out), str(number), *names]
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    log = (out / "valgrind.log").open("w")
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=Path(__file__).parents[2])
+    with (out / "valgrind.log").open("w") as log:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=Path(__file__).parents[2])
 
 
 def finish(proc: subprocess.Popen, out: Path) -> dict[str, float]:

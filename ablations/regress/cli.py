@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import statistics
 import sys
 import tempfile
 import time
@@ -113,7 +114,7 @@ def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace,
                       warmup=args.warmup)
     iv = median_interval(timed.ratios, confidence)
     row.update(ratio=iv.median, lo=iv.lo, hi=iv.hi, coverage=iv.coverage, verdict=verdict(iv, args.threshold / 100),
-               base_median_s=median_interval(timed.b).median, head_median_s=median_interval(timed.a).median,
+               base_median_s=statistics.median(timed.b), head_median_s=statistics.median(timed.a),
                ratios=timed.ratios, cpu_share=timed.cpu_share)
     return row, {"base": timed.b, "head": timed.a}
 
@@ -149,14 +150,24 @@ def intended(head: Tree) -> str | None:
     return head.revision[:12] if INTENDED_MARKER in message and "+" not in head.revision else None
 
 
+def writable(out: Path) -> Path:
+    """The report folder, created and proven writable before any timing (a setup problem otherwise)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=out).close()
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write the reports there ({exc.strerror or exc})") from None
+    return out
+
+
 def run_check(args: argparse.Namespace) -> int:
     started = time.monotonic()
     cases = chosen_cases(args)
     confidence = case_confidence(len(cases))
-    out = args.out or DEFAULT_OUT / time.strftime("%Y-%m-%d_%H-%M-%S")
     with tempfile.TemporaryDirectory(prefix="regress-base-") as tmp:
         base = base_tree(args.base, Path(tmp)).load()
         head = head_tree().load()
+        out = writable(args.out or DEFAULT_OUT / time.strftime("%Y-%m-%d_%H-%M-%S"))
         torch.set_num_threads(args.threads)
         print(f"{PROG}: {len(cases)} case(s), head {head.revision[:12]} vs base {base.revision[:12]} "
               f"({args.base}), {args.rounds} paired rounds each", file=sys.stderr)

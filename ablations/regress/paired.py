@@ -7,8 +7,8 @@ the round's head/base ratio. The headline is the median of those ratios with a d
 neighbour process spoiled moves it by at most one rank.
 
 One check asks the same question of every case, so the 95% is family-wise: each case's interval is at
-1 - 0.05 / cases (Bonferroni). At 95% per case, 48 cases of identical code gave a false alarm in one of ten
-runs here (a memory-bound decode step whose rounds moved by ±20% beside other jobs).
+1 - 0.05 / cases (Bonferroni). At 95% per case, 48 cases of identical code gave a false alarm in two of
+twenty runs here (a memory-bound decode step whose rounds moved by ±20% beside other jobs).
 """
 
 from __future__ import annotations

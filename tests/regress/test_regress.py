@@ -148,6 +148,16 @@ def test_setup_problems_are_one_line_and_exit_2(args, message, capsys):
     assert captured.out == ""  # nothing was timed
 
 
+def test_a_report_folder_that_cannot_be_written_is_a_setup_problem(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert cli.main(["HEAD", "-k", "norm/rmsnorm/forward", "--out", str(blocker)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines()[-1] == (f"python -m ablations.regress: error: --out {blocker}: cannot "
+                                                    "write the reports there (File exists)")
+    assert captured.out == ""
+
+
 def test_the_command_exits_2_with_one_line():
     proc = subprocess.run([*PROG, "no-such-rev"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 2
