@@ -29,7 +29,7 @@ from ablations.config.schema import DataConfig, ModelSizes, ProfileConfig, RunCo
 from ablations.errors import Fault, UsageError, os_error_line
 from ablations.results.durable import probe_folder
 from ablations.runner import check_point
-from components.config import AttnConfig, FFNConfig, NormConfig, PosConfig
+from components.config import AttnConfig, BiasConfig, FFNConfig, NormConfig, PosConfig
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
@@ -41,7 +41,7 @@ register_configs()
 _NOISE = ("object_type=", "reference_type=", "Set the environment", "provider=", "path=", "full_key:",
           "To append to your config")
 _SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, PosConfig, NormConfig, FFNConfig, AttnConfig,
-                                          ProfileConfig, TrainConfig, DataConfig)}
+                                          BiasConfig, ProfileConfig, TrainConfig, DataConfig)}
 
 
 def one_line(exc: BaseException) -> str:

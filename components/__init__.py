@@ -16,6 +16,7 @@ from components.block import Block
 from components.config import (
     ArchConfig,
     AttnConfig,
+    BiasConfig,
     ConfigError,
     FFNConfig,
     ModelConfig,
@@ -61,6 +62,7 @@ __all__ = [
     "PRESETS",
     "ArchConfig",
     "AttnConfig",
+    "BiasConfig",
     "Block",
     "CausalSelfAttention",
     "ConfigError",

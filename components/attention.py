@@ -96,7 +96,7 @@ class CausalSelfAttention(nn.Module):
 
     def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
         super().__init__()
-        d, bias = cfg.model.d_model, cfg.model.bias
+        d, bias = cfg.model.d_model, cfg.bias.enabled
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.model.n_heads, cfg.n_kv_heads, cfg.head_dim
         self.layer = layer
         # Separate projections (Llama's wq/wk/wv) so GQA's smaller K/V weights are visible in counts.

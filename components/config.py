@@ -17,15 +17,13 @@ class ConfigError(ValueError):
 
 @dataclass
 class ModelConfig:
-    """Sizes and the settings that are not one of the four choices (kept fixed within a sweep)."""
+    """Sizes and the settings that are not one of the five choices (kept fixed within a sweep)."""
 
     d_model: int = 768
     n_layers: int = 2
     n_heads: int = 12
     max_seq_len: int = 1024
     vocab_size: int = 256
-    # GPT-2 has a bias on every linear layer, Llama-2 on none; not one of the four choices.
-    bias: bool = True
     tie_embeddings: bool = True
     # GPT-2/nanoGPT init: N(0, init_std), residual projections scaled by 1/sqrt(2 n_layers).
     init_std: float = 0.02
@@ -64,12 +62,28 @@ class AttnConfig:
 
 
 @dataclass
+class BiasConfig:
+    """The additive bias of every linear layer: GPT-2 has one (``on``), Llama-2 none (``off``).
+
+    LayerNorm's shift is part of LayerNorm's definition and stays with ``norm=layernorm``; RMSNorm has none.
+    So ``bias=off`` with LayerNorm is "no linear biases", and the norm sweep keeps measuring only the norm.
+    """
+
+    name: str = "on"  # on | off
+
+    @property
+    def enabled(self) -> bool:
+        return self.name == "on"
+
+
+@dataclass
 class ArchConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     pos: PosConfig = field(default_factory=PosConfig)
     norm: NormConfig = field(default_factory=NormConfig)
     ffn: FFNConfig = field(default_factory=FFNConfig)
     attn: AttnConfig = field(default_factory=AttnConfig)
+    bias: BiasConfig = field(default_factory=BiasConfig)
 
     @property
     def head_dim(self) -> int:
@@ -110,6 +124,8 @@ class ArchConfig:
                 raise ConfigError(f"pos.layout={self.pos.layout!r} is not allowed; choose one of: half, interleaved")
             if self.pos.theta <= 0:
                 raise ConfigError(f"pos.theta={self.pos.theta} must be > 0")
+        if self.bias.name not in ("on", "off"):
+            raise ConfigError(f"bias.name={self.bias.name!r} is not allowed; choose one of: on, off")
         if self.norm.eps <= 0:
             raise ConfigError(f"norm.eps={self.norm.eps} must be > 0")
         if self.ffn.hidden_dim is not None and self.ffn.hidden_dim < 1:

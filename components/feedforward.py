@@ -23,7 +23,7 @@ class GeluMLP(nn.Module):
 
     def __init__(self, cfg: ArchConfig) -> None:
         super().__init__()
-        d, h, bias = cfg.model.d_model, cfg.ffn_hidden, cfg.model.bias
+        d, h, bias = cfg.model.d_model, cfg.ffn_hidden, cfg.bias.enabled
         self.up = nn.Linear(d, h, bias=bias)
         self.down = nn.Linear(h, d, bias=bias)
 
@@ -37,7 +37,7 @@ class SwiGLU(nn.Module):
 
     def __init__(self, cfg: ArchConfig) -> None:
         super().__init__()
-        d, h, bias = cfg.model.d_model, cfg.ffn_hidden, cfg.model.bias
+        d, h, bias = cfg.model.d_model, cfg.ffn_hidden, cfg.bias.enabled
         self.gate = nn.Linear(d, h, bias=bias)  # Llama w1
         self.up = nn.Linear(d, h, bias=bias)  # Llama w3
         self.down = nn.Linear(h, d, bias=bias)  # Llama w2

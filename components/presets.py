@@ -6,18 +6,19 @@ Llama-2: Touvron et al. 2023 and Meta's ``params.json`` (vocab 32000, context 40
 
 from __future__ import annotations
 
-from components.config import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from components.config import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
 
 
 def gpt2(d_model: int, n_layers: int, n_heads: int) -> ArchConfig:
     return ArchConfig(
         model=ModelConfig(
-            d_model, n_layers, n_heads, max_seq_len=1024, vocab_size=50257, bias=True, tie_embeddings=True
+            d_model, n_layers, n_heads, max_seq_len=1024, vocab_size=50257, tie_embeddings=True
         ),
         pos=PosConfig("learned"),
         norm=NormConfig("layernorm", eps=1e-5),
         ffn=FFNConfig("gelu"),
         attn=AttnConfig("mha"),
+        bias=BiasConfig("on"),
     )
 
 
@@ -31,12 +32,13 @@ def llama2(
 ) -> ArchConfig:
     return ArchConfig(
         model=ModelConfig(
-            d_model, n_layers, n_heads, max_seq_len=4096, vocab_size=32000, bias=False, tie_embeddings=False
+            d_model, n_layers, n_heads, max_seq_len=4096, vocab_size=32000, tie_embeddings=False
         ),
         pos=PosConfig("rope", theta=10000.0, layout="interleaved"),
         norm=NormConfig("rmsnorm", eps=1e-5),
         ffn=FFNConfig("swiglu", multiple_of=multiple_of, multiplier=multiplier),
         attn=AttnConfig("gqa", n_kv_heads) if n_kv_heads else AttnConfig("mha"),
+        bias=BiasConfig("off"),
     )
 
 

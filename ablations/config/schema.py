@@ -14,7 +14,7 @@ from enum import StrEnum
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from components.config import AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from components.config import AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
 
 
 @dataclass
@@ -55,7 +55,7 @@ class ProfileConfig:
 
 @dataclass
 class TrainConfig:
-    """The quality run (``ablations.quality``): a small byte-level LM with the point's four choices, trained
+    """The quality run (``ablations.quality``): a small byte-level LM with the point's five choices, trained
     once per seed. ``model`` stays the measurement model; these are the quality model's own sizes."""
 
     name: str = MISSING
@@ -118,6 +118,7 @@ class RunConfig:
     norm: NormConfig = field(default_factory=NormConfig)
     ffn: FFNConfig = field(default_factory=FFNConfig)
     attn: AttnConfig = field(default_factory=AttnConfig)
+    bias: BiasConfig = field(default_factory=BiasConfig)
     profile: ProfileConfig = field(default_factory=ProfileConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     data: DataConfig = field(default_factory=DataConfig)
@@ -153,6 +154,7 @@ def register_configs() -> None:
         ("norm", NormConfig),
         ("ffn", FFNConfig),
         ("attn", AttnConfig),
+        ("bias", BiasConfig),
         ("profile", ProfileConfig),
         ("train", TrainConfig),
     ):

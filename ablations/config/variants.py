@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from omegaconf import DictConfig, OmegaConf
 
-from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
 from components import preset as make_preset
 
 
@@ -24,6 +24,7 @@ def arch_from(cfg: DictConfig) -> ArchConfig:
         norm=NormConfig(**OmegaConf.to_container(cfg.norm, resolve=True)),
         ffn=FFNConfig(**OmegaConf.to_container(cfg.ffn, resolve=True)),
         attn=AttnConfig(**OmegaConf.to_container(cfg.attn, resolve=True)),
+        bias=BiasConfig(**OmegaConf.to_container(cfg.bias, resolve=True)),
     )
     return match_params(arch) if cfg.get("match_params") else arch
 
@@ -37,41 +38,51 @@ def match_params(arch: ArchConfig) -> ArchConfig:
     """
     arch.validate()
     m = arch.model
-    removed = 2 * (m.d_model + int(m.bias)) * (m.n_heads - arch.n_kv_heads) * arch.head_dim
+    bias = int(arch.bias.enabled)
+    removed = 2 * (m.d_model + bias) * (m.n_heads - arch.n_kv_heads) * arch.head_dim
     if removed == 0:
         return arch
     swiglu = arch.ffn.name == "swiglu"
-    per_unit = (3 if swiglu else 2) * m.d_model + (2 if swiglu else 1) * int(m.bias)
+    per_unit = (3 if swiglu else 2) * m.d_model + (2 if swiglu else 1) * bias
     return replace(arch, ffn=replace(arch.ffn, hidden_dim=arch.ffn_hidden + round(removed / per_unit)))
 
 
 def baseline_of(arch: ArchConfig) -> ArchConfig:
     """The GPT-2 block at the same sizes: every choice at its GPT-2 value (the dataclass defaults)."""
-    return ArchConfig(model=arch.model, pos=PosConfig(), norm=NormConfig(), ffn=FFNConfig(), attn=AttnConfig())
+    return ArchConfig(model=arch.model, pos=PosConfig(), norm=NormConfig(), ffn=FFNConfig(), attn=AttnConfig(),
+                      bias=BiasConfig())
 
 
 def variant_label(arch: ArchConfig, matched: bool = False) -> str:
-    """A name that says what differs from the GPT-2 baseline: ``gpt2``, ``rmsnorm``, ``gqa2``, ``llama2``.
+    """A name that says what differs from the GPT-2 baseline: ``gpt2``, ``rmsnorm``, ``gqa2``, ``nobias``,
+    ``llama2``.
 
-    Three of the four at Llama-2's values name the Llama-2 block and the odd one out: ``llama2-learned``,
-    ``llama2-layernorm``, ``llama2-gelu``, ``llama2-mha`` (the leave-one-out points), ``llama2-mqa``.
-    ``matched`` (``match_params``) adds ``-matched`` where it widened the FFN.
+    Four of the five at Llama-2's values name the Llama-2 block and the odd one out: ``llama2-learned``,
+    ``llama2-layernorm``, ``llama2-gelu``, ``llama2-mha`` (or ``-mqa``), ``llama2-bias`` (the leave-one-out
+    points). Tied embeddings are GPT-2's and untied Llama-2's: a block of the Llama-2 family (four or five
+    choices) with tied embeddings gets ``-tied``, any other with untied ones ``-untied``. ``matched``
+    (``match_params``) adds ``-matched`` where it widened the FFN.
     """
     kv, heads = arch.n_kv_heads, arch.model.n_heads
     attn = "mha" if kv == heads else "mqa" if kv == 1 else f"gqa{kv}"
     suffix = "-matched" if matched and kv < heads else ""
     llama = {"pos": arch.pos.name == "rope", "norm": arch.norm.name == "rmsnorm", "ffn": arch.ffn.name == "swiglu",
-             "attn": attn.startswith("gqa")}
+             "attn": attn.startswith("gqa"), "bias": not arch.bias.enabled}
+    family = sum(llama.values()) >= 4
+    if family == arch.model.tie_embeddings:
+        suffix = ("-tied" if family else "-untied") + suffix
     if all(llama.values()):
         return "llama2" + suffix
-    if sum(llama.values()) == 3:
+    if family:
         odd = next(k for k, is_llama in llama.items() if not is_llama)
-        return f"llama2-{attn if odd == 'attn' else getattr(arch, odd).name}" + suffix
+        name = {"attn": attn, "bias": "bias"}.get(odd) or getattr(arch, odd).name
+        return f"llama2-{name}" + suffix
     parts = [
         arch.pos.name if arch.pos.name != "learned" else "",
         arch.norm.name if arch.norm.name != "layernorm" else "",
         arch.ffn.name if arch.ffn.name != "gelu" else "",
         attn if attn != "mha" else "",
+        "nobias" if not arch.bias.enabled else "",
     ]
     changed = [p for p in parts if p]
     return ("+".join(changed) if changed else "gpt2") + suffix

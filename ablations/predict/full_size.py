@@ -21,7 +21,7 @@ from components import ModelConfig
 
 MODELS = ("llama2_7b", "llama2_70b")
 CHOICES = {"rope": "learned → RoPE", "rmsnorm": "LayerNorm → RMSNorm", "swiglu": "GELU → SwiGLU",
-           "gqa": "MHA → GQA", "llama2": "all four (Llama-2 block)"}
+           "gqa": "MHA → GQA", "nobias": "biases → none", "llama2": "all five (Llama-2 block)"}
 
 
 def ratios(model: str, hardware: str = "h100_sxm") -> tuple[pd.DataFrame, Hardware]:

@@ -1,4 +1,4 @@
-"""The quality model: the point's four choices on the small model that ``train`` sizes.
+"""The quality model: the point's five choices on the small model that ``train`` sizes.
 
 ``model`` is the measurement model (one d=1024 block by default); training that on a 2-core CPU would take
 hours, so the quality run keeps the choices and swaps the sizes. Bias, tied embeddings and init are not
@@ -40,7 +40,7 @@ def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     model = ModelConfig(
         d_model=int(tc.d_model), n_layers=int(tc.n_layers), n_heads=int(tc.n_heads),
         max_seq_len=context if arch.pos.name == "learned" else longest, vocab_size=256,
-        bias=arch.model.bias, tie_embeddings=arch.model.tie_embeddings, init_std=arch.model.init_std,
+        tie_embeddings=arch.model.tie_embeddings, init_std=arch.model.init_std,
     )
     if arch.attn.name == "gqa" and arch.n_kv_heads < arch.model.n_heads:
         kv = tc.n_kv_heads if tc.n_kv_heads is not None else map_kv_heads(arch.n_kv_heads, arch.model.n_heads,
@@ -48,7 +48,8 @@ def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
         attn = AttnConfig("gqa", int(kv))
     else:  # MHA (or GQA with every head its own KV head) and MQA carry over by name
         attn = AttnConfig("mha" if arch.attn.name == "gqa" else arch.attn.name)
-    q = ArchConfig(model, replace(arch.pos), replace(arch.norm), replace(arch.ffn, hidden_dim=None), attn)
+    q = ArchConfig(model, replace(arch.pos), replace(arch.norm), replace(arch.ffn, hidden_dim=None), attn,
+                   replace(arch.bias))
     if bool(cfg.match_params):
         q = match_params(q)
     return q

@@ -42,14 +42,15 @@ from ablations.quality.inference import (
 # The variant each sweep compares against; any other sweep compares against the GPT-2 block.
 BASELINES = {"leave_one_out": "llama2"}
 DEFAULT_BASELINE = "gpt2"
-# How many of the four choices are Llama-2's, from the row's columns (the ladder's rung).
+# How many of the five choices are Llama-2's, from the row's columns (the ladder's rung).
 LLAMA = {"pos": "rope", "norm": "rmsnorm", "ffn": "swiglu"}
 
 
 def _rung(row: pd.Series) -> int:
-    """How many of the four choices are at Llama-2's value (0 = GPT-2 block, 4 = Llama-2 block)."""
+    """How many of the five choices are at Llama-2's value (0 = GPT-2 block, 5 = Llama-2 block)."""
     llama = sum(str(row[k]).startswith(v) for k, v in LLAMA.items())
-    return llama + int(row["n_kv_heads"] < row["n_heads"] and row["attn"] == "gqa")
+    no_bias = str(row["bias"]).lower() != "true"  # a bool, or its text once read back from results.csv
+    return llama + int(row["n_kv_heads"] < row["n_heads"] and row["attn"] == "gqa") + int(no_bias)
 
 
 def _by_seed(rows: pd.DataFrame) -> dict[int, float]:

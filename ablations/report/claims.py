@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ablations.config.variants import llama2_70b_group
-from ablations.report.formatting import fmt_bytes, fmt_p, fmt_verdict
+from ablations.report.formatting import fmt_bytes, fmt_p, fmt_verdict, is_true
 from ablations.report.sizes import kv_70b
 
 # Published figures, quoted from DESIGN.md's reference table. Not measured here.
@@ -25,12 +25,17 @@ PUBLISHED = {
     "gqa": [("arithmetic, Llama-2-70B fp16 at 4096 tokens", "GQA-8: 1.25 GiB; MHA: 10 GiB"),
             ("Ainslie et al. 2023, Table 1",
              "time/sample MHA-XXL 1.51 s, GQA-8 0.28 s, MQA 0.24 s; score 47.2 / 47.1 / 46.6")],
+    "bias": [("Chowdhery et al. 2022 (PaLM), §2",
+              "no biases in dense kernels or layer norms: \"increased training stability for large models\" "
+              "(no loss figure)"),
+             ("Touvron et al. 2023 (Llama-2)", "no biases; the effect is not ablated")],
 }
 CLAIMS = {
     "rope": "RoPE extends to longer contexts more gracefully",
     "rmsnorm": "RMSNorm performs as well as LayerNorm at lower cost",
     "swiglu": "SwiGLU improves perplexity per FLOP",
     "gqa": "GQA cuts the KV cache 8× at 70B and speeds long-context decode",
+    "bias": "Linear layers need no bias: dropping them costs no quality and saves parameters and time",
 }
 NOT_MEASURED = "not measured in this run"
 
@@ -43,6 +48,7 @@ def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame |
         ("rmsnorm", *rmsnorm(cmp, quality)),
         ("swiglu", *swiglu(cmp, quality)),
         ("gqa", *gqa(cmp, sizes)),
+        ("bias", *bias(cmp, quality)),
     ]
     return pd.DataFrame([{
         "claim": CLAIMS[key],
@@ -93,11 +99,7 @@ def ratio_text(r: pd.Series, key: str) -> str:
 
 
 def where(r: pd.Series) -> str:
-    return f"{r['device']}, {r['dtype']}, {'compiled' if _true(r['compile']) else 'eager'}, sweep `{r['sweep']}`"
-
-
-def _true(v: object) -> bool:
-    return str(v).lower() == "true"
+    return f"{r['device']}, {r['dtype']}, {'compiled' if is_true(r['compile']) else 'eager'}, sweep `{r['sweep']}`"
 
 
 def quality_of(quality: pd.DataFrame | None, variant: str, sweep: str, metric: str = "val_loss") -> dict | None:
@@ -174,7 +176,7 @@ def _rmsnorm_cost(r: pd.Series | None) -> tuple[str, str]:
 def _why_rmsnorm_slower(r: pd.Series) -> str:
     if r["device"] != "cpu":
         return f", not cheaper on {r['device']} at this size"
-    if _true(r["compile"]):
+    if is_true(r["compile"]):
         return ", even under torch.compile"
     if str(r["torch"]).startswith("2.13"):
         return (f", the opposite of the claim: torch {r['torch']} does not fuse rms_norm on CPU and its backward is "
@@ -226,6 +228,25 @@ def swiglu(cmp: pd.DataFrame, quality: pd.DataFrame | None) -> tuple[str, str]:
     else:
         reading = f"Validation loss verdict against GELU: {v}; per-FLOP quality is open."
     return f"{cost}; {quality_text(q)}", reading
+
+
+def bias(cmp: pd.DataFrame, quality: pd.DataFrame | None) -> tuple[str, str]:
+    r = variant_row(cmp, "nobias", "bias")
+    q = quality_of(quality, "nobias", "bias" if r is None else r["sweep"])
+    if r is None and q is None:
+        return NOT_MEASURED, NOT_MEASURED + " (no `nobias` variant in the table)."
+    if r is None:
+        cost, saving = f"cost {NOT_MEASURED}", f"Cost {NOT_MEASURED}"
+    else:
+        pct = r["params_delta"] / r["params_baseline"] if r["params_baseline"] else np.nan
+        params = "parameters not compared" if pd.isna(pct) else f"parameters {100 * pct:+.3f}%"
+        cost = (f"{params}, forward {ratio_text(r, 'fwd')}, train {ratio_text(r, 'train')} of the baseline's time "
+                f"at {r['shape']}, decode {ratio_text(r, 'decode')} ({where(r)})")
+        saving = (f"Cost: forward {speed_word(r, 'fwd')}, forward+backward {speed_word(r, 'train')}, decode "
+                  f"{speed_word(r, 'decode')} here; a bias is one vector per matrix, so the {params} are all it can "
+                  "save in bytes")
+    return (f"{cost}; {quality_text(q)}",
+            f"{saving}. Quality: {_quality_reading(q, 'as well as with biases')}.")
 
 
 def rope(table: pd.DataFrame, cmp: pd.DataFrame) -> tuple[str, str]:

@@ -5,6 +5,11 @@ from __future__ import annotations
 import pandas as pd
 
 
+def is_true(v: object) -> bool:
+    """A boolean cell of results.csv: a bool in memory, the text "True" once read back from the file."""
+    return str(v).lower() == "true"
+
+
 def fmt_count(n: float) -> str:
     return "—" if pd.isna(n) else f"{int(round(n)):,}"
 

@@ -24,6 +24,7 @@ from ablations.report.sections import (
     speed_table,
     summarize_quality,
     val_loss_table,
+    variants_table,
     work_table,
 )
 from ablations.report.tables import SETUP_COLUMNS, combine, load_table, split
@@ -83,7 +84,12 @@ def failures_section(bad: pd.DataFrame) -> list[str]:
 
 def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
                   summary: tuple[pd.DataFrame | None, str], figures: list[str]) -> list[str]:
-    lines = [f"## Sweep `{sweep}`", ""]
+    lines = [f"## Sweep `{sweep}`", "", "What each variant is (GPT-2's values: learned, layernorm, gelu, one KV head "
+             "per query head, linear biases on, tied embeddings):", "", variants_table(s), ""]
+    if sweep == "ladder":
+        lines += ["The last rung (`llama2`) drops the linear biases and unties the embeddings: the one rung that "
+                  "changes two things, because Llama-2 does both. `llama2-bias-tied` below it is the Llama-2 block "
+                  "with GPT-2's biases and tied embeddings.", ""]
     if not c.empty:
         lines += ["### Speed, paired with the baseline in the same process", "",
                   "Ratio = variant time / GPT-2 baseline time (below 1 is faster): median [p25, p75] over paired "
@@ -103,6 +109,9 @@ def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
 HOW_TO_READ = [
     "## How to read this",
     "",
+    "- `llama2` is Llama-2's block: RoPE, RMSNorm, SwiGLU, GQA and no linear biases, with untied embeddings in "
+    "the quality model. Reports made before bias became the fifth choice (December 2026) called the block with "
+    "GPT-2's biases and tied embeddings `llama2`; that block is now `llama2-bias-tied`.",
     "- Every timing is paired: the variant and the GPT-2 baseline alternate (ABBA) in one process, and the "
     "ratio is taken per round. The `gpt2` row is the baseline timed against itself: its spread is the noise floor.",
     "- Spreads are quartiles over rounds, not confidence intervals. Absolute times and tokens/s are secondary: "

@@ -19,11 +19,29 @@ from ablations.report.formatting import (
     fmt_spread,
     fmt_verdict,
     fmt_x,
+    is_true,
     markdown_table,
 )
 from ablations.report.tables import BASELINE
 
 log = logging.getLogger("ablations")
+
+
+def variants_table(s: pd.DataFrame) -> str:
+    """What each variant of a sweep is: its five choices and its embeddings, from its own rows (the names are
+    derived from the same values, so the table is what a reader checks a name against)."""
+    first = s.drop_duplicates("variant")
+    untied = first.get("tie_embeddings", pd.Series(np.nan, index=first.index))
+    return markdown_table(pd.DataFrame({
+        "variant": first["variant"],
+        "positions": first["pos"],
+        "norm": first["norm"],
+        "FFN": first["ffn"],
+        "KV heads / query heads": [f"{int(k)} / {int(h)}" for k, h in zip(first["n_kv_heads"], first["n_heads"],
+                                                                          strict=True)],
+        "linear biases": first["bias"].map(lambda b: "on" if is_true(b) else "off"),
+        "embeddings (quality model)": untied.map(lambda t: "—" if pd.isna(t) else "tied" if is_true(t) else "untied"),
+    }))
 
 
 def speed_table(c: pd.DataFrame) -> str:

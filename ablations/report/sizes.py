@@ -24,7 +24,17 @@ import torch
 from ablations.config.variants import llama_like_kv_heads
 from ablations.measure.flops import per_token_forward_flops
 from ablations.report.formatting import fmt_bytes, fmt_count, fmt_flops, fmt_ratio, fmt_signed, markdown_table
-from components import ArchConfig, AttnConfig, FFNConfig, KVCache, NormConfig, PosConfig, build_lm, count_parameters
+from components import (
+    ArchConfig,
+    AttnConfig,
+    BiasConfig,
+    FFNConfig,
+    KVCache,
+    NormConfig,
+    PosConfig,
+    build_lm,
+    count_parameters,
+)
 from components import preset as make_preset
 
 PUBLISHED = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama2-7b", "llama2-13b", "llama2-70b")
@@ -75,9 +85,9 @@ def published() -> list[Entry]:
 
 
 def counterfactuals() -> list[Entry]:
-    """Llama-2-70B with MHA, and GPT-2 124M with each Llama-2 choice and with all four.
+    """Llama-2-70B with MHA, and GPT-2 124M with each Llama-2 choice and with all five.
 
-    Bias, sizes, vocabulary and tied embeddings stay GPT-2's: only the named choice moves. SwiGLU uses the
+    Sizes, vocabulary and tied embeddings stay GPT-2's: only the named choice moves. SwiGLU uses the
     project's width rule (``FFNConfig`` default), which keeps its parameters near GELU's.
     """
     llama = make_preset("llama2-70b")
@@ -89,12 +99,13 @@ def counterfactuals() -> list[Entry]:
         "rmsnorm": {"norm": NormConfig("rmsnorm")},
         "swiglu": {"ffn": FFNConfig("swiglu")},
         f"gqa{kv}": {"attn": AttnConfig("gqa", kv)},
+        "nobias": {"bias": BiasConfig("off")},
     }
     entries = [Entry("llama2-70b MHA", "counterfactual: 64 KV heads instead of 8", mha, "llama2-70b")]
     for name, change in flips.items():
         entries.append(Entry(f"gpt2 + {name}", "counterfactual: one Llama-2 choice", _replace(gpt2, change), "gpt2"))
     everything = {k: v for change in flips.values() for k, v in change.items()}
-    entries.append(Entry("gpt2 + all four", "counterfactual: Llama-2 block at GPT-2 size (bias kept)",
+    entries.append(Entry("gpt2 + all five", "counterfactual: Llama-2 block at GPT-2 size (tied embeddings kept)",
                          _replace(gpt2, everything), "gpt2"))
     return entries
 

@@ -23,7 +23,7 @@ TABLE = "results.csv"
 
 # The columns every row has, in order. Identity, then the measurement, then provenance.
 COLUMNS = [
-    "sweep", "variant", "point", "pos", "norm", "ffn", "attn", "n_kv_heads", "bias",
+    "sweep", "variant", "point", "pos", "norm", "ffn", "attn", "n_kv_heads", "bias", "tie_embeddings",
     "d_model", "n_layers", "n_heads", "ffn_hidden", "params", "params_baseline",
     "metric", "mode", "batch", "seq_len", "step", "position", "value", "unit", "statistic", "lo", "hi",
     "min", "max", "n", "seed", "profile", "corpus", "device", "device_name", "dtype", "threads", "compile", "launcher",

@@ -14,7 +14,7 @@ import functools
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
+from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
 
 
 class _OpCounter(TorchDispatchMode):
@@ -44,10 +44,11 @@ class _Shape:
     def replica(self, layers: int) -> ArchConfig:
         # The same heads (so GQA stays GQA) at 4 dims each.
         model = ModelConfig(d_model=4 * self.heads, n_layers=layers, n_heads=self.heads, max_seq_len=16,
-                            vocab_size=16, bias=self.bias)
+                            vocab_size=16)
         attn = AttnConfig("mha") if self.kv_heads == self.heads else AttnConfig("gqa", self.kv_heads)
         pos = PosConfig(self.pos, layout=self.layout)
-        return ArchConfig(model, pos, NormConfig(self.norm), FFNConfig(self.ffn), attn)
+        return ArchConfig(model, pos, NormConfig(self.norm), FFNConfig(self.ffn), attn,
+                          BiasConfig("on" if self.bias else "off"))
 
 
 def _count(cfg: ArchConfig, mode: str) -> int:
@@ -78,7 +79,7 @@ def _counts(shape: _Shape) -> tuple[int, int]:
 
 def kernel_calls(cfg: ArchConfig, mode: str) -> int:
     """Kernels one call of the decoder launches in ``mode`` (forward, train, prefill, decode), eagerly."""
-    shape = _Shape(mode, cfg.model.n_heads, cfg.n_kv_heads, cfg.model.bias, cfg.pos.name, cfg.pos.layout,
+    shape = _Shape(mode, cfg.model.n_heads, cfg.n_kv_heads, cfg.bias.enabled, cfg.pos.name, cfg.pos.layout,
                    cfg.norm.name, cfg.ffn.name)
     per_layer, rest = _counts(shape)
     return cfg.model.n_layers * per_layer + rest

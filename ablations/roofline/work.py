@@ -69,7 +69,7 @@ def layer_weights(cfg: ArchConfig) -> tuple[int, int]:
     d, hd, h, kv, ff = cfg.model.d_model, cfg.head_dim, cfg.model.n_heads, cfg.n_kv_heads, cfg.ffn_hidden
     ffn_mats = 3 if cfg.ffn.name == "swiglu" else 2
     matrices = 2 * d * h * hd + 2 * d * kv * hd + ffn_mats * d * ff
-    biases = (h * hd + 2 * kv * hd + d + (ffn_mats - 1) * ff + d) if cfg.model.bias else 0
+    biases = (h * hd + 2 * kv * hd + d + (ffn_mats - 1) * ff + d) if cfg.bias.enabled else 0
     return matrices, biases + 2 * norm_params(cfg)
 
 

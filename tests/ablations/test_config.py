@@ -9,7 +9,8 @@ import pytest
 
 from ablations.cli import prevalidate
 
-SWEEP_POINTS = {"norm": 2, "pos": 3, "ffn": 2, "kv": 5, "all": 6, "ladder": 5, "leave_one_out": 5, "gqa_matched": 3}
+SWEEP_POINTS = {"norm": 2, "pos": 3, "ffn": 2, "bias": 2, "kv": 5, "all": 7, "ladder": 6, "leave_one_out": 6,
+                "gqa_matched": 3}
 
 
 @pytest.mark.parametrize("sweep,points", SWEEP_POINTS.items())

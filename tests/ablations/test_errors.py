@@ -24,12 +24,12 @@ from ablations.results.store import POINTS_DIR, point_done
 
 ROOT = Path(__file__).resolve().parents[2]
 INJECT = Path(__file__).resolve().parent / "inject"
-RUN_KEYS = ("model, pos, norm, ffn, attn, profile, train, data, measure, match_params, sweep_name, device, dtype, "
-            "compile, threads, seed, out, allow_parallel_timing")
+RUN_KEYS = ("model, pos, norm, ffn, attn, bias, profile, train, data, measure, match_params, sweep_name, device, "
+            "dtype, compile, threads, seed, out, allow_parallel_timing")
 TRAIN_KEYS = ("name, enabled, seeds, steps, batch, context, lr, lr_min_ratio, warmup, weight_decay, clip, "
               "log_interval, eval_interval, eval_batches, extrapolation, position_buckets, d_model, n_layers, "
               "n_heads, n_kv_heads")
-MODEL_KEYS = "d_model, n_layers, n_heads, max_seq_len, vocab_size, bias, tie_embeddings, init_std, gqa_kv_heads"
+MODEL_KEYS = "d_model, n_layers, n_heads, max_seq_len, vocab_size, tie_embeddings, init_std, gqa_kv_heads"
 # A quick sweep: the quality run only, a few steps; two points so that one can be written before a fault.
 QUICK = ["+sweep=norm", "profile=smoke", "model=tiny", "threads=1", "measure=false", "train.steps=6",
          "train.eval_interval=3"]
@@ -102,6 +102,12 @@ BAD_INPUT = {
     "out= that is a file": (
         ["out={tmp}/file"],
         "out={tmp}/file: exists and is not a folder"),
+    "unknown option of the bias group": (
+        ["bias=maybe"],
+        "Could not find 'bias/maybe' (available options in 'bias': off, on)"),
+    "bias name outside on/off": (
+        ["bias.name=half"],
+        "bias.name='half' is not allowed; choose one of: on, off"),
     "corpus that is a device": (
         ["data.path=/dev/null"],
         "data.path=/dev/null is not a regular file; give a readable text file"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 import torch
@@ -13,12 +15,12 @@ from ablations.measure.memory import parameter_bytes, saved_activation_bytes
 from ablations.measure.timing import PairedTiming, time_paired
 from ablations.results.rows import Summary
 from ablations.results.store import COLUMNS, collect, point_done, write_point
-from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
+from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
 
 VARIANTS = [
     ArchConfig(ModelConfig(64, 2, 4, 128)),
-    ArchConfig(ModelConfig(64, 2, 4, 128, bias=False), PosConfig("rope"), NormConfig("rmsnorm"),
-               FFNConfig("swiglu"), AttnConfig("gqa", 2)),
+    ArchConfig(ModelConfig(64, 2, 4, 128), PosConfig("rope"), NormConfig("rmsnorm"),
+               FFNConfig("swiglu"), AttnConfig("gqa", 2), BiasConfig("off")),
     ArchConfig(ModelConfig(64, 1, 4, 128), attn=AttnConfig("mqa"), ffn=FFNConfig("swiglu", multiple_of=64)),
 ]
 
@@ -129,8 +131,15 @@ def test_variant_labels():
     assert variant_label(ArchConfig(base, attn=AttnConfig("gqa", 16))) == "gpt2"  # same as MHA
     assert variant_label(ArchConfig(base, attn=AttnConfig("gqa", 4))) == "gqa4"
     assert variant_label(ArchConfig(base, attn=AttnConfig("mqa"))) == "mqa"
-    full = ArchConfig(base, PosConfig("rope"), NormConfig("rmsnorm"), FFNConfig("swiglu"), AttnConfig("gqa", 2))
-    assert variant_label(full) == "llama2"
+    assert variant_label(ArchConfig(base, bias=BiasConfig("off"))) == "nobias"
+    untied = replace(base, tie_embeddings=False)
+    four = ArchConfig(base, PosConfig("rope"), NormConfig("rmsnorm"), FFNConfig("swiglu"), AttnConfig("gqa", 2))
+    assert variant_label(four) == "llama2-bias-tied"  # Llama-2's other four choices on GPT-2's conventions
+    assert variant_label(replace(four, model=untied)) == "llama2-bias"
+    assert variant_label(replace(four, model=untied, bias=BiasConfig("off"))) == "llama2"
+    assert variant_label(replace(four, bias=BiasConfig("off"))) == "llama2-tied"
+    assert variant_label(replace(four, model=untied, bias=BiasConfig("off"), attn=AttnConfig("mha"))) == "llama2-mha"
+    assert variant_label(ArchConfig(untied)) == "gpt2-untied"
 
 
 def test_point_files_are_whole_or_absent(tmp_path):

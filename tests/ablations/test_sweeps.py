@@ -68,9 +68,14 @@ def test_all_sweep_has_baseline_flips_and_llama2(tmp_path):
     proc = run(["+sweep=all", *TINY, "profile.decode=false", "profile.shapes=[1x16]"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "results.csv")
-    assert set(table["variant"]) == {"gpt2", "rmsnorm", "rope", "swiglu", "gqa2", "llama2"}
+    assert set(table["variant"]) == {"gpt2", "rmsnorm", "rope", "swiglu", "gqa2", "nobias", "llama2"}
     llama = table[(table.variant == "llama2")].iloc[0]
     assert (llama["pos"], llama["norm"], llama["ffn"], llama["n_kv_heads"]) == ("rope-half", "rmsnorm", "swiglu", 2)
+    assert not llama["bias"] and not llama["tie_embeddings"]
+    nobias = table[(table.variant == "nobias") & (table.metric == "params")].iloc[0]
+    gpt2 = table[(table.variant == "gpt2") & (table.metric == "params")].iloc[0]
+    # model=tiny's 4 blocks (d=128, FFN 512), each with the biases of q, k, v, out (4 x 128), up (512), down (128).
+    assert gpt2["value"] - nobias["value"] == 4 * (4 * 128 + 512 + 128) and nobias["params_baseline"] == gpt2["value"]
 
 
 def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path):

@@ -8,7 +8,7 @@ mirror ``conf/sweep/*.yaml`` at a size where one thread spends its time in the m
 
 from __future__ import annotations
 
-from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
 
 D_MODEL = 512
 N_HEADS = 8  # heads of 64, as GPT-2 and Llama-2
@@ -27,11 +27,12 @@ NORM_SHAPE = (512, 1024)
 # (batch, context) of one decode step with a KV cache.
 DECODE_SHAPE = (4, 2048)
 
-# sweep -> variant -> overrides of the GPT-2 baseline (keys: pos, norm, ffn, attn, kv).
+# sweep -> variant -> overrides of the GPT-2 baseline (keys: pos, norm, ffn, attn, kv, bias).
 SWEEPS: dict[str, dict[str, dict[str, object]]] = {
     "norm": {"layernorm": {}, "rmsnorm": {"norm": "rmsnorm"}},
     "pos": {"learned": {}, "rope": {"pos": "rope"}, "none": {"pos": "none"}},
     "ffn": {"gelu": {}, "swiglu": {"ffn": "swiglu"}},
+    "bias": {"on": {}, "off": {"bias": "off"}},
     "kv": {f"kv{k}": {"attn": "gqa", "kv": k} for k in (8, 4, 2, 1)},
     "all": {
         "gpt2": {},
@@ -39,8 +40,10 @@ SWEEPS: dict[str, dict[str, dict[str, object]]] = {
         "rope": {"pos": "rope"},
         "swiglu": {"ffn": "swiglu"},
         "gqa": {"attn": "gqa", "kv": GQA_KV_HEADS},
-        # Llama-2's four choices; bias and sizes stay the sweep's, as conf/variant/llama2.yaml does.
-        "llama2": {"pos": "rope", "norm": "rmsnorm", "ffn": "swiglu", "attn": "gqa", "kv": GQA_KV_HEADS},
+        "nobias": {"bias": "off"},
+        # Llama-2's five choices; sizes stay the sweep's, as conf/variant/llama2.yaml does.
+        "llama2": {"pos": "rope", "norm": "rmsnorm", "ffn": "swiglu", "attn": "gqa", "kv": GQA_KV_HEADS,
+                   "bias": "off"},
     },
 }
 
@@ -54,18 +57,20 @@ def arch(
     ffn: str = "gelu",
     attn: str = "mha",
     kv: int | None = None,
+    bias: str = "on",
     *,
     d_model: int = D_MODEL,
     n_heads: int = N_HEADS,
     max_seq_len: int = MAX_SEQ_LEN,
 ) -> ArchConfig:
-    """One block (n_layers=1) with GPT-2's bias, the given choices and the benchmark sizes."""
+    """One block (n_layers=1) with the given choices (GPT-2's by default) and the benchmark sizes."""
     return ArchConfig(
         model=ModelConfig(d_model=d_model, n_layers=1, n_heads=n_heads, max_seq_len=max_seq_len),
         pos=PosConfig(pos),
         norm=NormConfig(norm),
         ffn=FFNConfig(ffn),
         attn=AttnConfig(attn, kv),
+        bias=BiasConfig(bias),
     )
 
 

@@ -45,6 +45,6 @@ def test_block(timed, sweep, variant, mode):
         analytic = (analytic_forward_flops if mode == "forward" else analytic_train_flops)(cfg, b, t)
     info = describe(model, call, component="block", sweep=sweep, variant=variant, mode=mode, shape=shape,
                     pos=cfg.pos.name, norm=cfg.norm.name, ffn=cfg.ffn.name, n_heads=cfg.model.n_heads,
-                    n_kv_heads=cfg.n_kv_heads, ffn_hidden=cfg.ffn_hidden, bias=cfg.model.bias,
+                    n_kv_heads=cfg.n_kv_heads, ffn_hidden=cfg.ffn_hidden, bias=cfg.bias.enabled,
                     flops_analytic=analytic)
     timed(call, group=group, **info)

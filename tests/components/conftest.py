@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
 
 # (pos, layout), norm, ffn, (attn, n_kv_heads): every combination of the four choices, plus RoPE's two layouts.
 POS_VARIANTS = [("learned", "half"), ("rope", "half"), ("rope", "interleaved"), ("none", "half")]
@@ -42,12 +42,12 @@ def tiny_cfg(
             n_heads=n_heads,
             max_seq_len=max_seq_len,
             vocab_size=vocab_size,
-            bias=bias,
             tie_embeddings=False,
         ),
         pos=PosConfig(pos, layout=layout),
         norm=NormConfig(norm),
         ffn=FFNConfig(ffn, multiple_of=8),
+        bias=BiasConfig("on" if bias else "off"),
         attn=AttnConfig(attn, n_kv_heads),
     )
 

@@ -42,11 +42,13 @@ def test_70b_on_h100_names_its_sources_and_what_bounds_each_scenario(capsys):
 def test_flips_move_one_choice_each_at_the_preset_sizes():
     seven = preset("llama2-7b").model
     variants = flips(seven, gqa_kv_heads=32, model_name="llama2_7b")
-    assert list(variants) == ["gpt2", "rope", "rmsnorm", "swiglu", "gqa4", "llama2"]
+    assert list(variants) == ["gpt2", "rope", "rmsnorm", "swiglu", "gqa4", "nobias", "llama2"]
     assert variants["swiglu"].ffn_hidden == 11008 and variants["gpt2"].ffn_hidden == 4 * 4096
     assert variants["gqa4"].n_kv_heads == 4 and variants["gqa4"].ffn.name == "gelu"  # 70B's group of 8
     llama = variants["llama2"]
     assert (llama.pos.name, llama.norm.name, llama.ffn.name, llama.n_kv_heads) == ("rope", "rmsnorm", "swiglu", 4)
+    assert not llama.bias.enabled and not variants["nobias"].bias.enabled and variants["gpt2"].bias.enabled
+    assert variants["nobias"].ffn.name == "gelu" and variants["nobias"].n_kv_heads == 32
 
 
 def test_memory_figures_by_hand():

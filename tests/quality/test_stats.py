@@ -154,10 +154,11 @@ def test_no_mde_without_seeds_or_spread():
 
 # --- the summary of a sweep -----------------------------------------------------------------------------
 
-def _rows(sweep, variant, values, pos="learned", norm="layernorm", ffn="gelu", attn="mha", kv=4, **extra):
+def _rows(sweep, variant, values, pos="learned", norm="layernorm", ffn="gelu", attn="mha", kv=4, bias=True,
+          **extra):
     return [dict(sweep=sweep, variant=variant, metric="val_loss", mode="final", value=v, seed=s, status="ok",
                  statistic="mean", seq_len=128, pos=pos, norm=norm, ffn=ffn, attn=attn, n_kv_heads=kv, n_heads=4,
-                 **extra) for s, v in enumerate(values)]
+                 bias=bias, **extra) for s, v in enumerate(values)]
 
 
 def test_summarize_a_synthetic_sweep():

@@ -14,13 +14,22 @@ from hydra.types import RunMode
 from ablations.cli import CONF_DIR, expand_jobs, prevalidate
 from ablations.config.variants import match_params, variant_label
 from ablations.quality.arch import map_kv_heads, quality_arch
-from ablations.quality.stats import summarize
+from ablations.quality.stats import _rung, summarize
 from ablations.runner import check_point as check_run
-from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, build_decoder, count_parameters
+from components import (
+    ArchConfig,
+    AttnConfig,
+    BiasConfig,
+    FFNConfig,
+    ModelConfig,
+    build_decoder,
+    build_lm,
+    count_parameters,
+)
 from tests.quality.helpers import composed
 
-LADDER = ["gpt2", "rmsnorm", "rope+rmsnorm", "llama2-mha", "llama2"]
-LEAVE_ONE_OUT = ["llama2", "llama2-learned", "llama2-layernorm", "llama2-gelu", "llama2-mha"]
+LADDER = ["gpt2", "rmsnorm", "rope+rmsnorm", "rope+rmsnorm+swiglu", "llama2-bias-tied", "llama2"]
+LEAVE_ONE_OUT = ["llama2", "llama2-learned", "llama2-layernorm", "llama2-gelu", "llama2-mha", "llama2-bias"]
 
 
 def labels(sweep: str) -> list[str]:
@@ -42,6 +51,23 @@ def test_interaction_sweeps_compose_with_unique_labels(sweep, expected):
     assert labels(sweep) == expected
 
 
+def test_the_llama2_quality_model_is_llama2s_block_without_biases_and_with_an_untied_head():
+    cfg = composed("variant=llama2")
+    lm = build_lm(quality_arch(cfg, check_run(cfg)), device="meta")
+    assert not [n for n, _ in lm.named_parameters() if n.endswith("bias")]
+    assert lm.head.weight is not lm.embed.weight
+    gpt2 = build_lm(quality_arch(composed(), check_run(composed())), device="meta")
+    assert gpt2.head.weight is gpt2.embed.weight
+    assert {n.rsplit(".", 2)[-2] for n, _ in gpt2.named_parameters() if n.endswith("bias")} == {
+        "q", "k", "v", "out", "up", "down", "norm1", "norm2", "norm"}
+
+
+def test_a_rung_counts_the_bias_choice():
+    rows = pd.DataFrame([dict(pos=p, norm="rmsnorm", ffn="swiglu", attn="gqa", n_kv_heads=1, n_heads=4, bias=b)
+                         for p, b in (("rope-half", True), ("rope-half", "False"), ("learned", False))])
+    assert [_rung(r) for _, r in rows.iterrows()] == [4, 5, 4]
+
+
 def test_profile_selects_its_training_and_an_override_wins():
     assert composed().train.name == "smoke"  # the helper composes profile=smoke
     assert composed("train=default").train.name == "default"
@@ -52,9 +78,10 @@ def test_profile_selects_its_training_and_an_override_wins():
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("d,heads,kv", [(1024, 16, 2), (128, 4, 1), (768, 12, 4)])
 def test_matched_gqa_has_mha_parameters_to_one_hidden_unit(ffn, bias, d, heads, kv):
-    model = ModelConfig(d, 1, heads, 64, bias=bias)
-    mha = ArchConfig(model, ffn=FFNConfig(ffn))
-    gqa = ArchConfig(model, ffn=FFNConfig(ffn), attn=AttnConfig("gqa", kv))
+    model = ModelConfig(d, 1, heads, 64)
+    on_off = BiasConfig("on" if bias else "off")
+    mha = ArchConfig(model, ffn=FFNConfig(ffn), bias=on_off)
+    gqa = ArchConfig(model, ffn=FFNConfig(ffn), attn=AttnConfig("gqa", kv), bias=on_off)
     matched = match_params(gqa)
     count = lambda a: count_parameters(build_decoder(a, device="meta"))  # noqa: E731
     per_unit = (3 if ffn == "swiglu" else 2) * d + (2 if ffn == "swiglu" else 1) * bias

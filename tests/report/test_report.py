@@ -21,7 +21,8 @@ from ablations.report.tables import split
 
 LINK = re.compile(r"\]\((figures/[^)]+)\)")
 CLAIMS = ["RoPE extends to longer contexts more gracefully", "RMSNorm performs as well as LayerNorm at lower cost",
-          "SwiGLU improves perplexity per FLOP", "GQA cuts the KV cache 8× at 70B and speeds long-context decode"]
+          "SwiGLU improves perplexity per FLOP", "GQA cuts the KV cache 8× at 70B and speeds long-context decode",
+          "Linear layers need no bias: dropping them costs no quality and saves parameters and time"]
 
 
 def write(table: pd.DataFrame, folder: Path) -> Path:
@@ -108,7 +109,7 @@ def test_figures_without_data_are_skipped_with_a_note(built):
     assert not list((folder / "figures").glob("pos-ratios*"))
 
 
-def test_claims_table_has_the_four_claims_with_sources(built):
+def test_claims_table_has_the_five_claims_with_sources(built):
     rows = claims_rows(built[1])
     assert list(rows) == CLAIMS
     measured, published, reading = rows[CLAIMS[2]]
@@ -121,6 +122,8 @@ def test_claims_table_has_the_four_claims_with_sources(built):
     assert "MHA 10 GiB vs GQA-8 1.25 GiB" in measured and "faster (0.62×)" in reading
     measured, _, reading = rows[CLAIMS[1]]
     assert "slower (1.12×)" in reading and "does not fuse rms_norm on CPU" in reading
+    measured, published, reading = rows[CLAIMS[4]]
+    assert measured == "not measured in this run" and "PaLM" in published  # no nobias variant here
 
 
 @pytest.fixture(scope="module")
@@ -254,3 +257,20 @@ def test_the_holm_sentence_names_the_family_size(family, says):
     from ablations.report.sections import holm_sentence
 
     assert says in holm_sentence(pd.DataFrame({"metric": ["val_loss"], "family": [family]}))
+
+
+def test_the_bias_claim_reads_its_parameters_time_and_quality():
+    spread = {f"{k}{s}": v for k, vals in {"fwd": (0.97, 0.95, 0.99), "train": (0.99, 0.97, 1.02),
+                                            "decode": (0.98, 0.96, 1.01)}.items()
+              for s, v in zip(("", "_lo", "_hi"), vals, strict=True)}
+    cmp = pd.DataFrame([dict(variant="nobias", sweep="bias", params_delta=-20_480, params_baseline=12_596_224,
+                             shape="4x512", device="cpu", dtype="float32", compile=False, fwd_flops=1.0, **spread)])
+    quality = pd.DataFrame([dict(sweep="bias", variant="nobias", metric="val_loss", reference="gpt2", mean=1.80,
+                                 ci_lo=1.79, ci_hi=1.81, unit="nats/byte", diff=0.002, diff_lo=-0.01, diff_hi=0.014,
+                                 alpha_adjusted=0.05, p_holm=0.6, verdict="no detectable difference", mde=0.02,
+                                 mde_note="")])
+    measured, reading = claims.bias(cmp, quality)
+    assert "parameters -0.163%" in measured and "forward 0.97× [0.95, 0.99]" in measured
+    assert "Holm p 0.6" in measured
+    assert "forward faster (0.97×)" in reading and "forward+backward no measurable difference" in reading
+    assert "no detectable difference in validation loss (this run could have detected |d| >= 0.02" in reading

@@ -51,7 +51,7 @@ def test_points_are_one_row_per_timed_point(measured):
 
 def test_validation_predicts_each_point_against_its_baseline(measured):
     v = validation(points(measured), HW).set_index("case")
-    gqa = ArchConfig(ModelConfig(d_model=32, n_layers=1, n_heads=4, bias=True), attn=AttnConfig("gqa", 2))
+    gqa = ArchConfig(ModelConfig(d_model=32, n_layers=1, n_heads=4), attn=AttnConfig("gqa", 2))
     assert arch_of(v.loc["gqa2"]).n_kv_heads == 2
     want = predict(mode_work(gqa, "decode", 2, 64), HW, kernel_calls(gqa, "decode")).seconds
     assert v.loc["gqa2", "predicted_s"] == pytest.approx(want)

@@ -40,7 +40,7 @@ def test_gpt2_counterfactuals_move_only_their_choice(table):
     assert abs(table.loc["gpt2 + swiglu", "params_delta"]) < 0.001 * base["params"]  # width rule keeps the count
     gqa = table.loc[[m for m in table.index if m.startswith("gpt2 + gqa")][0]]
     assert gqa["kv_ratio"] == gqa["n_kv_heads"] / 12 and gqa["flops_ratio"] < 1
-    assert table.loc["gpt2 + all four", "n_kv_heads"] == gqa["n_kv_heads"]
+    assert table.loc["gpt2 + all five", "n_kv_heads"] == gqa["n_kv_heads"]
 
 
 def test_flops_per_token_match_the_counter_on_the_meta_device():

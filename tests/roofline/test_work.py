@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 
 from ablations.roofline.work import decoder_params, decoder_work, mode_work
-from components import ArchConfig, AttnConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
+from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
 from components import count_parameters as torch_count
 
-TINY = ArchConfig(ModelConfig(d_model=8, n_layers=1, n_heads=2, max_seq_len=16, bias=True))
+TINY = ArchConfig(ModelConfig(d_model=8, n_layers=1, n_heads=2, max_seq_len=16), bias=BiasConfig("on"))
 
 
 def test_forward_by_hand():
@@ -72,6 +72,6 @@ def test_lm_head_adds_the_head_and_the_embedding_rows():
     ("rope", "layernorm", "swiglu", AttnConfig("gqa", 2), True),
 ])
 def test_parameter_count_matches_torch(pos, norm, ffn, attn, bias):
-    cfg = ArchConfig(ModelConfig(d_model=32, n_layers=3, n_heads=4, max_seq_len=20, bias=bias), PosConfig(pos),
-                     NormConfig(norm), FFNConfig(ffn), attn)
+    cfg = ArchConfig(ModelConfig(d_model=32, n_layers=3, n_heads=4, max_seq_len=20), PosConfig(pos),
+                     NormConfig(norm), FFNConfig(ffn), attn, BiasConfig("on" if bias else "off"))
     assert decoder_params(cfg) == torch_count(build_decoder(cfg, device="meta"))
