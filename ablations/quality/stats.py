@@ -15,6 +15,9 @@ rung (the baseline and the rung below; for the first rung they are one compariso
 past the training length both the baseline and the variant's own loss at the training length. Comparisons
 without a test (one seed, a baseline that cannot run) are not members.
 
+Each quality-model width (``d_model``) is compared within itself: in ``+sweep=scale`` a variant at d=64 is
+paired with the baseline at d=64, and every width's comparison is a member of the one family.
+
 Per comparison: ``p`` (unadjusted), ``p_holm``, ``family`` (its size m), ``alpha_adjusted`` (the level its
 own p is held to; the verdict is ``better``/``worse`` exactly when ``p_holm < 0.05``, which is exactly when
 ``p < alpha_adjusted``), ``diff_lo``/``diff_hi`` (the ``1 - alpha_adjusted`` interval, so it excludes zero
@@ -59,7 +62,8 @@ def _by_seed(rows: pd.DataFrame) -> dict[int, float]:
     return {int(s): float(v) for s, v in zip(rows.loc[ok, "seed"], values[ok], strict=True)}
 
 
-COLUMNS = ["sweep", "variant", "metric", "seq_len", "reference", "n", "mean", "std", "ci_lo", "ci_hi", "diverged",
+COLUMNS = ["sweep", "variant", "d_model", "params", "metric", "unit", "seq_len", "reference", "n", "mean", "std",
+           "ci_lo", "ci_hi", "diverged",
            "diff", "diff_lo", "diff_hi", "diff_n", "verdict", "test",
            "diff_sd", "p", "p_holm", "family", "alpha_adjusted", "mde", "mde_note"]
 TEST = "paired t over seeds, Holm across the sweep's comparisons of this quantity"
@@ -91,18 +95,24 @@ def summarize(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
                     | (table["metric"] == "extrap_loss")].copy()
     if quality.empty:
         return pd.DataFrame(columns=COLUMNS)
+    # -1 stands for "none" in the keys: groupby drops NaN keys, and NaN != NaN would unpair them.
     quality["seq_len"] = quality["seq_len"].fillna(-1).astype(int)
+    widths = quality["d_model"] if "d_model" in quality else pd.Series(np.nan, index=quality.index)
+    quality["d_model"] = pd.to_numeric(widths, errors="coerce").fillna(-1).astype(int)
+    if "params" not in quality:
+        quality["params"] = np.nan
     rows, tests = _comparisons(quality)
     result = pd.DataFrame(rows, columns=COLUMNS).astype({"mde_note": object})
     for _, family in result.groupby(["sweep", "metric", "seq_len"], sort=False):
         _decide(result, family.index, [tests.get(i) for i in family.index], alpha)
     result["seq_len"] = result["seq_len"].where(result["seq_len"] >= 0)
+    result["d_model"] = result["d_model"].where(result["d_model"] >= 0)
     return result
 
 
 def _comparisons(quality: pd.DataFrame) -> tuple[list[dict], dict[int, PairedTest]]:
     """One row per variant and reference; the paired test of each row that has one, by row number."""
-    keys = ["sweep", "metric", "seq_len", "variant"]
+    keys = ["sweep", "metric", "seq_len", "d_model", "variant"]
     groups = {k: g for k, g in quality.groupby(keys, sort=False)}
     seeds = {k: _by_seed(g) for k, g in groups.items()}
     cannot = {k: bool((g["statistic"] == "cannot").all()) for k, g in groups.items()}
@@ -111,18 +121,22 @@ def _comparisons(quality: pd.DataFrame) -> tuple[list[dict], dict[int, PairedTes
     out: list[dict] = []
     tests: dict[int, PairedTest] = {}
     for key, g in groups.items():
-        sweep, metric, seq_len, variant = key
+        sweep, metric, seq_len, width, variant = key
         own = mean_ci(list(seeds[key].values()))
         base = BASELINES.get(str(sweep), DEFAULT_BASELINE)
-        references = {base: (sweep, metric, seq_len, base)}
+        references = {base: (sweep, metric, seq_len, width, base)}
         if sweep == "ladder":
-            below = [k[3] for k in groups if k[:3] == key[:3] and rungs[k] == rungs[key] - 1]
-            references.update({v: (sweep, metric, seq_len, v) for v in below[:1]})
+            below = [k[4] for k in groups if k[:4] == key[:4] and rungs[k] == rungs[key] - 1]
+            references.update({v: (sweep, metric, seq_len, width, v) for v in below[:1]})
         first = int(shortest[(sweep, metric)])
         if metric == "extrap_loss" and seq_len > first:
-            references[f"{variant} at {first}"] = (sweep, metric, first, variant)
+            references[f"{variant} at {first}"] = (sweep, metric, first, width, variant)
+        params = pd.to_numeric(groups[key]["params"], errors="coerce").median()
+        units = groups[key]["unit"].dropna().unique() if "unit" in g else []
         for label, ref in references.items():
-            row = {"sweep": sweep, "variant": variant, "metric": metric, "seq_len": seq_len, "reference": label,
+            row = {"sweep": sweep, "variant": variant, "d_model": width, "params": params, "metric": metric,
+                   "unit": units[0] if len(units) else None,
+                   "seq_len": seq_len, "reference": label,
                    "n": own.n, "mean": own.mean, "std": own.std, "ci_lo": own.lo, "ci_hi": own.hi,
                    "diverged": int((g["status"] == "diverged").sum()), "test": TEST}
             if cannot[key]:

@@ -55,6 +55,23 @@ def log_y(ax: Axes) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
+def si_number(v: float, _: object = None) -> str:
+    """``500``, ``200k``, ``1.5M``, ``7B``: a count as an axis label."""
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{float(f'{v / scale:.3g}'):g}{suffix}"
+    return plain_number(v)
+
+
+def log_x(ax: Axes) -> None:
+    """Log x axis for counts (parameters) with several labels whatever its span: ``200k``, ``500k``, ``1M``."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(ReadableLogLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(si_number))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def log2_x_at(ax: Axes, values: Iterable[float]) -> None:
     """Log-2 x axis ticked at the values measured (sequence or context lengths), written as plain numbers."""
     ax.set_xscale("log", base=2)

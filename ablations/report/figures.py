@@ -21,7 +21,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from ablations.report.axes import log2_x_at, loglog  # noqa: E402
+from ablations.report.axes import log2_x_at, log_x, loglog  # noqa: E402
 
 BASELINE = "gpt2"
 # Deterministic SVGs (fixed element ids, no date), so a rebuilt reference report diffs only where data changed.
@@ -294,6 +294,38 @@ def loss_by_position(q: pd.DataFrame) -> Figure | str:
     return fig
 
 
+def scale_effects(s: pd.DataFrame) -> Figure | str:
+    """Validation loss and each variant's effect (paired difference from the baseline at the same width) against
+    parameters on a log axis, with their intervals: the trend across quality-model widths."""
+    v = s[(s["metric"] == "val_loss") & s["d_model"].notna() & s["mean"].notna()] if "d_model" in s else s.iloc[:0]
+    if v["d_model"].nunique() < 2:
+        return "one quality-model width in this sweep (`+sweep=scale` trains three)"
+    fig, (left, right) = _figure(2, width=5.2)
+    order = sorted(dict.fromkeys(v["variant"]), key=lambda c: c != BASELINE)
+    colours = palette(order)
+    own = v.drop_duplicates(["variant", "d_model"]).sort_values("params")
+    effects = v[(v["reference"] == BASELINE) & (v["variant"] != BASELINE) & v["diff"].notna()].sort_values("params")
+    for i, variant in enumerate(order):
+        style = dict(color=colours[variant], marker=MARKERS[i % len(MARKERS)], capsize=3, label=variant)
+        m = own[own["variant"] == variant]
+        left.errorbar(m["params"], m["mean"], yerr=[m["mean"] - m["ci_lo"], m["ci_hi"] - m["mean"]], **style)
+        e = effects[effects["variant"] == variant]
+        if not e.empty:
+            right.errorbar(e["params"], e["diff"], yerr=[e["diff"] - e["diff_lo"], e["diff_hi"] - e["diff"]], **style)
+    right.axhline(0.0, color="0.4", lw=1, ls="--")
+    unit = _unit(v) if "unit" in v else "unitless"
+    for ax in (left, right):
+        log_x(ax)
+        ax.set_xlabel("parameters of the quality model (log)")
+    left.set_ylabel(f"validation loss ({unit}), mean [95% CI]")
+    right.set_ylabel(f"Δ validation loss vs {BASELINE} at the same width")
+    seeds = int(v["n"].max())
+    left.set_title(f"{s['sweep'].iloc[0]}: loss against size, {seeds} seeds")
+    right.set_title("effect against size, Holm-level interval")
+    _legend(right, handles=left.get_legend_handles_labels()[0], title="variant")
+    return fig
+
+
 def _training_context(q: pd.DataFrame) -> int | None:
     """The context the quality model trained at: ``seq_len`` of its final validation rows."""
     final = q[(q["metric"] == "val_loss") & (q["mode"] == "final") & q["seq_len"].notna()]
@@ -348,11 +380,17 @@ FIGURES: list[Kind] = [
     Kind("training-curves", "Training curves over seeds", "quality", training_curves),
     Kind("extrapolation", "Loss against evaluation length", "quality", extrapolation),
     Kind("loss-by-position", "Loss by position", "quality", loss_by_position),
+    Kind("scale", "Validation loss and each effect against parameters", "summary", scale_effects,
+         "Left: each variant's mean over seeds with its 95% Student-t interval at each quality-model width. Right: "
+         "the variant minus the baseline trained at the same width, paired by seed, with the interval at the level "
+         "Holm holds it to (it excludes 0 exactly when the verdict names a difference). x is each variant's own "
+         "parameter count; every width trains on the same tokens."),
 ]
 
 
 ABSENT = {"measured": "no block measurements in this sweep", "cmp": "no variant compared with the baseline",
-          "quality": "no quality rows (training runs) in this sweep"}
+          "quality": "no quality rows (training runs) in this sweep",
+          "summary": "no quality comparisons in this sweep"}
 
 
 def save(fig: Figure, folder: Path, stem: str) -> list[Path]:
@@ -364,12 +402,13 @@ def save(fig: Figure, folder: Path, stem: str) -> list[Path]:
 
 
 def draw_all(folder: Path, sweeps: list[str], measured: pd.DataFrame, quality: pd.DataFrame,
-             cmp: pd.DataFrame) -> dict[str, list[str]]:
+             cmp: pd.DataFrame, summary: pd.DataFrame | None = None) -> dict[str, list[str]]:
     """Every figure of every sweep into ``folder``; per sweep, the markdown lines (images or skip notes).
 
     Stale figures of an earlier build are removed, so the folder holds exactly what REPORT.md shows.
     """
-    frames = {"measured": measured, "quality": quality, "cmp": cmp}
+    frames = {"measured": measured, "quality": quality, "cmp": cmp,
+              "summary": summary if summary is not None else pd.DataFrame()}
     written: set[Path] = set()
     lines: dict[str, list[str]] = {}
     with matplotlib.rc_context(STYLE):

@@ -23,6 +23,7 @@ from ablations.report.sections import (
     shapes_table,
     speed_table,
     summarize_quality,
+    trend_table,
     val_loss_table,
     variants_table,
     work_table,
@@ -63,6 +64,12 @@ verdict under Holm-Bonferroni and the effect it could have detected."""
         lines += ["Validation loss over seeds, from `ablations.quality.stats.summarize`: each variant's mean with its "
                   "95% Student-t interval, and its difference to each reference, paired by seed (paired t-test).",
                   "", holm_sentence(s), "", markdown_table(val_loss_table(s, q)), ""]
+    trend = trend_table(q)
+    if trend is not None:
+        lines += ["Effect against size: the per-seed difference from the baseline trained at the same width, regressed "
+                  "on log10(parameters) over every (width, seed) pair (`ablations.quality.scaling`). Three widths "
+                  "give a wide slope interval; a trend counts only when it excludes 0.", "",
+                  markdown_table(trend), ""]
     extrap = extrapolation_table(s)
     if extrap is not None:
         lines += ["Loss at each evaluation length (mean [95% CI] over seeds; `cannot`: no position vectors "
@@ -136,7 +143,7 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     summary = summarize_quality(table) if not quality.empty else (None, "")
     sizes = sizes_table()
     sweeps = list(dict.fromkeys(table.loc[table["status"].fillna("ok") == "ok", "sweep"].dropna()))
-    drawn = figures.draw_all(folder / FIGURES, sweeps, measured, quality, cmp)
+    drawn = figures.draw_all(folder / FIGURES, sweeps, measured, quality, cmp, summary[0])
 
     lines = [f"# blockbench report: {', '.join(sweeps) or 'no successful points'}", ""]
     lines += setup_section(table, sources)

@@ -117,12 +117,22 @@ def val_loss_table(s: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
     """Per comparison: the variant's mean [95% CI], the paired difference with its interval at the level Holm
     holds it to, p and Holm p, and the verdict with the smallest difference the test could have detected."""
     v = s[s["metric"] == "val_loss"]
+    if "d_model" in v and v["d_model"].nunique() > 1:  # a scale sweep: each variant's widths together
+        first = {name: i for i, name in enumerate(dict.fromkeys(v["variant"]))}
+        v = v.assign(_order=v["variant"].map(first)).sort_values(["_order", "d_model"], kind="stable")
     unit = ", ".join(q.loc[q["metric"] == "val_loss", "unit"].dropna().unique()) or "?"
-    mean_by = {m: q[q["metric"] == m].groupby("variant")["value"].mean()
-               for m in ("train_tokens_per_s", "train_wall_time")}
     col = lambda name: v.get(name, pd.Series(np.nan, index=v.index))  # older summaries lack the newer columns
+    # Per variant, and per quality-model width where a scale sweep trains each variant at several.
+    by_width = col("d_model").nunique() > 1
+    group = ["variant", "d_model"] if by_width else "variant"
+    keys = list(zip(v["variant"], col("d_model"), strict=True)) if by_width else list(v["variant"])
+    mean_by = {m: q[q["metric"] == m].groupby(group)["value"].mean() for m in ("train_tokens_per_s", "train_wall_time")}
+    per_point = {m: [by.get(k, np.nan) for k in keys] for m, by in mean_by.items()}
+    widths = {} if col("d_model").nunique() < 2 else {
+        "d_model (params)": [f"{int(d)} ({fmt_count(p)})" for d, p in zip(col("d_model"), col("params"), strict=True)]}
     return pd.DataFrame({
         "variant": v["variant"],
+        **widths,
         "vs": v.get("reference", pd.Series(BASELINE, index=v.index)),
         "seeds": v["n"].map(fmt_count),
         f"val loss ({unit}) [95% CI]": [fmt_ci(m, lo, hi) for m, lo, hi in v[["mean", "ci_lo", "ci_hi"]].to_numpy()],
@@ -133,9 +143,8 @@ def val_loss_table(s: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
                        for p, h in zip(col("p"), col("p_holm"), strict=True)],
         "verdict": [fmt_verdict(*r) for r in zip(v["verdict"], col("mde"), col("mde_note"), strict=True)],
         "diverged": col("diverged").map(fmt_count),
-        "train tokens/s": v["variant"].map(mean_by["train_tokens_per_s"]).map(fmt_rate),
-        "wall time per seed (s)": v["variant"].map(mean_by["train_wall_time"]).map(
-            lambda t: "—" if pd.isna(t) else f"{t:.3g}"),
+        "train tokens/s": [fmt_rate(t) for t in per_point["train_tokens_per_s"]],
+        "wall time per seed (s)": ["—" if pd.isna(t) else f"{t:.3g}" for t in per_point["train_wall_time"]],
     })
 
 
@@ -151,9 +160,41 @@ def holm_sentence(s: pd.DataFrame) -> str:
             "that test would find with 80% power, given these seeds' spread of paired differences.")
 
 
+def trend_table(q: pd.DataFrame) -> pd.DataFrame | None:
+    """Each variant trained at several widths: its effect at the ends and the slope per 10x parameters."""
+    from ablations.quality.scaling import effect_trend
+
+    t = effect_trend(q, BASELINE)
+    if t.empty:
+        return None
+
+    def reading(r: pd.Series) -> str:
+        if pd.isna(r["slope_lo"]):
+            return "too few points for a slope"
+        if r["slope_lo"] <= 0 <= r["slope_hi"]:
+            return "no detectable trend over these widths"
+        mean = (r["effect_smallest"] + r["effect_largest"]) / 2
+        return "the difference narrows with size" if (r["slope_per_decade"] > 0) != (mean > 0) else \
+            "the difference widens with size"
+
+    return pd.DataFrame({
+        "variant": t["variant"],
+        "widths (d_model)": t["widths"],
+        "Δ at the smallest (params)": [f"{d:+.4f} ({fmt_count(p)})" for d, p in
+                                       zip(t["effect_smallest"], t["params_smallest"], strict=True)],
+        "Δ at the largest (params)": [f"{d:+.4f} ({fmt_count(p)})" for d, p in
+                                      zip(t["effect_largest"], t["params_largest"], strict=True)],
+        "slope per 10× params [95% CI]": [fmt_ci(s, lo, hi, signed=True) for s, lo, hi in
+                                          t[["slope_per_decade", "slope_lo", "slope_hi"]].to_numpy()],
+        "p": t["p"].map(fmt_p),
+        "points": t["n"].map(fmt_count),
+        "reading": t.apply(reading, axis=1),
+    })
+
+
 def extrapolation_table(s: pd.DataFrame) -> pd.DataFrame | None:
     e = s[(s["metric"] == "extrap_loss") & s["seq_len"].notna()]
-    if e.empty:
+    if e["seq_len"].nunique() < 2:  # the training length alone is the validation loss table again
         return None
     cell = e.apply(lambda r: "cannot" if r["verdict"] == "cannot" or pd.isna(r["mean"])
                    else fmt_ci(r["mean"], r["ci_lo"], r["ci_hi"]), axis=1)

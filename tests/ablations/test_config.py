@@ -10,12 +10,17 @@ import pytest
 from ablations.cli import prevalidate
 
 SWEEP_POINTS = {"norm": 2, "pos": 3, "ffn": 2, "bias": 2, "kv": 5, "all": 7, "ladder": 6, "leave_one_out": 6,
-                "gqa_matched": 3}
+                "gqa_matched": 3, "scale": 6}
 
 
 @pytest.mark.parametrize("sweep,points", SWEEP_POINTS.items())
 def test_every_sweep_composes_and_validates(sweep, points):
     assert prevalidate([f"+sweep={sweep}"]) == points
+
+
+def test_the_scale_sweep_takes_each_flip_from_the_command_line():
+    # Seven variants at three widths: a command-line list replaces the sweep file's own variant list.
+    assert prevalidate(["+sweep=scale", "variant=gpt2,rmsnorm,rope,swiglu,gqa,nobias,llama2"]) == 21
 
 
 def test_single_run_and_cli_multirun_compose():
