@@ -49,10 +49,14 @@ def plain_number(v: float, _: object = None) -> str:
 def log_y(ax: Axes) -> None:
     """Log y axis with several plain-number labels whatever its span; no minor ticks (grid lines only at labels)."""
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(ReadableLogLocator())
-    ax.yaxis.set_major_formatter(FuncFormatter(plain_number))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    _readable(ax.yaxis, plain_number)
+
+
+def _readable(axis: object, label: object) -> None:
+    axis.set_major_locator(ReadableLogLocator())
+    axis.set_major_formatter(FuncFormatter(label))
+    axis.set_minor_locator(NullLocator())
+    axis.set_minor_formatter(NullFormatter())
 
 
 def si_number(v: float, _: object = None) -> str:
@@ -66,10 +70,7 @@ def si_number(v: float, _: object = None) -> str:
 def log_x(ax: Axes) -> None:
     """Log x axis for counts (parameters) with several labels whatever its span: ``200k``, ``500k``, ``1M``."""
     ax.set_xscale("log")
-    ax.xaxis.set_major_locator(ReadableLogLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(si_number))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    _readable(ax.xaxis, si_number)
 
 
 def log2_x_at(ax: Axes, values: Iterable[float]) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ablations.report.axes import ReadableLogLocator, plain_number
+from ablations.report.axes import ReadableLogLocator, plain_number, si_number
 from ablations.report.figures import decode_ratio_vs_context, ratio_vs_seq
 from ablations.report.tables import split
 
@@ -88,3 +88,7 @@ def test_the_drawn_decode_figure_labels_its_narrow_log_axis(synthetic):
     labels = [t.get_text() for t, v in zip(ax.get_yticklabels(), ax.get_yticks(), strict=True)
               if lo <= v <= hi and t.get_text()]
     assert len(labels) >= 3, labels
+
+
+def test_counts_on_a_log_axis_read_as_k_m_b():
+    assert [si_number(v) for v in (500, 200_000, 1_500_000, 7e9, 1e6)] == ["500", "200k", "1.5M", "7B", "1M"]
