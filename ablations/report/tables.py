@@ -19,8 +19,9 @@ QUALITY_METRICS = ("train_loss", "val_loss", "train_bpb", "val_bpb", "train_toke
                    "extrap_loss", "loss_by_position", "corpus_bytes")
 QUALITY_MODES = ("curve", "final", "quality", "data", "extrapolation")
 # Settings that can differ between points of one sweep (an ad-hoc grid over dtype, say); when one does,
-# the variant's label names it so two points never merge into one line.
-CASE_COLUMNS = ("device", "dtype", "compile", "threads", "d_model", "n_layers", "n_heads", "bias", "profile")
+# the variant's label names it so two points never merge into one line. Not the five choices (nor tied
+# embeddings): the variant's name already says those, and its baseline is the GPT-2 block of the same case.
+CASE_COLUMNS = ("device", "dtype", "compile", "threads", "d_model", "n_layers", "n_heads", "profile")
 SETUP_COLUMNS = ("device", "device_name", "dtype", "threads", "compile", "launcher", "torch", "git_rev", "corpus",
                  "malloc", "profile", "host")
 

@@ -274,3 +274,13 @@ def test_the_bias_claim_reads_its_parameters_time_and_quality():
     assert "Holm p 0.6" in measured
     assert "forward faster (0.97×)" in reading and "forward+backward no measurable difference" in reading
     assert "no detectable difference in validation loss (this run could have detected |d| >= 0.02" in reading
+
+
+def test_a_choice_that_varies_in_a_sweep_is_in_the_name_not_a_case_suffix():
+    from ablations.report.tables import add_case
+
+    rows = pd.DataFrame([dict(sweep="bias", variant=v, bias=b, tie_embeddings=True, device="cpu", dtype="float32",
+                              compile=False, threads=2, d_model=1024, n_layers=1, n_heads=16, profile="default")
+                         for v, b in (("gpt2", True), ("nobias", False))])
+    cases = add_case(rows)
+    assert list(cases["case"]) == ["gpt2", "nobias"] and set(cases["base_case"]) == {"gpt2"}
