@@ -47,6 +47,10 @@ def report(table: pd.DataFrame) -> str:
     for sweep, s in summary.groupby("sweep", sort=False):
         rows = table[(table["sweep"] == sweep) & (table["metric"] == "train_wall_time")]
         lines += [f"## {sweep}: {len(rows)} quality runs, {rows['value'].sum() / 60:.1f} min of training", ""]
+        widths = s["d_model"].nunique() > 1  # a scale sweep: name each row's width, and list a variant's together
+        if widths:
+            first = {v: i for i, v in enumerate(dict.fromkeys(s["variant"]))}
+            s = s.assign(_first=s["variant"].map(first)).sort_values(["_first", "d_model"], kind="stable")
         for (metric, seq_len), g in s.groupby(["metric", "seq_len"], sort=False):
             m = int(g["family"].max()) if g["family"].notna().any() else 0
             holm = (f"; verdicts by Holm-Bonferroni across the {m} comparison{'s' if m != 1 else ''} here "
@@ -54,7 +58,8 @@ def report(table: pd.DataFrame) -> str:
             lines.append(f"{metric} at {int(seq_len)} bytes (nats/byte){holm}:")
             for _, r in g.iterrows():
                 ci = f"[{_fmt(r['ci_lo'])}, {_fmt(r['ci_hi'])}]"
-                lines.append(f"  {r['variant']:<18} {_fmt(r['mean'])} ± CI {ci:<16} n={r['n']}  "
+                name = f"{r['variant']} d={int(r['d_model'])}" if widths else r["variant"]
+                lines.append(f"  {name:<18} {_fmt(r['mean'])} ± CI {ci:<16} n={r['n']}  "
                              f"vs {r['reference']}: {_comparison(r)}")
             lines.append("")
     return "\n".join(lines)

@@ -84,3 +84,11 @@ def test_the_report_reads_the_trend_and_draws_effect_against_parameters():
     left, right = fig.axes[:2]
     assert left.get_xscale() == right.get_xscale() == "log"
     assert [t.get_text() for t in right.get_xticklabels() if t.get_text()][:1] != []
+
+
+def test_the_text_summary_names_each_width():
+    from ablations.quality.__main__ import report
+
+    lines = [ln.strip() for ln in report(table()).splitlines()]
+    named = [ln.split("  ")[0] for ln in lines if ln.startswith(("gpt2 d=", "llama2 d="))]
+    assert named[:6] == ["gpt2 d=64", "gpt2 d=128", "gpt2 d=256", "llama2 d=64", "llama2 d=128", "llama2 d=256"]
