@@ -38,7 +38,8 @@ BLOCK_VARIANTS: dict[str, dict[str, object]] = {
     "gqa4": {"attn": "gqa", "kv": 4},
     "gqa2": {"attn": "gqa", "kv": 2},
     "mqa": {"attn": "mqa"},
-    "llama2": {"pos": "rope", "norm": "rmsnorm", "ffn": "swiglu", "attn": "gqa", "kv": 2},
+    "nobias": {"bias": False},
+    "llama2": {"pos": "rope", "norm": "rmsnorm", "ffn": "swiglu", "attn": "gqa", "kv": 2, "bias": False},
 }
 ATTN_VARIANTS: dict[str, dict[str, object]] = {"mha": {}, "gqa2": {"attn": "gqa", "kv": 2}, "mqa": {"attn": "mqa"}}
 # A few cases that cover an op of each kind and the block in every mode: what CI runs on every commit.
@@ -83,11 +84,14 @@ class Case:
 
 
 def arch(c: ModuleType, pos: str = "learned", norm: str = "layernorm", ffn: str = "gelu", attn: str = "mha",
-         kv: int | None = None) -> object:
-    """One block with GPT-2's bias and the given choices, from tree ``c``'s own config classes."""
-    model = c.ModelConfig(d_model=D_MODEL, n_layers=1, n_heads=N_HEADS, max_seq_len=MAX_SEQ_LEN)
-    return c.ArchConfig(model=model, pos=c.PosConfig(pos), norm=c.NormConfig(norm), ffn=c.FFNConfig(ffn),
-                        attn=c.AttnConfig(attn, kv))
+         kv: int | None = None, bias: bool = True) -> object:
+    """One block with the given choices (GPT-2's by default), from tree ``c``'s own config classes."""
+    sizes = dict(d_model=D_MODEL, n_layers=1, n_heads=N_HEADS, max_seq_len=MAX_SEQ_LEN)
+    choices = dict(pos=c.PosConfig(pos), norm=c.NormConfig(norm), ffn=c.FFNConfig(ffn), attn=c.AttnConfig(attn, kv))
+    if hasattr(c, "BiasConfig"):
+        return c.ArchConfig(model=c.ModelConfig(**sizes), **choices, bias=c.BiasConfig("on" if bias else "off"))
+    # A tree from before bias was a choice group (it was ModelConfig.bias), so a base that old still compares.
+    return c.ArchConfig(model=c.ModelConfig(**sizes, bias=bias), **choices)
 
 
 def _as_tuple(out: object) -> tuple[torch.Tensor, ...]:

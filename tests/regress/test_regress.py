@@ -71,11 +71,31 @@ def test_the_default_set_covers_every_component_variant_and_the_block_in_every_m
                                   ("pos", ("learned", "rope"), ("forward", "train")),
                                   ("attn", ("mha", "gqa2", "mqa"), ("forward", "train", "decode")),
                                   ("block", ("gpt2", "rmsnorm", "rope", "nope", "swiglu", "gqa4", "gqa2", "mqa",
-                                             "llama2"), ("forward", "train", "decode"))):
+                                             "nobias", "llama2"), ("forward", "train", "decode"))):
         assert {f"{comp}/{v}/{m}" for v in variants for m in modes} <= names
     assert len(names) == len(all_cases())  # no name twice
     assert [c.name for c in select("ci")] == [c.name for c in all_cases() if c.name in CI_CASES]
     assert len(select("ci")) == len(CI_CASES)
+
+
+def test_block_cases_build_from_a_tree_with_bias_as_a_choice_and_from_one_with_model_bias():
+    import types
+
+    import components
+    from ablations.regress.cases import arch
+
+    llama = arch(components, pos="rope", norm="rmsnorm", ffn="swiglu", attn="gqa", kv=2, bias=False)
+    assert not llama.bias.enabled and arch(components).bias.enabled
+
+    class OldModelConfig(components.ModelConfig):  # the dataclass as it was: bias on the model
+        def __init__(self, bias: bool = True, **sizes: object) -> None:
+            super().__init__(**sizes)
+            self.bias = bias
+
+    old = types.SimpleNamespace(**{k: getattr(components, k) for k in ("ArchConfig", "PosConfig", "NormConfig",
+                                                                      "FFNConfig", "AttnConfig")},
+                                ModelConfig=OldModelConfig)
+    assert arch(old, bias=False).model.bias is False
 
 
 def test_filters_take_substrings_and_globs():
