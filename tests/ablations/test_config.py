@@ -9,7 +9,7 @@ import pytest
 
 from ablations.cli import prevalidate
 
-SWEEP_POINTS = {"norm": 2, "pos": 3, "ffn": 2, "bias": 2, "kv": 5, "all": 7, "ladder": 6, "leave_one_out": 6,
+SWEEP_POINTS = {"norm": 2, "pos": 3, "ffn": 2, "bias": 2, "kv": 5, "all": 7, "ladder": 6, "leave_one_out": 7,
                 "gqa_matched": 3, "scale": 6}
 
 

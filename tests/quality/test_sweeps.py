@@ -29,7 +29,8 @@ from components import (
 from tests.quality.helpers import composed
 
 LADDER = ["gpt2", "rmsnorm", "rope+rmsnorm", "rope+rmsnorm+swiglu", "llama2-bias-tied", "llama2"]
-LEAVE_ONE_OUT = ["llama2", "llama2-learned", "llama2-layernorm", "llama2-gelu", "llama2-mha", "llama2-bias"]
+LEAVE_ONE_OUT = ["llama2", "llama2-learned", "llama2-layernorm", "llama2-gelu", "llama2-mha", "llama2-bias",
+                 "llama2-tied"]
 
 
 def labels(sweep: str) -> list[str]:
