@@ -284,3 +284,17 @@ def test_a_choice_that_varies_in_a_sweep_is_in_the_name_not_a_case_suffix():
                          for v, b in (("gpt2", True), ("nobias", False))])
     cases = add_case(rows)
     assert list(cases["case"]) == ["gpt2", "nobias"] and set(cases["base_case"]) == {"gpt2"}
+
+
+def test_a_quality_only_sweep_lists_its_variants_from_the_quality_rows():
+    from ablations.report.markdown import sweep_section
+
+    q = pd.DataFrame([dict(sweep="ladder", variant=v, pos=p, norm="rmsnorm", ffn="swiglu", n_kv_heads=1, n_heads=4,
+                           bias=b, tie_embeddings=t, metric="val_loss", mode="final", value=1.8, seed=0, status="ok",
+                           d_model=128, n_layers=4, batch=32, seq_len=128, step=250, corpus="c", unit="nats/byte",
+                           statistic="mean")
+                      for v, p, b, t in (("llama2", "rope-half", False, False), ("llama2-bias-tied", "rope-half", True,
+                                                                                    True))])
+    text = "\n".join(sweep_section("ladder", pd.DataFrame(), pd.DataFrame(), q, (None, ""), []))
+    assert "| llama2 | rope-half | rmsnorm | swiglu | 1 / 4 | off | untied |" in text
+    assert "| llama2-bias-tied | rope-half | rmsnorm | swiglu | 1 / 4 | on | tied |" in text
