@@ -131,8 +131,8 @@ def _comparisons(quality: pd.DataFrame) -> tuple[list[dict], dict[int, PairedTes
         first = int(shortest[(sweep, metric)])
         if metric == "extrap_loss" and seq_len > first:
             references[f"{variant} at {first}"] = (sweep, metric, first, width, variant)
-        params = pd.to_numeric(groups[key]["params"], errors="coerce").median()
-        units = groups[key]["unit"].dropna().unique() if "unit" in g else []
+        params = pd.to_numeric(g["params"], errors="coerce").median()
+        units = g["unit"].dropna().unique() if "unit" in g else []
         for label, ref in references.items():
             row = {"sweep": sweep, "variant": variant, "d_model": width, "params": params, "metric": metric,
                    "unit": units[0] if len(units) else None,

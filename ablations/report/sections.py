@@ -31,7 +31,7 @@ def variants_table(s: pd.DataFrame) -> str:
     """What each variant of a sweep is: its five choices and its embeddings, from its own rows (the names are
     derived from the same values, so the table is what a reader checks a name against)."""
     first = s.drop_duplicates("variant")
-    untied = first.get("tie_embeddings", pd.Series(np.nan, index=first.index))
+    tied = first.get("tie_embeddings", pd.Series(np.nan, index=first.index))  # absent in tables older than it
     return markdown_table(pd.DataFrame({
         "variant": first["variant"],
         "positions": first["pos"],
@@ -40,7 +40,7 @@ def variants_table(s: pd.DataFrame) -> str:
         "KV heads / query heads": [f"{int(k)} / {int(h)}" for k, h in zip(first["n_kv_heads"], first["n_heads"],
                                                                           strict=True)],
         "linear biases": first["bias"].map(lambda b: "on" if is_true(b) else "off"),
-        "embeddings (quality model)": untied.map(lambda t: "—" if pd.isna(t) else "tied" if is_true(t) else "untied"),
+        "embeddings (quality model)": tied.map(lambda t: "—" if pd.isna(t) else "tied" if is_true(t) else "untied"),
     }))
 
 
