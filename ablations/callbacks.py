@@ -23,8 +23,9 @@ EXPECTED_POINTS: int | None = None
 def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> None:
     """Write the collected table, print the summary, and make the last line the folder's path.
 
-    A table or report that cannot be written (a full disk) is a ``Fault``: Hydra turns a callback's exception
-    into a warning and exit status 0. The point files stay, and a rerun into the folder writes the table."""
+    A table or report that cannot be written (a full disk), or a report that fails, is a ``Fault``: Hydra
+    turns a callback's exception into a warning and exit status 0. The point files and the table stay, and a
+    rerun into the folder writes what is missing."""
     try:
         _finish(folder, statuses, cfg)
     except OSError as exc:
@@ -45,17 +46,27 @@ def _finish(folder: Path, statuses: list[str], cfg: DictConfig | None) -> None:
         f"{statuses.count('skipped')} skipped (already measured); {len(table)} rows in {written[0].name}"
     )
     if cfg is not None and failed == 0:
-        try:
-            from ablations.report.markdown import build_report
-        except ImportError:
-            pass
-        else:
-            build_report(folder)
+        _build_report(folder)
     print(summary, file=sys.stderr)
     print(folder.resolve())
     sys.stdout.flush()
     if failed:
         raise SystemExit(1)
+
+
+def _build_report(folder: Path) -> None:
+    """The sweep's REPORT.md; a report that fails (a bug, a missing plotting library) is one line and exit 1,
+    not Hydra's warning and exit 0, and it names the command that rebuilds it from the table just written."""
+    try:
+        from ablations.report.markdown import build_report
+
+        build_report(folder)
+    except OSError:
+        raise
+    except Exception as exc:
+        reason = " ".join(str(exc).split())  # one line, whatever the exception's message spans
+        raise Fault(f"the report could not be built ({type(exc).__name__}: {reason}); the measurements are in "
+                    f"{folder / 'results.csv'}: rebuild with python -m ablations.report {folder}") from None
 
 
 class SweepCallback(Callback):

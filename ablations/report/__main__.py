@@ -10,8 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from ablations.errors import os_error_line
 from ablations.report.markdown import build_report
 from ablations.report.tables import ReportError, combine, load_table
+from ablations.results.durable import write_atomic
 from ablations.results.store import TABLE
 
 
@@ -31,10 +33,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = args.out or args.folders[0]
     table = combine(tables)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.out and all(args.out.resolve() != f.resolve() for f in args.folders):
-        table.to_csv(out / TABLE, index=False)
-    print(build_report(out, table, sources=args.folders).resolve())
+    try:
+        if args.out and all(args.out.resolve() != f.resolve() for f in args.folders):
+            write_atomic(out / TABLE, lambda f: table.to_csv(f, index=False))
+        report = build_report(out, table, sources=args.folders)
+    except OSError as exc:  # a full disk, a read-only folder: the earlier report, if any, stays whole
+        print(f"ablations.report: error: {os_error_line(exc)}", file=sys.stderr)
+        return 1
+    print(report.resolve())
     return 0
 
 

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from ablations.report.axes import log2_x_at, log_x, loglog  # noqa: E402
+from ablations.results.durable import write_atomic  # noqa: E402
 
 BASELINE = "gpt2"
 # Deterministic SVGs (fixed element ids, no date), so a rebuilt reference report diffs only where data changed.
@@ -394,11 +395,12 @@ ABSENT = {"measured": "no block measurements in this sweep", "cmp": "no variant 
 
 
 def save(fig: Figure, folder: Path, stem: str) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"{stem}.png", folder / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=150, metadata={"Software": None}, bbox_inches="tight")
-    fig.savefig(paths[1], metadata={"Date": None}, bbox_inches="tight")
-    return paths
+    """PNG and SVG of ``fig``, each written whole or not at all: a full disk leaves the previous build's file."""
+    png, svg = folder / f"{stem}.png", folder / f"{stem}.svg"
+    write_atomic(png, lambda f: fig.savefig(f, format="png", dpi=150, metadata={"Software": None},
+                                            bbox_inches="tight"))
+    write_atomic(svg, lambda f: fig.savefig(f, format="svg", metadata={"Date": None}, bbox_inches="tight"))
+    return [png, svg]
 
 
 def draw_all(folder: Path, sweeps: list[str], measured: pd.DataFrame, quality: pd.DataFrame,

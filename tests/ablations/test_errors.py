@@ -236,6 +236,7 @@ FAULTS = {
     # file the disk fills on -> the line's path (relative to the sweep folder) and problem; what stays
     "table": ("full:results.csv", "{sweep}/results.csv: cannot write (No space left on device)", 2),
     "report": ("full:REPORT.md", "{sweep}/REPORT.md: cannot write (No space left on device)", 2),
+    "figure": ("full:.png", "{sweep}/figures/norm-training-curves.png: cannot write (No space left on device)", 2),
     "corpus unreadable after the check": ("unreadable:{corpus}", "data.path={corpus} cannot be read: "
                                           "Permission denied", 0),
 }
@@ -251,3 +252,23 @@ def test_a_fault_during_the_run_is_one_line_and_exit_1(fault, line, points, tmp_
     assert leftovers(sweep) == []
     written = sorted((sweep / POINTS_DIR).glob("*.csv"))
     assert len(written) == points and all(point_done(p) for p in written)
+
+
+def test_a_report_that_fails_is_one_line_exit_1_and_keeps_the_table(tmp_path, monkeypatch, capsys):
+    # A bug in the report (not the disk): Hydra would make the callback's exception a warning and exit 0.
+    from ablations import callbacks
+    from ablations.report import markdown
+    from ablations.results.store import write_point
+
+    write_point([{"point": "gpt2", "variant": "gpt2", "status": "ok"}], tmp_path / POINTS_DIR / "gpt2-0123456789ab.csv")
+
+    def broken(folder: Path) -> Path:
+        raise ValueError("no column 'x'\nin the table")
+
+    monkeypatch.setattr(markdown, "build_report", broken)
+    with pytest.raises(SystemExit) as stop:
+        callbacks.finish(tmp_path, ["ok"], cfg=object())
+    assert stop.value.code == (
+        f"ablations: error: the report could not be built (ValueError: no column 'x' in the table); the measurements "
+        f"are in {tmp_path / 'results.csv'}: rebuild with python -m ablations.report {tmp_path}")
+    assert set(pd.read_csv(tmp_path / "results.csv")["point"]) == {"gpt2"}

@@ -298,3 +298,18 @@ def test_a_quality_only_sweep_lists_its_variants_from_the_quality_rows():
     text = "\n".join(sweep_section("ladder", pd.DataFrame(), pd.DataFrame(), q, (None, ""), []))
     assert "| llama2 | rope-half | rmsnorm | swiglu | 1 / 4 | off | untied |" in text
     assert "| llama2-bias-tied | rope-half | rmsnorm | swiglu | 1 / 4 | on | tied |" in text
+
+
+def test_cli_a_disk_that_refuses_the_report_is_one_line_and_exit_1(synthetic, tmp_path, capsys, monkeypatch):
+    from ablations.report import __main__ as report_cli
+    from ablations.results.durable import WriteError
+
+    folder = write(synthetic(quality=False, failed=False), tmp_path / "sweep")
+
+    def refuse(*args, **kwargs):
+        raise WriteError(f"{folder / 'REPORT.md'}: cannot write (No space left on device)")
+
+    monkeypatch.setattr(report_cli, "build_report", refuse)
+    assert report_main([str(folder)]) == 1
+    assert capsys.readouterr().err == (f"ablations.report: error: {folder / 'REPORT.md'}: cannot write "
+                                       "(No space left on device)\n")
