@@ -6,8 +6,10 @@ own ceilings (``ceilings.measure_ceilings``), best round:
 - matrix products with N rows (a d x 4d weight, cycled over four copies so the weights come from memory as a
   model's do, not from the last-level cache): FLOP/s / peak at each N;
 - weight streaming: the best bytes/s of those products (at N=1 a product is a weight read) / bandwidth;
-- attention: MHA's decode attention (batch 4, context 4096, the SDPA reference) reading its cache, KV
-  bytes/s / bandwidth; the folded GQA-2 step, whose work is the same FLOPs on 8x fewer bytes, FLOP/s / peak;
+- attention: MHA's decode attention (batch 4, context 4096, the SDPA reference) and the folded GQA-2 step,
+  the same FLOPs on 8x fewer bytes, fitted to compute-then-memory time (``attention_efficiency``): a fraction of
+  bandwidth for the KV bytes and one of peak for the products; each call reads the next of caches spanning
+  twice the bandwidth buffer, from memory as a model's layers do;
 - per-call overhead as a model pays it: a decode step of a tiny one-layer decoder / its kernel count.
 """
 
@@ -21,6 +23,7 @@ from pathlib import Path
 import torch
 
 from ablations.measure.ceilings import Ceilings, measure_ceilings
+from ablations.measure.kv_streams import cache_bytes, caches_spanning, cycled_step, decode_attention_flops
 from ablations.measure.timing import time_one
 from ablations.roofline.calls import kernel_calls
 from components import ArchConfig, ModelConfig, build_decoder
@@ -47,17 +50,29 @@ def matmul_efficiency(ceilings: Ceilings, dtype: torch.dtype, **timed: object) -
     return table, min(1.0, streaming / ceilings.bandwidth)
 
 
-def attention_efficiency(ceilings: Ceilings, dtype: torch.dtype, **timed: object) -> tuple[float, float]:
-    """(MHA decode KV bytes/s / bandwidth, folded GQA-2 decode FLOP/s / peak)."""
+def attention_efficiency(ceilings: Ceilings, dtype: torch.dtype, span_bytes: int,
+                         **timed: object) -> tuple[float, float]:
+    """(fraction of bandwidth reading the KV cache, fraction of peak in attention's products), fitted to a CPU
+    core's serial attention: time = FLOPs / (peak x e_flops) + KV bytes / (bandwidth x e_mem).
+
+    MHA's and the folded GQA-2's decode steps do the same FLOPs on KV caches 8x apart, so the difference of
+    their times is the extra bytes' alone (e_mem) and what GQA-2 has left after its bytes is the FLOPs' (e_flops).
+    Each step reads the next of caches spanning ``span_bytes`` (``kv_streams``): GQA-2's 16 MiB cache alone
+    would come from the last-level cache. A time difference the noise swallowed falls back to each step alone
+    at its own bound (MHA's bytes, GQA-2's FLOPs), the overlapped model's reading."""
     q = torch.randn(BATCH, HEADS, 1, HEAD_DIM, dtype=dtype)
-    fractions = []
+    flops = decode_attention_flops(BATCH, HEADS, CONTEXT, HEAD_DIM)
+    seconds, nbytes = [], []
     for kv, path in ((HEADS, reference_sdpa), (2, folded_sdpa)):
-        k = torch.randn(BATCH, kv, CONTEXT, HEAD_DIM, dtype=dtype)
-        v = torch.randn_like(k)
-        seconds = _best(lambda p=path, k=k, v=v: p(q, k, v, CONTEXT - 1), **timed)
-        fractions.append((k.nbytes + v.nbytes) / seconds / ceilings.bandwidth if kv == HEADS
-                         else 4 * BATCH * HEADS * CONTEXT * HEAD_DIM / seconds / ceilings.matmul_peak)
-    return min(1.0, fractions[0]), min(1.0, fractions[1])
+        caches = caches_spanning(span_bytes, BATCH, kv, CONTEXT, HEAD_DIM, dtype)
+        seconds.append(_best(cycled_step(path, q, caches, CONTEXT - 1), **timed))
+        nbytes.append(cache_bytes(caches[0]))
+    (t_mha, t_gqa), (b_mha, b_gqa) = seconds, nbytes
+    per_byte = (t_mha - t_gqa) / (b_mha - b_gqa)
+    flops_s = t_gqa - b_gqa * per_byte
+    if per_byte <= 0 or flops_s <= 0:
+        return min(1.0, b_mha / t_mha / ceilings.bandwidth), min(1.0, flops / t_gqa / ceilings.matmul_peak)
+    return min(1.0, 1 / per_byte / ceilings.bandwidth), min(1.0, flops / flops_s / ceilings.matmul_peak)
 
 
 def per_call_overhead(dtype: torch.dtype, **timed: object) -> float:
@@ -81,7 +96,7 @@ def calibrate(dtype: torch.dtype = torch.float32, rounds: int = 5, min_run_time:
     timed = dict(rounds=rounds, min_run_time=min_run_time, warmup=2, device=cpu)
     ceilings = measure_ceilings(dtype, matmul_n, buffer_mib << 20, **timed)
     matmul, streaming = matmul_efficiency(ceilings, dtype, **timed)
-    attention_memory, attention_compute = attention_efficiency(ceilings, dtype, **timed)
+    attention_memory, attention_compute = attention_efficiency(ceilings, dtype, 2 * (buffer_mib << 20), **timed)
     return {
         "name": "this_machine",
         "dtype": str(dtype).removeprefix("torch."),
@@ -90,6 +105,7 @@ def calibrate(dtype: torch.dtype = torch.float32, rounds: int = 5, min_run_time:
         "memory_bytes": float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")),
         "call_overhead": float(per_call_overhead(dtype, **timed)),
         "overlapped_calls": False,
+        "attention_overlapped": False,
         "matmul_efficiency": matmul,
         "memory_efficiency": round(streaming, 4),
         "attention_memory_efficiency": round(attention_memory, 4),

@@ -195,11 +195,12 @@ def validation_section(measured: pd.DataFrame) -> tuple[list[str], pd.DataFrame]
         return [f"No measured CPU {hw.dtype} points to validate the performance model against.", ""], v
     lines = [
         f"Every measured point predicted by `ablations.roofline.model.predict` with this machine's calibration "
-        f"({hw.source}): each part of the model (matrix products, attention, norms) at its own bound, plus "
-        f"per-call overhead. Error = predicted / measured − 1. Ratios are paired measurements (the baseline's A/A "
-        f"spread in the speed table is their noise floor); absolute times move with machine load between points "
-        f"(by about 25% on a quiet run of this 2-core machine) and between the run and the calibration, and the time "
-        f"errors include that drift.", "", markdown_table(error_summary(v)), "",
+        f"({hw.source}): each part of the model (matrix products, attention, norms) at its own bound"
+        f"{'' if hw.attention_overlapped else ' (attention: its products and its cache reads one after the other)'}"
+        f", plus per-call overhead. Error = predicted / measured − 1. Ratios are paired measurements (the "
+        f"baseline's A/A spread in the speed table is their noise floor); absolute times move with machine load "
+        f"between points (by about 25% on a quiet run of this 2-core machine) and between the run and the "
+        f"calibration, and the time errors include that drift.", "", markdown_table(error_summary(v)), "",
     ]
     worst = v.loc[v["ratio_error"].abs().sort_values(ascending=False).index].head(8)
     lines += ["Largest ratio errors:", "", markdown_table(pd.DataFrame({

@@ -40,6 +40,9 @@ class Hardware:
     source: str
     efficiency_source: str
     measured: dict = field(default_factory=dict)
+    # Whether attention's products hide behind its cache reads (a GPU's fused kernels: the larger of the two)
+    # or follow them (a CPU core computes a block's scores, then stalls on the next block: their sum).
+    attention_overlapped: bool = True
 
     @classmethod
     def from_dict(cls, d: dict) -> Hardware:

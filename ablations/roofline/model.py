@@ -6,7 +6,9 @@ Prediction: the parts run one after another, each bound by its own ceiling times
 
 - matrix products: ``max(linear FLOPs / (peak x eff(N)), (weights + their activations) / (bandwidth x eff_mem))``
   where eff(N) is the calibrated efficiency of products with N rows (small-N products are compute-inefficient);
-- attention: ``max(FLOPs / (peak x eff_att_flops), (KV + Q/output bytes) / (bandwidth x eff_att_mem))``;
+- attention: ``max(FLOPs / (peak x eff_att_flops), (KV + Q/output bytes) / (bandwidth x eff_att_mem))`` where
+  the hardware overlaps the two (a GPU), their sum where it does not (``attention_overlapped: false``, a CPU,
+  whose calibration fits both efficiencies to that sum);
 - norms: bytes / (bandwidth x eff_mem);
 - per-call overhead: kernels x call_overhead, added on a CPU, overlapped on a GPU (the larger of the two).
 
@@ -49,11 +51,15 @@ def predict(work: Work, hw: Hardware, calls: int) -> Prediction:
     attention = (work.attention_flops / (hw.peak_flops * hw.attention_compute_efficiency),
                  (work.kv_read_bytes + work.kv_write_bytes + work.attention_activation_bytes)
                  / (hw.bandwidth * hw.attention_memory_efficiency))
-    for flops_s, bytes_s in (linear, attention):
+    overlapped = [linear, attention] if hw.attention_overlapped else [linear]
+    for flops_s, bytes_s in overlapped:
         if flops_s >= bytes_s:
             compute += flops_s
         else:
             memory += bytes_s
+    if not hw.attention_overlapped:
+        compute += attention[0]
+        memory += attention[1]
     memory += work.norm_bytes / (hw.bandwidth * hw.memory_efficiency)
     overhead = calls * hw.call_overhead
     kernels = compute + memory

@@ -44,6 +44,42 @@ def test_prediction_sums_parts_each_at_its_own_bound():
     assert slow_memory.bound == "memory" and slow_memory.memory_s == 100 + 40 + 20
 
 
+def test_attention_that_does_not_overlap_adds_its_compute_and_memory():
+    # As above, but attention's 4 s of products and 4 s of cache reads follow each other (a CPU core): 8 s.
+    p = predict(WORK, hardware(attention_overlapped=False), calls=3)
+    assert (p.compute_s, p.memory_s, p.overhead_s) == (16.0, 6.0, 1.5)
+    assert p.seconds == 23.5
+    slow_flops = predict(WORK, hardware(attention_compute_efficiency=0.5), calls=0)  # overlapped: 8 s, compute
+    assert slow_flops.compute_s == 12.0 + 8.0 and slow_flops.memory_s == 2.0
+
+
+def test_the_serial_attention_fit_recovers_both_efficiencies(monkeypatch):
+    from ablations.measure import calibration
+    from ablations.measure.ceilings import Ceilings
+
+    ceilings = Ceilings(matmul_peak=100e9, copy_bandwidth=10e9, read_bandwidth=20e9, call_overhead=1e-6)
+    e_mem, e_flops = 0.4, 0.6
+    flops = 4 * calibration.BATCH * calibration.HEADS * calibration.CONTEXT * calibration.HEAD_DIM
+    calls = iter([])
+
+    def timed_step(step, **timed):  # the time the serial model gives each step's cache, without running it
+        k, v = next(calls)
+        return flops / (100e9 * e_flops) + (k.nbytes + v.nbytes) / (20e9 * e_mem)
+
+    real = calibration.caches_spanning
+
+    def caches(span, *shape_and_dtype):
+        made = real(0, *shape_and_dtype)[:1]
+        nonlocal calls
+        calls = iter(made)
+        return made
+
+    monkeypatch.setattr(calibration, "caches_spanning", caches)
+    monkeypatch.setattr(calibration, "_best", timed_step)
+    fitted = calibration.attention_efficiency(ceilings, torch.float32, span_bytes=0)
+    assert fitted == pytest.approx((e_mem, e_flops))
+
+
 def test_matmul_efficiency_interpolates_in_log_rows():
     hw = hardware(matmul_efficiency=[[1, 0.1], [100, 0.5], [10000, 0.9]])
     assert hw.matmul_fraction(1) == 0.1 and hw.matmul_fraction(10) == pytest.approx(0.3)
