@@ -56,28 +56,26 @@ def test_attention_that_does_not_overlap_adds_its_compute_and_memory():
 def test_the_serial_attention_fit_recovers_both_efficiencies(monkeypatch):
     from ablations.measure import calibration
     from ablations.measure.ceilings import Ceilings
+    from ablations.measure.kv_streams import cache_bytes
 
     ceilings = Ceilings(matmul_peak=100e9, copy_bandwidth=10e9, read_bandwidth=20e9, call_overhead=1e-6)
     e_mem, e_flops = 0.4, 0.6
     flops = 4 * calibration.BATCH * calibration.HEADS * calibration.CONTEXT * calibration.HEAD_DIM
-    calls = iter([])
 
-    def timed_step(step, **timed):  # the time the serial model gives each step's cache, without running it
-        k, v = next(calls)
-        return flops / (100e9 * e_flops) + (k.nbytes + v.nbytes) / (20e9 * e_mem)
+    def one_cache(span, batch, kv_heads, context, head_dim, dtype):  # shapes only: never read
+        return [(torch.empty(batch, kv_heads, context, head_dim, dtype=dtype),) * 2]
 
-    real = calibration.caches_spanning
-
-    def caches(span, *shape_and_dtype):
-        made = real(0, *shape_and_dtype)[:1]
-        nonlocal calls
-        calls = iter(made)
-        return made
-
-    monkeypatch.setattr(calibration, "caches_spanning", caches)
-    monkeypatch.setattr(calibration, "_best", timed_step)
-    fitted = calibration.attention_efficiency(ceilings, torch.float32, span_bytes=0)
-    assert fitted == pytest.approx((e_mem, e_flops))
+    # Each "step" is its cache, and its time the serial model's for that cache, so the fit must give back both.
+    monkeypatch.setattr(calibration, "caches_spanning", one_cache)
+    monkeypatch.setattr(calibration, "cycled_step", lambda path, q, caches, start: caches[0])
+    monkeypatch.setattr(calibration, "_best", lambda cache, **timed: flops / (100e9 * e_flops)
+                        + cache_bytes(cache) / (20e9 * e_mem))
+    assert calibration.attention_efficiency(ceilings, torch.float32, span_bytes=0) == pytest.approx((e_mem, e_flops))
+    # Noise that makes GQA-2's step as slow as MHA's leaves nothing to fit: each step alone at its own bound.
+    monkeypatch.setattr(calibration, "_best", lambda cache, **timed: 0.01)
+    mha_bytes = 2 * calibration.BATCH * calibration.HEADS * calibration.CONTEXT * calibration.HEAD_DIM * 4
+    assert calibration.attention_efficiency(ceilings, torch.float32, span_bytes=0) == pytest.approx(
+        (mha_bytes / 0.01 / 20e9, flops / 0.01 / 100e9))
 
 
 def test_matmul_efficiency_interpolates_in_log_rows():
