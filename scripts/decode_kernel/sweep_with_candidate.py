@@ -1,0 +1,45 @@
+"""Run ``python -m ablations`` with the candidate kernel (``decode_attention.cpp``) in every decode step.
+
+An experiment, not a harness option: ``components.attention.sdpa`` is replaced in this process so that every
+one-token step on CPU float32 with 64-wide heads (MHA's as well as GQA's: one kernel on both sides of each pair)
+runs the candidate; prefills, forwards and training keep SDPA. The rows' ``sdpa_backend_calls`` still say
+``flash`` (the candidate is not a torch op the profiler sees): read this folder's decode rows as the candidate's.
+
+    python scripts/decode_kernel/sweep_with_candidate.py +sweep=kv threads=2 profile.forward=false \\
+        profile.train_step=false profile.flops=false profile.memory=false hydra.sweep.dir=results/runs/kv-candidate
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+import components.attention as attention
+from ablations.cli import main
+
+SOURCE = Path(__file__).with_name("decode_attention.cpp")
+
+
+def install() -> None:
+    ext = load_inline("blockbench_decode_candidate", cpp_sources=SOURCE.read_text(), functions=["decode_attention"],
+                      extra_cflags=["-O3", "-march=native", "-ffast-math", "-fopenmp"], extra_ldflags=["-fopenmp"])
+    library = attention.sdpa
+
+    def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int = 0) -> torch.Tensor:
+        b, h, t, d = q.shape
+        if (t == 1 and start == k.shape[2] - 1 and d == 64 and q.device.type == "cpu" and q.dtype == torch.float32
+                and k.stride(3) == 1 and k.stride(2) == d and v.stride(3) == 1 and v.stride(2) == d):
+            n_kv = k.shape[1]
+            folded = q.reshape(b, n_kv, h // n_kv, d).contiguous()
+            return ext.decode_attention(folded, k, v, d**-0.5).reshape(b, h, 1, d)
+        return library(q, k, v, start)
+
+    attention.sdpa = sdpa
+
+
+if __name__ == "__main__":
+    install()
+    main(sys.argv[1:])
