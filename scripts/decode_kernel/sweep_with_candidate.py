@@ -2,8 +2,9 @@
 
 An experiment, not a harness option: ``components.attention.sdpa`` is replaced in this process so that every
 one-token step on CPU float32 with 64-wide heads (MHA's as well as GQA's: one kernel on both sides of each pair)
-runs the candidate; prefills, forwards and training keep SDPA. The rows' ``sdpa_backend_calls`` still say
-``flash`` (the candidate is not a torch op the profiler sees): read this folder's decode rows as the candidate's.
+runs the candidate (checked first against SDPA on a small decoder); prefills, forwards and training keep SDPA.
+The rows' ``sdpa_backend_calls`` still say ``flash`` (the candidate is not a torch op the profiler sees): read
+this folder's decode rows as the candidate's.
 
     python scripts/decode_kernel/sweep_with_candidate.py +sweep=kv threads=2 profile.forward=false \\
         profile.train_step=false profile.flops=false profile.memory=false hydra.sweep.dir=results/runs/kv-candidate
@@ -38,6 +39,30 @@ def install() -> None:
         return library(q, k, v, start)
 
     attention.sdpa = sdpa
+    verify(library, sdpa)
+
+
+def verify(library: object, candidate: object) -> None:
+    """The patched decoder's decode step against SDPA's: MHA, GQA-2 and MQA, learned positions and RoPE."""
+    from components import ArchConfig, AttnConfig, ModelConfig, PosConfig, build_decoder
+
+    for attn in (AttnConfig("mha"), AttnConfig("gqa", 2), AttnConfig("gqa", 1)):
+        for pos in (PosConfig("learned"), PosConfig("rope")):
+            torch.manual_seed(0)
+            model = build_decoder(ArchConfig(ModelConfig(d_model=256, n_layers=2, n_heads=4, max_seq_len=64),
+                                             pos=pos, attn=attn))
+            prompt, token = torch.randn(3, 40, 256), torch.randn(3, 1, 256)
+            outputs = []
+            for path in (library, candidate):
+                attention.sdpa = path
+                cache = model.new_cache(3, 41)
+                with torch.inference_mode():
+                    model(prompt, cache)
+                    cache.pos = 40
+                    outputs.append(model(token, cache))
+            err = (outputs[0] - outputs[1]).abs().max().item()
+            assert err < 1e-5, f"candidate decode differs from SDPA by {err} ({attn.name}, {pos.name})"
+    attention.sdpa = candidate
 
 
 if __name__ == "__main__":
