@@ -14,6 +14,7 @@ import pandas as pd
 
 from ablations.quality.inference import ALPHA
 from ablations.quality.stats import summarize
+from ablations.quality.widths import by_variant_then_width, several_widths
 from ablations.results.store import TABLE, collect
 
 
@@ -47,10 +48,8 @@ def report(table: pd.DataFrame) -> str:
     for sweep, s in summary.groupby("sweep", sort=False):
         rows = table[(table["sweep"] == sweep) & (table["metric"] == "train_wall_time")]
         lines += [f"## {sweep}: {len(rows)} quality runs, {rows['value'].sum() / 60:.1f} min of training", ""]
-        widths = s["d_model"].nunique() > 1  # a scale sweep: name each row's width, and list a variant's together
-        if widths:
-            first = {v: i for i, v in enumerate(dict.fromkeys(s["variant"]))}
-            s = s.assign(_first=s["variant"].map(first)).sort_values(["_first", "d_model"], kind="stable")
+        widths = several_widths(s)  # a scale sweep: name each row's width, and list a variant's together
+        s = by_variant_then_width(s)
         for (metric, seq_len), g in s.groupby(["metric", "seq_len"], sort=False):
             m = int(g["family"].max()) if g["family"].notna().any() else 0
             holm = (f"; verdicts by Holm-Bonferroni across the {m} comparison{'s' if m != 1 else ''} here "

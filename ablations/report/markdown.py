@@ -67,8 +67,8 @@ verdict under Holm-Bonferroni and the effect it could have detected."""
     trend = trend_table(q)
     if trend is not None:
         lines += ["Effect against size: the per-seed difference from the baseline trained at the same width, regressed "
-                  "on log10(parameters) over every (width, seed) pair (`ablations.quality.scaling`). Three widths "
-                  "give a wide slope interval; a trend counts only when it excludes 0.", "",
+                  "on log10(parameters) over every (width, seed) pair (`ablations.quality.scaling`). With few widths "
+                  "the slope interval is wide; a trend counts only when it excludes 0.", "",
                   markdown_table(trend), ""]
     extrap = extrapolation_table(s)
     if extrap is not None:

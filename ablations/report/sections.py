@@ -7,6 +7,7 @@ import logging
 import numpy as np
 import pandas as pd
 
+from ablations.quality.widths import by_variant_then_width, several_widths
 from ablations.report.formatting import (
     fmt_bytes,
     fmt_ci,
@@ -117,19 +118,17 @@ def val_loss_table(s: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
     """Per comparison: the variant's mean [95% CI], the paired difference with its interval at the level Holm
     holds it to, p and Holm p, and the verdict with the smallest difference the test could have detected."""
     v = s[s["metric"] == "val_loss"]
-    if "d_model" in v and v["d_model"].nunique() > 1:  # a scale sweep: each variant's widths together
-        first = {name: i for i, name in enumerate(dict.fromkeys(v["variant"]))}
-        v = v.assign(_order=v["variant"].map(first)).sort_values(["_order", "d_model"], kind="stable")
+    # A scale sweep trains each variant at several quality-model widths: its rows together, one per width.
+    by_width = several_widths(v)
+    v = by_variant_then_width(v)
     unit = ", ".join(q.loc[q["metric"] == "val_loss", "unit"].dropna().unique()) or "?"
     col = lambda name: v.get(name, pd.Series(np.nan, index=v.index))  # older summaries lack the newer columns
-    # Per variant, and per quality-model width where a scale sweep trains each variant at several.
-    by_width = col("d_model").nunique() > 1
     group = ["variant", "d_model"] if by_width else "variant"
-    keys = list(zip(v["variant"], col("d_model"), strict=True)) if by_width else list(v["variant"])
+    keys = list(zip(v["variant"], v["d_model"], strict=True)) if by_width else list(v["variant"])
     mean_by = {m: q[q["metric"] == m].groupby(group)["value"].mean() for m in ("train_tokens_per_s", "train_wall_time")}
     per_point = {m: [by.get(k, np.nan) for k in keys] for m, by in mean_by.items()}
-    widths = {} if col("d_model").nunique() < 2 else {
-        "d_model (params)": [f"{int(d)} ({fmt_count(p)})" for d, p in zip(col("d_model"), col("params"), strict=True)]}
+    widths = {"d_model (params)": [f"{int(d)} ({fmt_count(p)})" for d, p in zip(v["d_model"], col("params"),
+                                                                                strict=True)]} if by_width else {}
     return pd.DataFrame({
         "variant": v["variant"],
         **widths,
