@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from pathlib import Path
 
 import torch
-from torch.utils.cpp_extension import load_inline
+from candidate import load
 
 from ablations.measure.kv_streams import cache_bytes, caches_spanning, cycled_step
 from ablations.measure.timing import time_paired
 from components.attention import folded_sdpa, reference_sdpa
-
-SOURCE = Path(__file__).with_name("decode_attention.cpp")
 
 
 def main() -> None:
@@ -31,12 +28,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    ext = load_inline("blockbench_decode_candidate", cpp_sources=SOURCE.read_text(), functions=["decode_attention"],
-                      extra_cflags=["-O3", "-march=native", "-ffast-math", "-fopenmp"], extra_ldflags=["-fopenmp"])
-
-    def candidate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int) -> torch.Tensor:
-        b, h, _, d = q.shape
-        return ext.decode_attention(q.reshape(b, k.shape[1], h // k.shape[1], d), k, v, d**-0.5).reshape(b, h, 1, d)
+    candidate = load()
 
     b, h, s, d, span = 4, 16, 4096, 64, 512 << 20
     cpu = torch.device("cpu")

@@ -13,30 +13,20 @@ this folder's decode rows as the candidate's.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import torch
-from torch.utils.cpp_extension import load_inline
+from candidate import handles, load
 
 import components.attention as attention
 from ablations.cli import main
 
-SOURCE = Path(__file__).with_name("decode_attention.cpp")
-
 
 def install() -> None:
-    ext = load_inline("blockbench_decode_candidate", cpp_sources=SOURCE.read_text(), functions=["decode_attention"],
-                      extra_cflags=["-O3", "-march=native", "-ffast-math", "-fopenmp"], extra_ldflags=["-fopenmp"])
+    decode = load()
     library = attention.sdpa
 
     def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int = 0) -> torch.Tensor:
-        b, h, t, d = q.shape
-        if (t == 1 and start == k.shape[2] - 1 and d == 64 and q.device.type == "cpu" and q.dtype == torch.float32
-                and k.stride(3) == 1 and k.stride(2) == d and v.stride(3) == 1 and v.stride(2) == d):
-            n_kv = k.shape[1]
-            folded = q.reshape(b, n_kv, h // n_kv, d).contiguous()
-            return ext.decode_attention(folded, k, v, d**-0.5).reshape(b, h, 1, d)
-        return library(q, k, v, start)
+        return decode(q, k, v, start) if handles(q, k, v, start) else library(q, k, v, start)
 
     attention.sdpa = sdpa
     verify(library, sdpa)
