@@ -29,7 +29,7 @@ from ablations.config.schema import DataConfig, ModelSizes, ProfileConfig, RunCo
 from ablations.errors import Fault, UsageError, os_error_line
 from ablations.results.durable import probe_folder
 from ablations.runner import check_point
-from components.config import AttnConfig, BiasConfig, FFNConfig, NormConfig, PosConfig
+from components import choices
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_NAME = "config"
@@ -40,8 +40,8 @@ register_configs()
 
 _NOISE = ("object_type=", "reference_type=", "Set the environment", "provider=", "path=", "full_key:",
           "To append to your config")
-_SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, PosConfig, NormConfig, FFNConfig, AttnConfig,
-                                          BiasConfig, ProfileConfig, TrainConfig, DataConfig)}
+_SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, *(c.config for c in choices()), ProfileConfig,
+                                          TrainConfig, DataConfig)}
 
 
 def one_line(exc: BaseException) -> str:
@@ -98,12 +98,16 @@ def prevalidate(argv: list[str]) -> int | None:
             jobs = expand_jobs(loader, primary, overrides, multirun)
             multirun = multirun or primary.hydra.mode == RunMode.MULTIRUN
             folders: dict[str, str] = {}
+            points: dict[Path, set[str]] = {}
             for job in jobs:
                 cfg = loader.load_sweep_config(primary, job) if len(jobs) > 1 or multirun else primary
                 check_keys(cfg, job)
                 OmegaConf.resolve(cfg)
-                check_point(cfg)
+                arch = check_point(cfg)
                 folders.update(output_folders(cfg, multirun))
+                if multirun:
+                    folder, stem = point_of(cfg, arch)
+                    points.setdefault(folder, set()).add(stem)
     except SystemExit:
         raise
     except Exception as exc:  # Hydra, OmegaConf and our ConfigError all describe the user's input
@@ -114,7 +118,32 @@ def prevalidate(argv: list[str]) -> int | None:
         problem = probe_folder(Path(path))
         if problem:
             raise UsageError(f"{key}={path}: {problem}")
+    for folder, expected in points.items():
+        check_foreign_points(folder, expected)
     return len(jobs)
+
+
+def point_of(cfg: DictConfig, arch: object) -> tuple[Path, str]:
+    """The folder and file stem a job's point will have (``runner.run_job`` names it the same way)."""
+    from ablations.config.variants import variant_label
+    from ablations.results.identity import point_identity
+    from ablations.results.store import config_hash, point_path
+
+    folder = Path(cfg.out) if cfg.get("out") else Path(OmegaConf.select(cfg, "hydra.sweep.dir"))
+    return folder, point_path(folder, variant_label(arch, matched=bool(cfg.match_params)),
+                              config_hash(point_identity(cfg))).stem
+
+
+def check_foreign_points(folder: Path, expected: set[str]) -> None:
+    """A sweep into a folder that holds points of another configuration would pool them into one table: refuse."""
+    from ablations.results.store import POINTS_DIR
+
+    foreign = sorted(p.name for p in (folder / POINTS_DIR).glob("*.csv") if p.stem not in expected)
+    if foreign:
+        raise UsageError(
+            f"hydra.sweep.dir={folder}: holds {len(foreign)} point file(s) of another configuration than this "
+            f"sweep's (e.g. {foreign[0]}), which its table would pool with this sweep's points; sweep into a new "
+            f"folder, or move {folder / POINTS_DIR}/ aside")
 
 
 def output_folders(cfg: DictConfig, multirun: bool) -> dict[str, str]:

@@ -12,23 +12,20 @@ from pathlib import Path
 import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from ablations.config.checks import check_run, resolve_device, resolve_dtype
 from ablations.config.variants import variant_label
 from ablations.measure.point import measure_point
 from ablations.quality.arch import check_quality
 from ablations.quality.data import check_data, load_corpus
+from ablations.results.identity import point_identity
 from ablations.results.provenance import provenance
 from ablations.results.rows import Rows
 from ablations.results.store import config_hash, point_done, point_path, write_point
-from components import ArchConfig
+from components import ArchConfig, choices
 
 log = logging.getLogger("ablations")
-
-# Settings that say where and how to run, not what is measured: they do not change a point's identity.
-IDENTITY_EXCLUDES = ("out", "allow_parallel_timing")
-
 
 def output_folder(cfg: DictConfig) -> Path:
     """Where points and the table go: ``out=`` if given, else Hydra's sweep folder (or run folder)."""
@@ -71,20 +68,16 @@ def run_job(cfg: DictConfig) -> str:
             "launcher for timing, or allow_parallel_timing=true to time anyway.", launcher,
         )
 
-    resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    identity = {k: v for k, v in resolved.items() if k not in IDENTITY_EXCLUDES}
     variant = variant_label(arch, matched=bool(cfg.match_params))
     folder = output_folder(cfg)
-    path = point_path(folder, variant, config_hash(identity))
+    path = point_path(folder, variant, config_hash(point_identity(cfg)))
     if point_done(path):
         log.info("point %s already measured in %s: skipped", variant, path)
         return "skipped"
 
     rows = Rows(base={
         "sweep": cfg.sweep_name, "variant": variant, "point": path.stem,
-        "pos": arch.pos.name if arch.pos.name != "rope" else f"rope-{arch.pos.layout}",
-        "norm": arch.norm.name, "ffn": arch.ffn.name, "attn": arch.attn.name, "n_kv_heads": arch.n_kv_heads,
-        "bias": arch.bias.enabled,
+        **{k: v for c in choices() for k, v in c.row_values(arch).items()},
         "tie_embeddings": arch.model.tie_embeddings, "d_model": arch.model.d_model, "n_layers": arch.model.n_layers,
         "n_heads": arch.model.n_heads, "ffn_hidden": arch.ffn_hidden, "seed": cfg.seed,
         "profile": cfg.profile.name,

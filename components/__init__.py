@@ -8,33 +8,32 @@ Nothing here knows of Hydra, files or timing. Build from an ``ArchConfig``::
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import torch
 from torch import nn
 
-from components.attention import ATTENTIONS, CausalSelfAttention, KVCache
+from components.attention import ATTENTIONS, AttnConfig, CausalSelfAttention, KVCache
+from components.bias import BiasConfig
 from components.block import Block
-from components.config import (
-    ArchConfig,
-    AttnConfig,
-    BiasConfig,
-    ConfigError,
-    FFNConfig,
-    ModelConfig,
-    NormConfig,
-    PosConfig,
-    ffn_hidden_dim,
-)
-from components.feedforward import FFNS, GeluMLP, SwiGLU
+from components.choice import Choice, Claim, choice, choices, ladder_choices, llama2_choices
+from components.config import ArchConfig, ConfigError, ModelConfig
+from components.feedforward import FFNS, FFNConfig, GeluMLP, SwiGLU, ffn_hidden_dim
 from components.model import Decoder, LanguageModel, count_parameters
-from components.norms import NORMS, LayerNorm, RMSNorm
-from components.positions import POSITIONS, LearnedPositions, NoPositions, RotaryPositions
+from components.norms import NORMS, LayerNorm, NormConfig, RMSNorm
+from components.positions import POSITIONS, LearnedPositions, NoPositions, PosConfig, RotaryPositions
 from components.presets import PRESETS, preset
 from components.registry import Registry, UnknownVariantError
+
+# Every module of the package, so each choice declared beside its components is known without being listed here.
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def registries() -> dict[str, Registry]:
     """The registry behind each choice, keyed by its config group."""
-    return {"pos": POSITIONS, "norm": NORMS, "ffn": FFNS, "attn": ATTENTIONS}
+    return {c.group: c.registry for c in choices()}
 
 
 def build_decoder(cfg: ArchConfig, device: torch.device | str = "cpu", dtype: torch.dtype | None = None) -> Decoder:
@@ -65,6 +64,8 @@ __all__ = [
     "BiasConfig",
     "Block",
     "CausalSelfAttention",
+    "Choice",
+    "Claim",
     "ConfigError",
     "Decoder",
     "FFNConfig",
@@ -84,8 +85,12 @@ __all__ = [
     "UnknownVariantError",
     "build_decoder",
     "build_lm",
+    "choice",
+    "choices",
     "count_parameters",
     "ffn_hidden_dim",
+    "ladder_choices",
+    "llama2_choices",
     "preset",
     "registries",
 ]

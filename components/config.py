@@ -1,14 +1,24 @@
-"""Architecture as data: one dataclass per design choice, grouped into an ``ArchConfig``.
+"""Architecture as data: the sizes (``ModelConfig``) and one config per declared design choice, in an ``ArchConfig``.
 
-The same dataclasses are the Hydra schema (``conf/``), so a CLI override and a Python call describe a
-model identically. ``ArchConfig.validate`` raises ``ConfigError`` naming the offending key in the dotted
-form the CLI uses (``model.d_model``), so both entry points give the same message.
+The choice configs live beside their components (``NormConfig`` in ``norms.py``) and are the Hydra schema of their
+groups (``conf/``), so a CLI override and a Python call describe a model identically. ``ArchConfig`` has one
+attribute per declared choice (``components.choice``): a new group needs no edit here. It takes the choices by
+keyword only, so a new group can never be filled in by position. ``ArchConfig.validate`` raises ``ConfigError``
+naming the offending key in the dotted form the CLI uses (``model.d_model``), so both entry points give the same
+message.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+import copy
+from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import replace as replace_dataclass
+from typing import Any
+
+# Imported here, never inside a method: the regression check runs this code while another tree's ``components``
+# is the one in ``sys.modules``, where a call-time import would find that tree's modules.
+from components.choice import choices as declared
+from components.registry import UnknownVariantError
 
 
 class ConfigError(ValueError):
@@ -17,7 +27,7 @@ class ConfigError(ValueError):
 
 @dataclass
 class ModelConfig:
-    """Sizes and the settings that are not one of the five choices (kept fixed within a sweep)."""
+    """Sizes and the settings that are not design choices (kept fixed within a sweep)."""
 
     d_model: int = 768
     n_layers: int = 2
@@ -29,61 +39,48 @@ class ModelConfig:
     init_std: float = 0.02
 
 
-@dataclass
-class PosConfig:
-    name: str = "learned"  # learned | rope | none
-    theta: float = 10000.0
-    # Meta's Llama code rotates adjacent pairs ("interleaved"); HF and litgpt rotate halves ("half").
-    layout: str = "half"
+class ArchConfig:
+    """``model`` plus one config per declared choice (``arch.norm``, ``arch.pos``, ...), each at GPT-2's value
+    unless given: ``ArchConfig(model=..., norm=NormConfig("rmsnorm"))``."""
 
-
-@dataclass
-class NormConfig:
-    name: str = "layernorm"  # layernorm | rmsnorm
-    eps: float = 1e-5
-
-
-@dataclass
-class FFNConfig:
-    name: str = "gelu"  # gelu | swiglu
-    # Explicit hidden width; None means the variant's own rule (4d for GELU, Llama's 2/3 rule for SwiGLU).
-    hidden_dim: int | None = None
-    # Llama rounds the SwiGLU width up to a multiple of this (256 at 7B). Small d needs a small value
-    # to match GELU's 8 d^2 parameters; 256 at d=128 would flatter SwiGLU with +12% parameters.
-    multiple_of: int = 8
-    multiplier: float | None = None  # Llama-2-70B: 1.3
-
-
-@dataclass
-class AttnConfig:
-    name: str = "mha"  # mha | gqa | mqa
-    # None: the variant decides (mha: n_heads, mqa: 1). gqa requires a value.
-    n_kv_heads: int | None = None
-
-
-@dataclass
-class BiasConfig:
-    """The additive bias of every linear layer: GPT-2 has one (``on``), Llama-2 none (``off``).
-
-    LayerNorm's shift is part of LayerNorm's definition and stays with ``norm=layernorm``; RMSNorm has none.
-    So ``bias=off`` with LayerNorm is "no linear biases", and the norm sweep keeps measuring only the norm.
-    """
-
-    name: str = "on"  # on | off
+    def __init__(self, model: ModelConfig | None = None, **choices: Any) -> None:
+        self.model = model if model is not None else ModelConfig()
+        groups = declared()
+        unknown = set(choices) - {c.group for c in groups}
+        if unknown:
+            raise TypeError(f"ArchConfig got unknown choice group(s) {sorted(unknown)}; declared: "
+                            f"{', '.join(c.group for c in groups)}")
+        for c in groups:
+            value = choices.get(c.group)
+            setattr(self, c.group, value if value is not None else c.config())
 
     @property
-    def enabled(self) -> bool:
-        return self.name == "on"
+    def groups(self) -> list[str]:
+        return [c.group for c in declared()]
 
+    def replace(self, **changes: Any) -> ArchConfig:
+        """A copy with the given groups (or ``model``) replaced; the rest copied, never shared."""
+        current = {"model": self.model, **{g: getattr(self, g) for g in self.groups}}
+        current = {k: copy.copy(v) for k, v in current.items()}
+        current.update(changes)
+        return ArchConfig(**current)
 
-@dataclass
-class ArchConfig:
-    model: ModelConfig = field(default_factory=ModelConfig)
-    pos: PosConfig = field(default_factory=PosConfig)
-    norm: NormConfig = field(default_factory=NormConfig)
-    ffn: FFNConfig = field(default_factory=FFNConfig)
-    attn: AttnConfig = field(default_factory=AttnConfig)
-    bias: BiasConfig = field(default_factory=BiasConfig)
+    def with_values(self, **values: str) -> ArchConfig:
+        """A copy with each named group at a value (its other settings kept): ``arch.with_values(norm="rmsnorm")``."""
+        return self.replace(**{g: replace_dataclass(getattr(self, g), name=v) for g, v in values.items()})
+
+    def to_dict(self) -> dict[str, dict]:
+        return {"model": asdict(self.model), **{g: asdict(getattr(self, g)) for g in self.groups}}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ArchConfig) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{g}={getattr(self, g)!r}" for g in ["model", *self.groups])
+        return f"ArchConfig({parts})"
 
     @property
     def head_dim(self) -> int:
@@ -91,17 +88,17 @@ class ArchConfig:
 
     @property
     def n_kv_heads(self) -> int:
-        return resolve_kv_heads(self.attn, self.model.n_heads)
+        return self.attn.kv_heads(self.model.n_heads)
 
     @property
     def ffn_hidden(self) -> int:
-        return ffn_hidden_dim(self.ffn, self.model.d_model)
+        return self.ffn.hidden(self.model.d_model)
 
     def validate(self) -> ArchConfig:
-        """Check every cross-field constraint; return self so calls can chain."""
-        from components import registries
-        from components.registry import UnknownVariantError
+        """Check every cross-field constraint; return self so calls can chain.
 
+        Sizes here; each choice's value against its registry; then each choice config's own ``check(arch)``.
+        """
         m = self.model
         for key in ("d_model", "n_layers", "n_heads", "max_seq_len", "vocab_size"):
             value = getattr(m, key)
@@ -111,66 +108,14 @@ class ArchConfig:
             raise ConfigError(f"model.d_model={m.d_model} must be divisible by model.n_heads={m.n_heads}")
         if m.init_std <= 0:
             raise ConfigError(f"model.init_std={m.init_std} must be > 0")
-        for key, reg in registries().items():
-            name = getattr(self, key).name
-            if name not in reg:
+        for c in declared():
+            cfg = getattr(self, c.group)
+            if not is_dataclass(cfg) or cfg.name not in c.registry:
+                name = getattr(cfg, "name", cfg)
                 raise UnknownVariantError(
-                    f"{key}.name={name!r} is not a known variant; choose one of: {', '.join(reg.names())}"
+                    f"{c.group}.name={name!r} is not a known variant; choose one of: {', '.join(c.values)}"
                 )
-        if self.pos.name == "rope":
-            if self.head_dim % 2:
-                raise ConfigError(f"pos=rope needs an even head size, but model.d_model/model.n_heads={self.head_dim}")
-            if self.pos.layout not in ("half", "interleaved"):
-                raise ConfigError(f"pos.layout={self.pos.layout!r} is not allowed; choose one of: half, interleaved")
-            if self.pos.theta <= 0:
-                raise ConfigError(f"pos.theta={self.pos.theta} must be > 0")
-        if self.bias.name not in ("on", "off"):
-            raise ConfigError(f"bias.name={self.bias.name!r} is not allowed; choose one of: on, off")
-        if self.norm.eps <= 0:
-            raise ConfigError(f"norm.eps={self.norm.eps} must be > 0")
-        if self.ffn.hidden_dim is not None and self.ffn.hidden_dim < 1:
-            raise ConfigError(f"ffn.hidden_dim={self.ffn.hidden_dim} must be a positive integer or null")
-        if self.ffn.multiple_of < 1:
-            raise ConfigError(f"ffn.multiple_of={self.ffn.multiple_of} must be a positive integer")
-        if self.ffn.multiplier is not None and self.ffn.multiplier <= 0:
-            raise ConfigError(f"ffn.multiplier={self.ffn.multiplier} must be > 0 or null")
-        resolve_kv_heads(self.attn, m.n_heads)
+            check = getattr(cfg, "check", None)
+            if check is not None:
+                check(self)
         return self
-
-
-def resolve_kv_heads(attn: AttnConfig, n_heads: int) -> int:
-    """KV heads for an attention variant: MHA has one per query head, MQA one in all, GQA in between."""
-    kv = attn.n_kv_heads
-    if attn.name == "mha":
-        if kv not in (None, n_heads):
-            raise ConfigError(
-                f"attn.n_kv_heads={kv} contradicts attn=mha (which has n_kv_heads = model.n_heads = {n_heads}); "
-                "use attn=gqa for fewer KV heads"
-            )
-        return n_heads
-    if attn.name == "mqa":
-        if kv not in (None, 1):
-            raise ConfigError(f"attn.n_kv_heads={kv} contradicts attn=mqa (which has 1); use attn=gqa")
-        return 1
-    if kv is None:
-        raise ConfigError(f"attn=gqa needs attn.n_kv_heads: a divisor of model.n_heads={n_heads}")
-    if not isinstance(kv, int) or kv < 1 or n_heads % kv:
-        divisors = [d for d in range(1, n_heads + 1) if n_heads % d == 0]
-        raise ConfigError(f"attn.n_kv_heads={kv} must be >= 1 and divide model.n_heads={n_heads}; allowed: {divisors}")
-    return kv
-
-
-def ffn_hidden_dim(ffn: FFNConfig, d_model: int) -> int:
-    """Hidden width of the feed-forward layer.
-
-    GELU: 4d. SwiGLU: Llama's rule ``multiple_of * ceil(int(multiplier * int(2 * 4d / 3)) / multiple_of)``
-    (4096 -> 11008; 8192 with 1.3 and 4096 -> 28672), which keeps three d x h matrices near GELU's 8 d^2.
-    """
-    if ffn.hidden_dim is not None:
-        return ffn.hidden_dim
-    if ffn.name != "swiglu":
-        return 4 * d_model
-    hidden = int(2 * 4 * d_model / 3)
-    if ffn.multiplier is not None:
-        hidden = int(ffn.multiplier * hidden)
-    return ffn.multiple_of * math.ceil(hidden / ffn.multiple_of)

@@ -2,14 +2,58 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from components.config import ArchConfig
+from components.choice import Choice, Claim, declare
+from components.config import ArchConfig, ConfigError
 from components.registry import Registry
+from components.work import Step, Work, linear
 
 FFNS: Registry[type[nn.Module]] = Registry("ffn.name")
+
+
+@dataclass
+class FFNConfig:
+    name: str = "gelu"
+    # Explicit hidden width; None means the variant's own rule (4d for GELU, Llama's 2/3 rule for SwiGLU).
+    hidden_dim: int | None = None
+    # Llama rounds the SwiGLU width up to a multiple of this (256 at 7B). Small d needs a small value
+    # to match GELU's 8 d^2 parameters; 256 at d=128 would flatter SwiGLU with +12% parameters.
+    multiple_of: int = 8
+    multiplier: float | None = None  # Llama-2-70B: 1.3
+
+    def check(self, arch: ArchConfig) -> None:
+        if self.hidden_dim is not None and self.hidden_dim < 1:
+            raise ConfigError(f"ffn.hidden_dim={self.hidden_dim} must be a positive integer or null")
+        if self.multiple_of < 1:
+            raise ConfigError(f"ffn.multiple_of={self.multiple_of} must be a positive integer")
+        if self.multiplier is not None and self.multiplier <= 0:
+            raise ConfigError(f"ffn.multiplier={self.multiplier} must be > 0 or null")
+
+    def hidden(self, d_model: int) -> int:
+        return ffn_hidden_dim(self, d_model)
+
+
+def ffn_hidden_dim(ffn: FFNConfig, d_model: int) -> int:
+    """Hidden width of the feed-forward layer.
+
+    GELU: 4d. A gated variant (three matrices: SwiGLU): Llama's rule
+    ``multiple_of * ceil(int(multiplier * int(2 * 4d / 3)) / multiple_of)`` (4096 -> 11008; 8192 with 1.3 and
+    4096 -> 28672), which keeps three d x h matrices near GELU's 8 d^2.
+    """
+    if ffn.hidden_dim is not None:
+        return ffn.hidden_dim
+    if not FFNS.get(ffn.name).gated:
+        return 4 * d_model
+    hidden = int(2 * 4 * d_model / 3)
+    if ffn.multiplier is not None:
+        hidden = int(ffn.multiplier * hidden)
+    return ffn.multiple_of * math.ceil(hidden / ffn.multiple_of)
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
@@ -21,11 +65,18 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
 class GeluMLP(nn.Module):
     """``W2 gelu_tanh(W1 x)`` with a 4d hidden layer: two matrices, 8 d^2 weights."""
 
+    gated = False  # two d x h matrices; a gated FFN has three and Llama's 2/3 width rule
+
     def __init__(self, cfg: ArchConfig) -> None:
         super().__init__()
         d, h, bias = cfg.model.d_model, cfg.ffn_hidden, cfg.bias.enabled
         self.up = nn.Linear(d, h, bias=bias)
         self.down = nn.Linear(h, d, bias=bias)
+
+    @classmethod
+    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+        d, h, n, bias = cfg.model.d_model, cfg.ffn_hidden, step.tokens, cfg.bias.enabled
+        return linear(d, h, n, bias) + linear(h, d, n, bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down(gelu_tanh(self.up(x)))
@@ -35,6 +86,8 @@ class GeluMLP(nn.Module):
 class SwiGLU(nn.Module):
     """``W2 (silu(W1 x) * W3 x)`` (Shazeer 2020; Llama's w1/w3/w2): three d x h matrices, h ~ 8d/3."""
 
+    gated = True
+
     def __init__(self, cfg: ArchConfig) -> None:
         super().__init__()
         d, h, bias = cfg.model.d_model, cfg.ffn_hidden, cfg.bias.enabled
@@ -42,9 +95,26 @@ class SwiGLU(nn.Module):
         self.up = nn.Linear(d, h, bias=bias)  # Llama w3
         self.down = nn.Linear(h, d, bias=bias)  # Llama w2
 
+    @classmethod
+    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+        d, h, n, bias = cfg.model.d_model, cfg.ffn_hidden, step.tokens, cfg.bias.enabled
+        return 2 * linear(d, h, n, bias) + linear(h, d, n, bias)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down(F.silu(self.gate(x)) * self.up(x))
 
 
 def build_ffn(cfg: ArchConfig) -> nn.Module:
     return FFNS.get(cfg.ffn.name)(cfg)
+
+FFN = declare(Choice(
+    display={"gelu": "GELU", "swiglu": "SwiGLU"},
+    group="ffn", title="FFN", config=FFNConfig, registry=FFNS, gpt2="gelu", llama2="swiglu", hook="ffn", order=30,
+    rung=3,
+    description="the feed-forward layer: GELU with 4d, or a gated unit at about 8d/3 (parameter-matched)",
+    claim=Claim(
+        "SwiGLU improves perplexity per FLOP",
+        (("Shazeer 2020, Table 1 (T5 base, 65k steps, log-ppl)", "GELU 1.983, SwiGLU 1.944"),
+         ("Narang et al. 2021, Table 1", "early loss: vanilla 2.182, SwiGLU 2.127; steps/s 3.50 / 3.53")),
+    ),
+))

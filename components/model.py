@@ -13,8 +13,9 @@ from torch import nn
 from components.attention import KVCache
 from components.block import Block
 from components.config import ArchConfig
-from components.norms import build_norm
-from components.positions import build_positions
+from components.norms import NORMS, build_norm
+from components.positions import POSITIONS, build_positions
+from components.work import Step, Work
 
 
 class Decoder(nn.Module):
@@ -33,12 +34,20 @@ class Decoder(nn.Module):
         self.norm = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
         init_weights(self, cfg)
 
+    @classmethod
+    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+        """One call's work: positions, every block, the final norm (each states its own)."""
+        positions = POSITIONS.get(cfg.pos.name).work(cfg, step)
+        final = NORMS.get(cfg.norm.name).work(cfg, step)
+        return positions + cfg.model.n_layers * Block.work(cfg, step) + final
+
     def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         offset = cache.pos if cache is not None else 0
         x = self.positions.embed(x, offset)
         rotation = self.positions.rotation(x.shape[1], offset, x.device)
+        score_bias = self.positions.score_bias()
         for block in self.blocks:
-            x = block(x, rotation, cache)
+            x = block(x, rotation, cache, score_bias)
         if cache is not None:
             cache.pos += x.shape[1]
         return self.norm(x)

@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from components.choice import Choice, Claim, declare
+from components.config import ConfigError
 from components.registry import Registry
+from components.work import Step, Work, norm
+
+if TYPE_CHECKING:
+    from components.config import ArchConfig
 
 NORMS: Registry[type[nn.Module]] = Registry("norm.name")
+
+
+@dataclass
+class NormConfig:
+    name: str = "layernorm"
+    eps: float = 1e-5
+
+    def check(self, arch: ArchConfig) -> None:
+        if self.eps <= 0:
+            raise ConfigError(f"norm.eps={self.eps} must be > 0")
 
 
 @NORMS.register("layernorm")
@@ -23,6 +42,10 @@ class LayerNorm(nn.Module):
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
         self.bias = nn.Parameter(torch.zeros(dim))
+
+    @classmethod
+    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+        return norm(cfg.model.d_model, step.tokens, 2 * cfg.model.d_model)  # weight and shift
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # torch's fused kernel; it accumulates reduced-precision input in fp32 itself.
@@ -48,6 +71,10 @@ class RMSNorm(nn.Module):
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
 
+    @classmethod
+    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+        return norm(cfg.model.d_model, step.tokens, cfg.model.d_model)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
 
@@ -57,3 +84,16 @@ class RMSNorm(nn.Module):
 
 def build_norm(name: str, dim: int, eps: float) -> nn.Module:
     return NORMS.get(name)(dim, eps=eps)
+
+
+NORM = declare(Choice(
+    display={"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"},
+    group="norm", title="norm", config=NormConfig, registry=NORMS, gpt2="layernorm", llama2="rmsnorm", hook="norm",
+    order=20,
+    rung=1, description="the normalisation before attention, before the FFN and at the end",
+    claim=Claim(
+        "RMSNorm performs as well as LayerNorm at lower cost",
+        (("Zhang & Sennrich 2019", "7%–64% less time; 6.9% on the Transformer (WMT14)"),
+         ("Narang et al. 2021, Table 1", "early loss: vanilla 2.182, RMSNorm 2.167; steps/s 3.50 / 3.68")),
+    ),
+))

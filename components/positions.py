@@ -1,22 +1,49 @@
 """Position information: GPT-2's learned table, Llama-2's RoPE, and none at all (NoPE).
 
-Every variant offers the same two hooks so the model never branches on the variant's name:
-``embed`` acts at the input (the learned table is added there) and ``rotation`` supplies what attention
-applies to Q and K (RoPE's cos/sin). Both take ``offset``, the position of the first token, which is
+Every variant offers the same three hooks so the model never branches on the variant's name:
+``embed`` acts at the input (the learned table is added there), ``rotation`` supplies what attention
+applies to Q and K (RoPE's cos/sin), and ``score_bias`` what it adds to the attention scores (ALiBi's
+distance penalty). ``embed`` and ``rotation`` take ``offset``, the position of the first token, which is
 non-zero when decoding with a KV cache.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 from torch import nn
 
+from components.choice import Choice, Claim, declare
 from components.config import ArchConfig, ConfigError
 from components.registry import Registry
+from components.work import Step, Work
 
 POSITIONS: Registry[type[nn.Module]] = Registry("pos.name")
+
+# An additive bias on the attention scores: ``bias(start, t, s, device)`` for queries at start..start+t-1 over keys
+# 0..s-1, shape (heads, t, s), fp32, built on ``device`` (the scores').
+ScoreBias = Callable[[int, int, int, torch.device], torch.Tensor]
+
+
+@dataclass
+class PosConfig:
+    name: str = "learned"
+    theta: float = 10000.0
+    # Meta's Llama code rotates adjacent pairs ("interleaved"); HF and litgpt rotate halves ("half").
+    layout: str = "half"
+
+    def check(self, arch: ArchConfig) -> None:
+        if self.name != "rope":
+            return
+        if arch.head_dim % 2:
+            raise ConfigError(f"pos=rope needs an even head size, but model.d_model/model.n_heads={arch.head_dim}")
+        if self.layout not in ("half", "interleaved"):
+            raise ConfigError(f"pos.layout={self.layout!r} is not allowed; choose one of: half, interleaved")
+        if self.theta <= 0:
+            raise ConfigError(f"pos.theta={self.theta} must be > 0")
 
 
 class Rotation(NamedTuple):
@@ -39,9 +66,20 @@ def check_length(seq_len: int, offset: int, max_seq_len: int) -> None:
 class NoPositions(nn.Module):
     """NoPE: causal attention alone; a reference point that shows what the other two add."""
 
+    # Not flipped by the predictor, sizes or regression cases (no model deploys it); not inherited (Choice.flips).
+    reference_only = True
+    # Whether no position past ``max_seq_len`` exists (a table): the quality model then trains at its full length
+    # and cannot be evaluated past it.
+    bounded_length = False
+
     def __init__(self, cfg: ArchConfig) -> None:
         super().__init__()
         self.max_seq_len = cfg.model.max_seq_len
+
+    @classmethod
+    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+        """Elementwise (a rotation, a bias on the scores) or nothing: not counted."""
+        return Work()
 
     def embed(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         check_length(x.shape[1], offset, self.max_seq_len)
@@ -50,14 +88,23 @@ class NoPositions(nn.Module):
     def rotation(self, seq_len: int, offset: int = 0, device: torch.device | str = "cpu") -> Rotation | None:
         return None
 
+    def score_bias(self) -> ScoreBias | None:
+        return None
+
 
 @POSITIONS.register("learned")
 class LearnedPositions(NoPositions):
     """GPT-2's ``wpe``: a max_seq_len x d table added to the token embeddings. No vector exists past it."""
 
+    bounded_length = True
+
     def __init__(self, cfg: ArchConfig) -> None:
         super().__init__(cfg)
         self.table = nn.Embedding(cfg.model.max_seq_len, cfg.model.d_model)
+
+    @classmethod
+    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+        return Work(weights=step.seq * cfg.model.d_model)  # the rows looked up, the same for every sequence
 
     def embed(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         check_length(x.shape[1], offset, self.max_seq_len)
@@ -119,3 +166,27 @@ def apply_rotation(x: torch.Tensor, rot: Rotation) -> torch.Tensor:
 
 def build_positions(cfg: ArchConfig) -> nn.Module:
     return POSITIONS.get(cfg.pos.name)(cfg)
+
+
+def _pos_row(arch: ArchConfig) -> dict[str, str]:
+    """RoPE's column names its layout (``rope-half``, ``rope-interleaved``): the two differ in Q/K layout."""
+    p = arch.pos
+    return {"pos": f"rope-{p.layout}" if p.name == "rope" else p.name}
+
+
+def _pos_from_row(row: Mapping[str, object]) -> PosConfig:
+    name, _, layout = str(row["pos"]).partition("-")
+    return PosConfig(name, layout=layout) if layout else PosConfig(name)
+
+
+POS = declare(Choice(
+    display={"learned": "learned", "rope": "RoPE", "none": "NoPE"},
+    group="pos", title="positions", config=PosConfig, registry=POSITIONS, gpt2="learned", llama2="rope",
+    hook="positions", order=10,
+    rung=2, llama2_settings={"layout": "interleaved"}, to_row=_pos_row, from_row=_pos_from_row,
+    description="where position information enters: a table added at the input, a rotation of Q and K, or none",
+    claim=Claim(
+        "RoPE extends to longer contexts more gracefully",
+        (("Press et al. 2022 (ALiBi), Table 3", "rotary ppl 19.33 at L=1024 → 31.17 at 2024 → 106.99 at 16024"),),
+    ),
+))

@@ -6,20 +6,23 @@ Llama-2: Touvron et al. 2023 and Meta's ``params.json`` (vocab 32000, context 40
 
 from __future__ import annotations
 
-from components.config import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from dataclasses import replace
+
+from components.choice import llama2_choices
+from components.config import ArchConfig, ModelConfig
+
+
+def llama2_block(model: ModelConfig, n_kv_heads: int | None = None) -> ArchConfig:
+    """Every choice Llama-2 moved, at Llama-2's value (with the settings its value brings, e.g. RoPE's layout);
+    the rest at GPT-2's. ``n_kv_heads`` None keeps MHA, as Llama-2-7B and 13B have."""
+    arch = ArchConfig(model=model, **{c.group: c.at_llama2() for c in llama2_choices()})
+    return arch.replace(attn=replace(arch.attn, name="gqa" if n_kv_heads else "mha", n_kv_heads=n_kv_heads))
 
 
 def gpt2(d_model: int, n_layers: int, n_heads: int) -> ArchConfig:
-    return ArchConfig(
-        model=ModelConfig(
-            d_model, n_layers, n_heads, max_seq_len=1024, vocab_size=50257, tie_embeddings=True
-        ),
-        pos=PosConfig("learned"),
-        norm=NormConfig("layernorm", eps=1e-5),
-        ffn=FFNConfig("gelu"),
-        attn=AttnConfig("mha"),
-        bias=BiasConfig("on"),
-    )
+    """Every choice at GPT-2's value: the choices' defaults."""
+    return ArchConfig(model=ModelConfig(d_model, n_layers, n_heads, max_seq_len=1024, vocab_size=50257,
+                                        tie_embeddings=True))
 
 
 def llama2(
@@ -30,16 +33,9 @@ def llama2(
     multiple_of: int = 256,
     multiplier: float | None = None,
 ) -> ArchConfig:
-    return ArchConfig(
-        model=ModelConfig(
-            d_model, n_layers, n_heads, max_seq_len=4096, vocab_size=32000, tie_embeddings=False
-        ),
-        pos=PosConfig("rope", theta=10000.0, layout="interleaved"),
-        norm=NormConfig("rmsnorm", eps=1e-5),
-        ffn=FFNConfig("swiglu", multiple_of=multiple_of, multiplier=multiplier),
-        attn=AttnConfig("gqa", n_kv_heads) if n_kv_heads else AttnConfig("mha"),
-        bias=BiasConfig("off"),
-    )
+    model = ModelConfig(d_model, n_layers, n_heads, max_seq_len=4096, vocab_size=32000, tie_embeddings=False)
+    arch = llama2_block(model, n_kv_heads)
+    return arch.replace(ffn=replace(arch.ffn, multiple_of=multiple_of, multiplier=multiplier))
 
 
 PRESETS = {

@@ -29,6 +29,10 @@ class Registry(Generic[T]):
 
         return add
 
+    def add(self, name: str, obj: T) -> None:
+        """Register ``obj`` (``None`` for a value that builds nothing, e.g. ``qknorm=off``)."""
+        self.register(name)(obj)
+
     def get(self, name: str) -> T:
         try:
             return self._entries[name]

@@ -1,20 +1,23 @@
 """The Hydra schema: structured configs registered in the ConfigStore.
 
-The choice groups reuse the dataclasses of ``components.config``, so the CLI cannot describe a model
-the Python API could not. Hydra rejects unknown keys and wrong types against these before any job runs,
-except keys added with ``+`` (``checks.check_keys`` rejects those); ``ablations.config.checks`` adds the
-cross-field rules.
+The choice groups are the declared choices' own dataclasses (``components.choice``): ``RunConfig`` has one field
+per declared choice, generated, so the CLI cannot describe a model the Python API could not and a new group needs
+no edit here. Hydra rejects unknown keys and wrong types against these before any job runs, except keys added
+with ``+`` (``checks.check_keys`` rejects those); ``ablations.config.checks`` adds the cross-field rules.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from components.config import AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from components import choices
+from components.config import ModelConfig
 
 
 @dataclass
@@ -112,13 +115,10 @@ class DType(StrEnum):
 
 
 @dataclass
-class RunConfig:
+class RunSettings:
+    """Everything of a run that is not a design choice; ``RunConfig`` adds one field per declared choice."""
+
     model: ModelSizes = field(default_factory=ModelSizes)
-    pos: PosConfig = field(default_factory=PosConfig)
-    norm: NormConfig = field(default_factory=NormConfig)
-    ffn: FFNConfig = field(default_factory=FFNConfig)
-    attn: AttnConfig = field(default_factory=AttnConfig)
-    bias: BiasConfig = field(default_factory=BiasConfig)
     profile: ProfileConfig = field(default_factory=ProfileConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     data: DataConfig = field(default_factory=DataConfig)
@@ -142,20 +142,33 @@ class RunConfig:
     allow_parallel_timing: bool = False
 
 
+def _run_config() -> type:
+    """``RunSettings`` with the choice groups after ``model``, in declaration order (as ``--cfg job`` prints them)."""
+    hints = typing.get_type_hints(RunSettings)
+    specs = []
+    for f in dataclasses.fields(RunSettings):
+        default = {"default_factory": f.default_factory} if f.default is dataclasses.MISSING else {"default": f.default}
+        specs.append((f.name, hints[f.name], field(**default)))
+        if f.name == "model":
+            specs += [(c.group, c.config, field(default_factory=c.config)) for c in choices()]
+    cls = dataclasses.make_dataclass("RunConfig", specs)
+    cls.__module__ = __name__
+    return cls
+
+
+RunConfig = _run_config()
+
+
 def register_configs() -> None:
     """Store the schemas at the top of the ConfigStore, not in their groups: a group's schema would be listed
     (and selectable) as one of its options, e.g. ``model=model_schema`` in ``--help``. A group's config
     extends its schema with ``defaults: [/model_schema@_here_]``."""
+    from ablations.config.generated import register_generated
+
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
-    for group, node in (
-        ("model", ModelSizes),
-        ("pos", PosConfig),
-        ("norm", NormConfig),
-        ("ffn", FFNConfig),
-        ("attn", AttnConfig),
-        ("bias", BiasConfig),
-        ("profile", ProfileConfig),
-        ("train", TrainConfig),
-    ):
+    groups = {"model": ModelSizes, **{c.group: c.config for c in choices()}, "profile": ProfileConfig,
+              "train": TrainConfig}
+    for group, node in groups.items():
         cs.store(name=f"{group}_schema", node=node)
+    register_generated(cs)

@@ -6,26 +6,22 @@ build on them, so they sit below both.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from components import ArchConfig, ModelConfig, choices, llama2_choices
 from components import preset as make_preset
 
 
 def arch_from(cfg: DictConfig) -> ArchConfig:
-    """The components' ``ArchConfig`` described by a composed run config."""
+    """The components' ``ArchConfig`` described by a composed run config: the sizes and every declared choice."""
     model = OmegaConf.to_container(cfg.model, resolve=True)
     model.pop("gqa_kv_heads", None)
-    arch = ArchConfig(
-        model=ModelConfig(**model),
-        pos=PosConfig(**OmegaConf.to_container(cfg.pos, resolve=True)),
-        norm=NormConfig(**OmegaConf.to_container(cfg.norm, resolve=True)),
-        ffn=FFNConfig(**OmegaConf.to_container(cfg.ffn, resolve=True)),
-        attn=AttnConfig(**OmegaConf.to_container(cfg.attn, resolve=True)),
-        bias=BiasConfig(**OmegaConf.to_container(cfg.bias, resolve=True)),
-    )
+    groups = {c.group: c.config(**OmegaConf.to_container(cfg[c.group], resolve=True)) for c in choices()}
+    arch = ArchConfig(model=ModelConfig(**model), **groups)
     return match_params(arch) if cfg.get("match_params") else arch
 
 
@@ -34,57 +30,68 @@ def match_params(arch: ArchConfig) -> ArchConfig:
     MHA version (to the nearest hidden unit), as Llama-2's GQA ablation did (Touvron et al. 2023, A.2.1).
 
     Removed: K and V lose ``(n_heads - n_kv_heads) * head_dim`` outputs, each ``d`` weights (+1 bias). One
-    hidden unit costs ``2d`` (+1 bias) in GELU's two matrices and ``3d`` (+2) in SwiGLU's three.
+    hidden unit costs ``2d`` (+1 bias) in a two-matrix FFN and ``3d`` (+2) in a gated one's three.
     """
+    from components import FFNS
+
     arch.validate()
     m = arch.model
     bias = int(arch.bias.enabled)
     removed = 2 * (m.d_model + bias) * (m.n_heads - arch.n_kv_heads) * arch.head_dim
     if removed == 0:
         return arch
-    swiglu = arch.ffn.name == "swiglu"
-    per_unit = (3 if swiglu else 2) * m.d_model + (2 if swiglu else 1) * bias
-    return replace(arch, ffn=replace(arch.ffn, hidden_dim=arch.ffn_hidden + round(removed / per_unit)))
+    gated = FFNS.get(arch.ffn.name).gated
+    per_unit = (3 if gated else 2) * m.d_model + (2 if gated else 1) * bias
+    return arch.replace(ffn=replace(arch.ffn, hidden_dim=arch.ffn_hidden + round(removed / per_unit)))
+
+
+def arch_from_row(row: Mapping[str, Any], max_seq_len: int = 1 << 20) -> ArchConfig:
+    """The architecture a result row describes: its sizes, every declared choice from its columns (GPT-2's value
+    where a row predates the choice), and its FFN width as measured. A summary row without the depth or width
+    (the quality statistics keep the heads) gets one layer of 64 dims a head: enough to name its choices."""
+    heads = int(row["n_heads"])
+    model = ModelConfig(d_model=int(row.get("d_model", 64 * heads)), n_layers=int(row.get("n_layers", 1)),
+                        n_heads=heads, max_seq_len=max_seq_len)
+    arch = ArchConfig(model=model, **{c.group: c.config_from_row(row) for c in choices()})
+    hidden = row.get("ffn_hidden")
+    if hidden is None or hidden != hidden:  # absent, or NaN
+        return arch
+    return arch.replace(ffn=replace(arch.ffn, hidden_dim=int(hidden)))
+
+
+def llama2_count(arch: ArchConfig) -> int:
+    """How many of the choices Llama-2 moved are at Llama-2's value (0: the GPT-2 block; all: Llama-2's)."""
+    return sum(c.has(arch, c.llama2) for c in llama2_choices())
 
 
 def baseline_of(arch: ArchConfig) -> ArchConfig:
-    """The GPT-2 block at the same sizes: every choice at its GPT-2 value (the dataclass defaults)."""
-    return ArchConfig(model=arch.model, pos=PosConfig(), norm=NormConfig(), ffn=FFNConfig(), attn=AttnConfig(),
-                      bias=BiasConfig())
+    """The GPT-2 block at the same sizes: every choice at its GPT-2 value (the choices' config defaults)."""
+    return ArchConfig(model=arch.model)
 
 
 def variant_label(arch: ArchConfig, matched: bool = False) -> str:
     """A name that says what differs from the GPT-2 baseline: ``gpt2``, ``rmsnorm``, ``gqa2``, ``nobias``,
-    ``llama2``.
+    ``llama2``, ``rope+rmsnorm``.
 
-    Four of the five at Llama-2's values name the Llama-2 block and the odd one out: ``llama2-learned``,
-    ``llama2-layernorm``, ``llama2-gelu``, ``llama2-mha`` (or ``-mqa``), ``llama2-bias`` (the leave-one-out
-    points). Tied embeddings are GPT-2's and untied Llama-2's: a block of the Llama-2 family (four or five
-    choices) with tied embeddings gets ``-tied``, any other with untied ones ``-untied``. ``matched``
+    Every choice Llama-2 moved (``llama2_choices``) but one at Llama-2's value names the Llama-2 block and the odd
+    one out, as its choice names it: ``llama2-learned``, ``llama2-gelu``, ``llama2-mha`` (or ``-mqa``),
+    ``llama2-bias`` (the leave-one-out points). A choice neither model varies (``gpt2 == llama2``) adds its name
+    when moved: ``llama2+qknorm``, ``rope+qknorm``. Tied embeddings are GPT-2's and untied Llama-2's: a block of the
+    Llama-2 family with tied embeddings gets ``-tied``, any other with untied ones ``-untied``. ``matched``
     (``match_params``) adds ``-matched`` where it widened the FFN.
     """
-    kv, heads = arch.n_kv_heads, arch.model.n_heads
-    attn = "mha" if kv == heads else "mqa" if kv == 1 else f"gqa{kv}"
-    suffix = "-matched" if matched and kv < heads else ""
-    llama = {"pos": arch.pos.name == "rope", "norm": arch.norm.name == "rmsnorm", "ffn": arch.ffn.name == "swiglu",
-             "attn": attn.startswith("gqa"), "bias": not arch.bias.enabled}
-    family = sum(llama.values()) >= 4
+    suffix = "-matched" if matched and arch.n_kv_heads < arch.model.n_heads else ""
+    moved = llama2_choices()
+    llama = {c.group: c.has(arch, c.llama2) for c in moved}
+    family = sum(llama.values()) >= len(moved) - 1
     if family == arch.model.tie_embeddings:
         suffix = ("-tied" if family else "-untied") + suffix
-    if all(llama.values()):
-        return "llama2" + suffix
+    extras = [c.name_in(arch) for c in choices() if not c.in_llama2 and not c.has(arch, c.gpt2)]
     if family:
-        odd = next(k for k, is_llama in llama.items() if not is_llama)
-        name = {"attn": attn, "bias": "bias"}.get(odd) or getattr(arch, odd).name
-        return f"llama2-{name}" + suffix
-    parts = [
-        arch.pos.name if arch.pos.name != "learned" else "",
-        arch.norm.name if arch.norm.name != "layernorm" else "",
-        arch.ffn.name if arch.ffn.name != "gelu" else "",
-        attn if attn != "mha" else "",
-        "nobias" if not arch.bias.enabled else "",
-    ]
-    changed = [p for p in parts if p]
+        odd = [c.name_in(arch) for c in moved if not llama[c.group]]
+        name = "-".join(["llama2", *odd])
+        return "+".join([name, *extras]) + suffix
+    changed = [c.name_in(arch) for c in choices() if not c.has(arch, c.gpt2)]
     return ("+".join(changed) if changed else "gpt2") + suffix
 
 
@@ -102,3 +109,24 @@ def llama_like_kv_heads(n_heads: int) -> int:
     if not divisors:
         return n_heads
     return min(divisors, key=lambda k: (abs(n_heads // k - group), -k))
+
+
+def flips_of(base: ArchConfig, kv_heads: int, published: ArchConfig | None = None) -> dict[str, ArchConfig]:
+    """GPT-2's block ``base``, each one-choice flip of it (every declared ``Choice.flips`` value, named as a
+    variant label names it: ``rope``, ``gqa8``, ``nobias``) and ``llama2``: every choice Llama-2 moved at once.
+
+    A flip to the value a ``published`` preset has takes the preset's settings (Llama-2-70B's FFN rule); GQA gets
+    ``kv_heads`` KV heads.
+    """
+    out = {"gpt2": base}
+    llama: dict[str, object] = {}
+    for c in choices():
+        for value in c.flips:
+            own = published is not None and c.has(published, value)
+            cfg = replace(getattr(published, c.group)) if own else c.at_size(value, kv_heads)
+            flipped = base.replace(**{c.group: cfg})
+            out[c.name_in(flipped)] = flipped
+            if c.in_llama2 and value == c.llama2:
+                llama[c.group] = cfg
+    out["llama2"] = base.replace(**llama)
+    return out

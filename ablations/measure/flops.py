@@ -15,7 +15,8 @@ from collections.abc import Callable
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from components import ArchConfig
+from components import ArchConfig, Decoder
+from components.work import Step
 
 
 def count_flops(fn: Callable[[], object]) -> int:
@@ -25,23 +26,11 @@ def count_flops(fn: Callable[[], object]) -> int:
     return int(counter.get_total_flops())
 
 
-def linear_weights_per_layer(cfg: ArchConfig) -> int:
-    d, hd = cfg.model.d_model, cfg.head_dim
-    attn = d * cfg.model.n_heads * hd * 2 + d * cfg.n_kv_heads * hd * 2  # q, out; k, v
-    ffn = (3 if cfg.ffn.name == "swiglu" else 2) * d * cfg.ffn_hidden
-    return attn + ffn
-
-
 def analytic_forward_flops(cfg: ArchConfig, batch: int, seq: int, context: int | None = None) -> int:
-    """Matmul FLOPs of one Decoder forward on ``seq`` new tokens attending to ``context`` keys.
-
-    ``context`` defaults to ``seq`` (a full forward); a decode step has seq=1 and context = cache length.
-    """
-    keys = seq if context is None else context
-    tokens = batch * seq
-    dense = 2 * tokens * linear_weights_per_layer(cfg)
-    attention = 2 * 2 * batch * cfg.model.n_heads * seq * keys * cfg.head_dim  # QK^T and PV
-    return cfg.model.n_layers * (dense + attention)
+    """Matmul FLOPs of one Decoder forward on ``seq`` new tokens attending to ``context`` keys, as the components
+    state them (``Decoder.work``). ``context`` defaults to ``seq`` (a full forward); a decode step has seq=1 and
+    context = cache length."""
+    return Decoder.work(cfg, Step(batch, seq, seq if context is None else context)).flops
 
 
 def analytic_train_flops(cfg: ArchConfig, batch: int, seq: int) -> int:

@@ -13,6 +13,9 @@ from collections.abc import Callable
 
 import torch
 
+from components import ArchConfig, CausalSelfAttention, ModelConfig
+from components.work import Step
+
 Cache = tuple[torch.Tensor, torch.Tensor]
 DecodeAttention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], torch.Tensor]
 
@@ -49,6 +52,7 @@ def cycled_step(attention: DecodeAttention, q: torch.Tensor, caches: list[Cache]
 
 
 def decode_attention_flops(batch: int, heads: int, context: int, head_dim: int) -> int:
-    """QK^T and PV of one new token per query head over ``context`` keys (a multiply-add is 2 FLOPs), as
-    ``ablations.roofline.work`` counts them and ``ablations.measure.flops`` counts them from torch."""
-    return 4 * batch * heads * context * head_dim
+    """QK^T and PV of one new token per query head over ``context`` keys, as attention states its own work
+    (``CausalSelfAttention.work``); ``ablations.measure.flops`` checks that count against torch's."""
+    arch = ArchConfig(model=ModelConfig(d_model=heads * head_dim, n_heads=heads, max_seq_len=context + 1))
+    return CausalSelfAttention.work(arch, Step(batch, 1, context)).attention_flops

@@ -9,11 +9,10 @@ of query heads per KV head.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
-from ablations.config.variants import llama_like_kv_heads
-from components import PRESETS, ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from ablations.config.variants import flips_of, llama_like_kv_heads
+from components import PRESETS, ArchConfig, ModelConfig
 from components import preset as make_preset
 
 
@@ -35,15 +34,10 @@ def preset_of(model_name: str) -> ArchConfig | None:
 
 
 def flips(model: ModelConfig, gqa_kv_heads: int, model_name: str) -> dict[str, ArchConfig]:
-    """Baseline, each one-choice flip, and all five, at the sizes of ``model``."""
-    published = preset_of(model_name)
-    ffn = published.ffn if published and published.ffn.name == "swiglu" else FFNConfig("swiglu")
+    """Baseline, each one-choice flip, and all of Llama-2's choices, at the sizes of ``model``."""
     heads = model.n_heads
     kv = gqa_kv_heads if 1 <= gqa_kv_heads < heads and heads % gqa_kv_heads == 0 else llama_like_kv_heads(heads)
-    base = ArchConfig(model=model)
-    change = {"rope": {"pos": PosConfig("rope")}, "rmsnorm": {"norm": NormConfig("rmsnorm")}, "swiglu": {"ffn": ffn},
-              f"gqa{kv}": {"attn": AttnConfig("gqa", kv)}, "nobias": {"bias": BiasConfig("off")}}
-    out = {"gpt2": base}
-    out.update({name: dataclasses.replace(base, **c) for name, c in change.items()})
-    out["llama2"] = dataclasses.replace(base, **{k: v for c in change.values() for k, v in c.items()})
-    return out
+    published = preset_of(model_name)
+    # Only the FFN rule and KV heads come from a preset; its other settings (RoPE's layout) change no count.
+    keep = published.replace(pos=type(published.pos)()) if published is not None else None
+    return flips_of(ArchConfig(model=model), kv, keep)

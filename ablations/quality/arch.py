@@ -1,4 +1,4 @@
-"""The quality model: the point's five choices on the small model that ``train`` sizes.
+"""The quality model: the point's choices on the small model that ``train`` sizes.
 
 ``model`` is the measurement model (one d=1024 block by default); training that on a 2-core CPU would take
 hours, so the quality run keeps the choices and swaps the sizes. Bias, tied embeddings and init are not
@@ -12,7 +12,7 @@ from dataclasses import replace
 from omegaconf import DictConfig
 
 from ablations.config.variants import match_params
-from components import ArchConfig, AttnConfig, ModelConfig
+from components import POSITIONS, ArchConfig, AttnConfig, ModelConfig
 from components.config import ConfigError
 
 
@@ -30,16 +30,16 @@ def map_kv_heads(kv_heads: int, n_heads: int, quality_heads: int) -> int:
 def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     """The point's choices at the quality sizes.
 
-    Learned positions get a table of exactly ``train.context`` rows, the length they are trained at, so they
-    carry no untrained rows into the comparison; RoPE and NoPE have no table and are built long enough for the
-    longest extrapolation length. An explicit ``ffn.hidden_dim`` belongs to the measurement model's width and
-    is not carried over: the quality model uses each FFN's own rule (and ``match_params`` recomputes).
+    Positions bounded by a table (``bounded_length``: learned) get exactly ``train.context`` rows, the length they
+    are trained at, so they carry no untrained rows into the comparison; the others (RoPE, NoPE) are built long
+    enough for the longest extrapolation length. An explicit ``ffn.hidden_dim`` belongs to the measurement model's
+    width and is not carried over: the quality model uses each FFN's own rule (and ``match_params`` recomputes).
     """
     tc = cfg.train
     context, longest = int(tc.context), int(tc.context) * max(tc.extrapolation)
     model = ModelConfig(
         d_model=int(tc.d_model), n_layers=int(tc.n_layers), n_heads=int(tc.n_heads),
-        max_seq_len=context if arch.pos.name == "learned" else longest, vocab_size=256,
+        max_seq_len=context if POSITIONS.get(arch.pos.name).bounded_length else longest, vocab_size=256,
         tie_embeddings=arch.model.tie_embeddings, init_std=arch.model.init_std,
     )
     if arch.attn.name == "gqa" and arch.n_kv_heads < arch.model.n_heads:
@@ -48,8 +48,8 @@ def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
         attn = AttnConfig("gqa", int(kv))
     else:  # MHA (or GQA with every head its own KV head) and MQA carry over by name
         attn = AttnConfig("mha" if arch.attn.name == "gqa" else arch.attn.name)
-    q = ArchConfig(model, replace(arch.pos), replace(arch.norm), replace(arch.ffn, hidden_dim=None), attn,
-                   replace(arch.bias))
+    # Every other choice carries over as it is (``replace`` copies each group): a new choice needs no edit here.
+    q = arch.replace(model=model, ffn=replace(arch.ffn, hidden_dim=None), attn=attn)
     if bool(cfg.match_params):
         q = match_params(q)
     return q

@@ -32,6 +32,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ablations.config.variants import arch_from_row, llama2_count
 from ablations.quality.inference import (
     ALPHA,
     PairedTest,
@@ -46,14 +47,9 @@ from ablations.quality.inference import (
 BASELINES = {"leave_one_out": "llama2"}
 DEFAULT_BASELINE = "gpt2"
 # How many of the five choices are Llama-2's, from the row's columns (the ladder's rung).
-LLAMA = {"pos": "rope", "norm": "rmsnorm", "ffn": "swiglu"}
-
-
 def _rung(row: pd.Series) -> int:
-    """How many of the five choices are at Llama-2's value (0 = GPT-2 block, 5 = Llama-2 block)."""
-    llama = sum(str(row[k]).startswith(v) for k, v in LLAMA.items())
-    no_bias = str(row["bias"]).lower() != "true"  # a bool, or its text once read back from results.csv
-    return llama + int(row["n_kv_heads"] < row["n_heads"] and row["attn"] == "gqa") + int(no_bias)
+    """How many of the choices Llama-2 moved are at its value (0 = GPT-2 block, all = Llama-2 block)."""
+    return llama2_count(arch_from_row(row))
 
 
 def _by_seed(rows: pd.DataFrame) -> dict[int, float]:

@@ -20,6 +20,8 @@ from types import ModuleType
 import torch
 from torch import nn
 
+from components import POSITIONS, ArchConfig, Choice, ModelConfig, choice, choices, llama2_choices
+
 D_MODEL, N_HEADS, MAX_SEQ_LEN = 512, 8, 2304
 BLOCK_SHAPE = FFN_SHAPE = (1, 256)
 ATTN_SHAPE = (1, 512)  # longer than the block's, so the SDPA core is a visible share of attention
@@ -28,20 +30,50 @@ NORM_SHAPE = (512, 1024)  # (rows, width): the unfused RMSNorm's intermediates s
 DECODE_SHAPE = (4, 2048)  # (batch, context) of one decode step with a KV cache
 MODES = ("forward", "train", "decode")
 
-# The block's variants: every value each sweep (conf/sweep/*.yaml) takes, as overrides of the GPT-2 block.
-BLOCK_VARIANTS: dict[str, dict[str, object]] = {
-    "gpt2": {},
-    "rmsnorm": {"norm": "rmsnorm"},
-    "rope": {"pos": "rope"},
-    "nope": {"pos": "none"},
-    "swiglu": {"ffn": "swiglu"},
-    "gqa4": {"attn": "gqa", "kv": 4},
-    "gqa2": {"attn": "gqa", "kv": 2},
-    "mqa": {"attn": "mqa"},
-    "nobias": {"bias": False},
-    "llama2": {"pos": "rope", "norm": "rmsnorm", "ffn": "swiglu", "attn": "gqa", "kv": 2, "bias": False},
-}
-ATTN_VARIANTS: dict[str, dict[str, object]] = {"mha": {}, "gqa2": {"attn": "gqa", "kv": 2}, "mqa": {"attn": "mqa"}}
+# KV heads at which the block and attention are timed with GQA: the kv sweep's middle values at 8 heads.
+GQA_KV_HEADS = (4, 2)
+
+
+def _values(c: Choice) -> list[dict[str, object]]:
+    """Each value of choice ``c`` other than GPT-2's, as overrides (GQA at each of ``GQA_KV_HEADS``)."""
+    out: list[dict[str, object]] = []
+    for value in c.values[1:]:
+        sized = c.at_size(value, 0)
+        if getattr(sized, "n_kv_heads", None) == 0:  # a value whose size is its KV heads
+            out += [{c.group: value, "kv": kv} for kv in GQA_KV_HEADS]
+        else:
+            out.append({c.group: value})
+    return out
+
+
+def _name(overrides: dict[str, object]) -> str:
+    """The case's variant name, as a sweep point's label names it (``rmsnorm``, ``gqa2``, ``nobias``)."""
+    values = {k: v for k, v in overrides.items() if k != "kv"}
+    groups = {g: choice(g).at_size(v, int(overrides.get("kv") or 0)) for g, v in values.items()}
+    a = ArchConfig(model=ModelConfig(d_model=D_MODEL, n_layers=1, n_heads=N_HEADS), **groups)
+    return "+".join(choice(g).name_in(a) for g in values)
+
+
+def block_variants() -> dict[str, dict[str, object]]:
+    """The block's variants: GPT-2's, every other value of every declared choice alone (the values each sweep
+    takes), and Llama-2's block (GQA at 2 KV heads); derived from the declarations, so a new choice is timed."""
+    out: dict[str, dict[str, object]] = {"gpt2": {}}
+    for c in choices():
+        out.update({_name(o): o for o in _values(c)})
+    out["llama2"] = {**{c.group: c.llama2 for c in llama2_choices()}, "kv": GQA_KV_HEADS[-1]}
+    return out
+
+
+def attn_variants() -> dict[str, dict[str, object]]:
+    """Attention alone: MHA, GQA at the smallest ``GQA_KV_HEADS``, and every other attention value."""
+    attn = choice("attn")
+    out: dict[str, dict[str, object]] = {attn.gpt2: {}}
+    for o in _values(attn):
+        if o.get("kv") in (None, GQA_KV_HEADS[-1]):
+            out[_name(o)] = o
+    return out
+
+
 # A few cases that cover an op of each kind and the block in every mode: what CI runs on every commit.
 CI_CASES = ("norm/rmsnorm/forward", "norm/layernorm/train", "attn/gqa2/decode", "block/gpt2/forward",
             "block/llama2/train", "block/llama2/decode")
@@ -83,15 +115,27 @@ class Case:
             self.component == "attn" and self.mode == "decode")
 
 
-def arch(c: ModuleType, pos: str = "learned", norm: str = "layernorm", ffn: str = "gelu", attn: str = "mha",
-         kv: int | None = None, bias: bool = True) -> object:
-    """One block with the given choices (GPT-2's by default), from tree ``c``'s own config classes."""
+# Config classes of a tree from before choices were declared (``components.choice``), so an old base compares.
+_LEGACY = {"pos": "PosConfig", "norm": "NormConfig", "ffn": "FFNConfig", "attn": "AttnConfig", "bias": "BiasConfig"}
+
+
+def arch(c: ModuleType, kv: int | None = None, **values: str) -> object:
+    """One block with the given choices at the given values (GPT-2's for the rest), from tree ``c``'s own classes.
+    A tree that lacks a group raises, and the regression check then leaves the case ``not compared``."""
     sizes = dict(d_model=D_MODEL, n_layers=1, n_heads=N_HEADS, max_seq_len=MAX_SEQ_LEN)
-    choices = dict(pos=c.PosConfig(pos), norm=c.NormConfig(norm), ffn=c.FFNConfig(ffn), attn=c.AttnConfig(attn, kv))
+    if callable(getattr(c, "choice", None)):
+        groups = {g: c.choice(g).at_size(v, kv or 0) for g, v in values.items()}
+        return c.ArchConfig(model=c.ModelConfig(**sizes), **groups)
+    unknown = set(values) - set(_LEGACY)
+    if unknown:
+        raise ValueError(f"this tree has no choice group {', '.join(sorted(unknown))}")
+    groups = {g: getattr(c, _LEGACY[g])(v, kv) if g == "attn" else getattr(c, _LEGACY[g])(v)
+              for g, v in values.items() if g != "bias"}
+    bias = values.get("bias", "on") == "on"
     if hasattr(c, "BiasConfig"):
-        return c.ArchConfig(model=c.ModelConfig(**sizes), **choices, bias=c.BiasConfig("on" if bias else "off"))
+        return c.ArchConfig(model=c.ModelConfig(**sizes), **groups, bias=c.BiasConfig("on" if bias else "off"))
     # A tree from before bias was a choice group (it was ModelConfig.bias), so a base that old still compares.
-    return c.ArchConfig(model=c.ModelConfig(**sizes, bias=bias), **choices)
+    return c.ArchConfig(model=c.ModelConfig(**sizes, bias=bias), **groups)
 
 
 def _as_tuple(out: object) -> tuple[torch.Tensor, ...]:
@@ -135,22 +179,37 @@ def _ffn(name: str, mode: str) -> Callable[[ModuleType], Subject]:
 
 
 def _pos(name: str, mode: str) -> Callable[[ModuleType], Subject]:
-    """What each variant adds: the learned table added at the input, or Q and K rotated."""
+    """What each position scheme adds: a table added at the input (it has parameters), or Q and K rotated, or a
+    bias on the scores of a (heads, T, T) attention."""
     def build(c: ModuleType) -> Subject:
         b, t = POS_SHAPE
-        if name == "learned":
-            pos = c.LearnedPositions(arch(c))
-            return timed_call(mode, pos.embed, [torch.randn(b, t, D_MODEL)], list(pos.parameters()))
-        pos = c.RotaryPositions(arch(c, pos="rope"))
-        apply = c.positions.apply_rotation
-
-        def rotate(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            rot = pos.rotation(t)
-            return apply(q, rot), apply(k, rot)
-
+        pos = c.POSITIONS.get(name)(arch(c, pos=name))
+        params = list(pos.parameters())
+        if params:
+            return timed_call(mode, pos.embed, [torch.randn(b, t, D_MODEL)], params)
         head = (b, N_HEADS, t, D_MODEL // N_HEADS)
-        return timed_call(mode, rotate, [torch.randn(head), torch.randn(head)], list(pos.parameters()))
+        if pos.rotation(t) is not None:
+            apply = c.positions.apply_rotation
+
+            def rotate(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                rot = pos.rotation(t)
+                return apply(q, rot), apply(k, rot)
+
+            return timed_call(mode, rotate, [torch.randn(head), torch.randn(head)], params)
+        bias = pos.score_bias()
+
+        def biased(scores: torch.Tensor) -> torch.Tensor:
+            return scores + bias(0, t, t, scores.device)
+
+        return timed_call(mode, biased, [torch.randn(b, N_HEADS, t, t)], params)
     return build
+
+
+def _pos_timed(name: str) -> bool:
+    """Whether a position scheme adds anything to time (NoPE adds nothing)."""
+    model = ModelConfig(d_model=D_MODEL, n_heads=N_HEADS, max_seq_len=8)
+    probe = POSITIONS.get(name)(ArchConfig(model=model, pos=choice("pos").at(name)))
+    return bool(list(probe.parameters())) or probe.rotation(1) is not None or probe.score_bias() is not None
 
 
 def _decode(step: Callable[[torch.Tensor, object], object], cache: object, context: int, batch: int,
@@ -196,16 +255,16 @@ def _block(overrides: dict[str, object], mode: str) -> Callable[[ModuleType], Su
 def all_cases() -> list[Case]:
     """The default case set, in a stable order: components first, then the block."""
     cases = []
-    for name, mode in itertools.product(("layernorm", "rmsnorm"), MODES[:2]):
+    for name, mode in itertools.product(choice("norm").values, MODES[:2]):
         cases.append(Case("norm", name, mode, _norm(name, mode), NORM_SHAPE))
-    for name, mode in itertools.product(("gelu", "swiglu"), MODES[:2]):
+    for name, mode in itertools.product(choice("ffn").values, MODES[:2]):
         cases.append(Case("ffn", name, mode, _ffn(name, mode), (*FFN_SHAPE, D_MODEL)))
-    for name, mode in itertools.product(("learned", "rope"), MODES[:2]):
+    for name, mode in itertools.product([v for v in choice("pos").values if _pos_timed(v)], MODES[:2]):
         cases.append(Case("pos", name, mode, _pos(name, mode), (*POS_SHAPE, D_MODEL)))
-    for (name, overrides), mode in itertools.product(ATTN_VARIANTS.items(), MODES):
+    for (name, overrides), mode in itertools.product(attn_variants().items(), MODES):
         shape = (*DECODE_SHAPE, D_MODEL) if mode == "decode" else (*ATTN_SHAPE, D_MODEL)
         cases.append(Case("attn", name, mode, _attn(overrides, mode), shape))
-    for (name, overrides), mode in itertools.product(BLOCK_VARIANTS.items(), MODES):
+    for (name, overrides), mode in itertools.product(block_variants().items(), MODES):
         shape = (*DECODE_SHAPE, D_MODEL) if mode == "decode" else (*BLOCK_SHAPE, D_MODEL)
         cases.append(Case("block", name, mode, _block(overrides, mode), shape))
     return cases

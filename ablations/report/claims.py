@@ -1,8 +1,8 @@
 """The claims table: each claim of the seed, what this run measured, the published figure, and a reading.
 
 Readings are composed from the numbers (a ratio whose quartiles lie above 1 reads "slower"), never typed
-in. The only typed numbers in this module are the published figures, each with its source (DESIGN.md,
-"Reference figures").
+in. The claims and their published figures, each with its source, are the choices' declarations
+(``components.choice.Claim``); this module reads the evidence.
 """
 
 from __future__ import annotations
@@ -13,49 +13,36 @@ import pandas as pd
 from ablations.config.variants import llama2_70b_group
 from ablations.report.formatting import fmt_bytes, fmt_p, fmt_verdict, is_true
 from ablations.report.sizes import kv_70b
+from components import Choice, choice, choices
 
-# Published figures, quoted from DESIGN.md's reference table. Not measured here.
-PUBLISHED = {
-    "rope": [("Press et al. 2022 (ALiBi), Table 3",
-              "rotary ppl 19.33 at L=1024 → 31.17 at 2024 → 106.99 at 16024")],
-    "rmsnorm": [("Zhang & Sennrich 2019", "7%–64% less time; 6.9% on the Transformer (WMT14)"),
-                ("Narang et al. 2021, Table 1", "early loss: vanilla 2.182, RMSNorm 2.167; steps/s 3.50 / 3.68")],
-    "swiglu": [("Shazeer 2020, Table 1 (T5 base, 65k steps, log-ppl)", "GELU 1.983, SwiGLU 1.944"),
-               ("Narang et al. 2021, Table 1", "early loss: vanilla 2.182, SwiGLU 2.127; steps/s 3.50 / 3.53")],
-    "gqa": [("arithmetic, Llama-2-70B fp16 at 4096 tokens", "GQA-8: 1.25 GiB; MHA: 10 GiB"),
-            ("Ainslie et al. 2023, Table 1",
-             "time/sample MHA-XXL 1.51 s, GQA-8 0.28 s, MQA 0.24 s; score 47.2 / 47.1 / 46.6")],
-    "bias": [("Chowdhery et al. 2022 (PaLM), §2",
-              "no biases in dense kernels or layer norms: \"increased training stability for large models\" "
-              "(no loss figure)"),
-             ("Touvron et al. 2023 (Llama-2)", "no biases; the effect is not ablated")],
-}
-CLAIMS = {
-    "rope": "RoPE extends to longer contexts more gracefully",
-    "rmsnorm": "RMSNorm performs as well as LayerNorm at lower cost",
-    "swiglu": "SwiGLU improves perplexity per FLOP",
-    "gqa": "GQA cuts the KV cache 8× at 70B and speeds long-context decode",
-    "bias": "Linear layers need no bias: dropping them costs no quality and saves parameters and time",
-}
 NOT_MEASURED = "not measured in this run"
 
 
 def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
                  sizes: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim: claim, measured here, published (with source), reading."""
-    rows = [
-        ("rope", *rope(table, cmp)),
-        ("rmsnorm", *rmsnorm(cmp, quality)),
-        ("swiglu", *swiglu(cmp, quality)),
-        ("gqa", *gqa(cmp, sizes)),
-        ("bias", *bias(cmp, quality)),
-    ]
-    return pd.DataFrame([{
-        "claim": CLAIMS[key],
-        "measured in this run": measured,
-        "published": "; ".join(f"{fig} ({src})" for src, fig in PUBLISHED[key]),
-        "reading": reading,
-    } for key, measured, reading in rows])
+    """One row per declared choice with a claim: claim, measured here, published (with source), reading.
+
+    The claim and its published figures are the choice's declaration; a choice with a reader of its own below
+    (the five of GPT-2 → Llama-2) gets that reader's evidence, any other the generic one (cost and quality of its
+    flip against the GPT-2 baseline)."""
+    rows = []
+    for c in choices():
+        if c.claim is None:
+            continue
+        reader = READERS.get(c.group, generic)
+        measured, reading = reader(c, table, cmp, quality, sizes)
+        rows.append({
+            "claim": c.claim.text,
+            "measured in this run": measured,
+            "published": "; ".join(f"{fig} ({src})" for src, fig in c.claim.published),
+            "reading": reading,
+        })
+    return pd.DataFrame(rows, columns=["claim", "measured in this run", "published", "reading"])
+
+
+def flip_variant(c: Choice) -> str:
+    """The variant that moves ``c`` alone from GPT-2's block: Llama-2's value, else the first other value."""
+    return c.value_name(c.llama2 if c.in_llama2 else c.flips[0])
 
 
 # --- evidence helpers ---------------------------------------------------------------------------------
@@ -148,11 +135,13 @@ def verdict(q: dict | None) -> str | None:
 
 # --- one function per claim: (measured, reading) ------------------------------------------------------
 
-def rmsnorm(cmp: pd.DataFrame, quality: pd.DataFrame | None) -> tuple[str, str]:
-    r = variant_row(cmp, "rmsnorm", "norm")
-    q = quality_of(quality, "rmsnorm", "norm" if r is None else r["sweep"])
+def rmsnorm(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+            sizes: pd.DataFrame) -> tuple[str, str]:
+    variant = flip_variant(c)
+    r = variant_row(cmp, variant, c.group)
+    q = quality_of(quality, variant, c.group if r is None else r["sweep"])
     if r is None and q is None:
-        return NOT_MEASURED, NOT_MEASURED + " (no `rmsnorm` variant in the table)."
+        return NOT_MEASURED, NOT_MEASURED + f" (no `{variant}` variant in the table)."
     measured, reading = _rmsnorm_cost(r)
     return f"{measured}; {quality_text(q)}", f"{reading}. Quality: {_quality_reading(q, 'as well as LayerNorm')}."
 
@@ -197,11 +186,13 @@ def _quality_reading(q: dict | None, claim: str) -> str:
     return f"validation loss verdict: {v}"
 
 
-def swiglu(cmp: pd.DataFrame, quality: pd.DataFrame | None) -> tuple[str, str]:
-    r = variant_row(cmp, "swiglu", "ffn")
-    q = quality_of(quality, "swiglu", "ffn" if r is None else r["sweep"])
+def swiglu(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+           sizes: pd.DataFrame) -> tuple[str, str]:
+    variant = flip_variant(c)
+    r = variant_row(cmp, variant, c.group)
+    q = quality_of(quality, variant, c.group if r is None else r["sweep"])
     if r is None and q is None:
-        return NOT_MEASURED, NOT_MEASURED + " (no `swiglu` variant in the table)."
+        return NOT_MEASURED, NOT_MEASURED + f" (no `{variant}` variant in the table)."
     flops = np.nan if r is None else r["fwd_flops_ratio"]
     flops_txt = f"{flops:.3f}× the baseline's FLOPs" if not pd.isna(flops) else "FLOPs not compared"
     if r is None:
@@ -230,28 +221,16 @@ def swiglu(cmp: pd.DataFrame, quality: pd.DataFrame | None) -> tuple[str, str]:
     return f"{cost}; {quality_text(q)}", reading
 
 
-def bias(cmp: pd.DataFrame, quality: pd.DataFrame | None) -> tuple[str, str]:
-    r = variant_row(cmp, "nobias", "bias")
-    q = quality_of(quality, "nobias", "bias" if r is None else r["sweep"])
-    if r is None and q is None:
-        return NOT_MEASURED, NOT_MEASURED + " (no `nobias` variant in the table)."
-    if r is None:
-        cost, saving = f"cost {NOT_MEASURED}", f"Cost {NOT_MEASURED}"
-    else:
-        pct = r["params_delta"] / r["params_baseline"] if r["params_baseline"] else np.nan
-        params = "parameters not compared" if pd.isna(pct) else f"parameters {100 * pct:+.3f}%"
-        cost = (f"{params}, forward {ratio_text(r, 'fwd')}, train {ratio_text(r, 'train')} of the baseline's time "
-                f"at {r['shape']}, decode {ratio_text(r, 'decode')} ({where(r)})")
-        saving = (f"Cost: forward {speed_word(r, 'fwd')}, forward+backward {speed_word(r, 'train')}, decode "
-                  f"{speed_word(r, 'decode')} here; a bias is one vector per matrix, so the {params} are all it can "
-                  "save in bytes")
-    return (f"{cost}; {quality_text(q)}",
-            f"{saving}. Quality: {_quality_reading(q, 'as well as with biases')}.")
+def bias(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+         sizes: pd.DataFrame) -> tuple[str, str]:
+    return flip_evidence(c, cmp, quality, "as well as with biases",
+                         "; a bias is one vector per matrix, so the {params} are all it can save in bytes")
 
 
-def rope(table: pd.DataFrame, cmp: pd.DataFrame) -> tuple[str, str]:
+def rope(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+         sizes: pd.DataFrame) -> tuple[str, str]:
     ext = extrapolation_evidence(table)
-    speed = variant_row(cmp, "rope", "pos")
+    speed = variant_row(cmp, flip_variant(c), c.group)
     speed_txt = (f"; its cost: forward {speed_word(speed, 'fwd')} at "
                  f"{speed['shape']}" if speed is not None else "")
     if ext is None:
@@ -261,14 +240,17 @@ def rope(table: pd.DataFrame, cmp: pd.DataFrame) -> tuple[str, str]:
 
 
 def extrapolation_evidence(table: pd.DataFrame) -> dict[str, pd.Series] | None:
-    """Per position variant of a one-choice comparison, mean loss by evaluation length (NaN = cannot)."""
+    """Per position variant of a one-choice comparison (the GPT-2 block and each ``pos`` flip), mean loss by
+    evaluation length (NaN = cannot), keyed by the position scheme."""
+    pos = choice("pos")
+    names = {("gpt2" if v == pos.gpt2 else pos.value_name(v)): v for v in pos.values}
     rows = table[(table["metric"] == "extrap_loss") & (table["status"].fillna("ok") == "ok")]
-    rows = rows[rows["variant"].isin(("gpt2", "rope", "none"))]
-    if rows.empty or not (rows["variant"] == "rope").any():
+    rows = rows[rows["variant"].isin(names)]
+    llama = pos.value_name(pos.llama2)
+    if rows.empty or not (rows["variant"] == llama).any():
         return None
-    pos_sweep = rows[rows["sweep"] == "pos"]
-    rows = pos_sweep if (pos_sweep["variant"] == "rope").any() else rows
-    names = {"gpt2": "learned", "rope": "rope", "none": "none"}
+    pos_sweep = rows[rows["sweep"] == pos.group]
+    rows = pos_sweep if (pos_sweep["variant"] == llama).any() else rows
     return {names[v]: g.groupby("seq_len")["value"].mean().sort_index() for v, g in rows.groupby("variant")}
 
 
@@ -307,7 +289,8 @@ def _rope_reading(ext: dict[str, pd.Series]) -> str:
     return text + "."
 
 
-def gqa(cmp: pd.DataFrame, sizes: pd.DataFrame) -> tuple[str, str]:
+def gqa(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+        sizes: pd.DataFrame) -> tuple[str, str]:
     kv = kv_70b(sizes)
     arithmetic = (f"Llama-2-70B at {kv['context']:,} tokens fp16 (computed on the meta device): MHA "
                   f"{kv['mha_gib']:.3g} GiB vs GQA-{kv['kv_heads']} {kv['gqa_gib']:.3g} GiB, "
@@ -363,3 +346,34 @@ def gqa_row(cmp: pd.DataFrame) -> pd.Series | None:
     best = flips.assign(score=score).sort_values("score")
     own = best[best["sweep"] == "kv"]
     return variant_row(cmp, rows=own if not own.empty else best)
+
+
+def generic(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+            sizes: pd.DataFrame) -> tuple[str, str]:
+    """Any declared choice: its flip's cost against the GPT-2 block and its validation loss, read from the numbers."""
+    return flip_evidence(c, cmp, quality, "as well as without it")
+
+
+def flip_evidence(c: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, claim: str,
+                  why: str = "") -> tuple[str, str]:
+    """(measured, reading) of ``c``'s flip: parameters, forward/train/decode ratios and the loss; ``why`` follows the
+    cost reading (``{params}`` in it is the parameter difference)."""
+    variant = flip_variant(c)
+    r = variant_row(cmp, variant, c.group)
+    q = quality_of(quality, variant, c.group if r is None else r["sweep"])
+    if r is None and q is None:
+        return NOT_MEASURED, NOT_MEASURED + f" (no `{variant}` variant in the table)."
+    if r is None:
+        cost, saving = f"cost {NOT_MEASURED}", f"Cost {NOT_MEASURED}"
+    else:
+        pct = r["params_delta"] / r["params_baseline"] if r["params_baseline"] else np.nan
+        params = "parameters not compared" if pd.isna(pct) else f"parameters {100 * pct:+.3f}%"
+        cost = (f"{params}, forward {ratio_text(r, 'fwd')}, train {ratio_text(r, 'train')} of the baseline's time "
+                f"at {r['shape']}, decode {ratio_text(r, 'decode')} ({where(r)})")
+        saving = (f"Cost: forward {speed_word(r, 'fwd')}, forward+backward {speed_word(r, 'train')}, decode "
+                  f"{speed_word(r, 'decode')} here" + why.format(params=params))
+    return f"{cost}; {quality_text(q)}", f"{saving}. Quality: {_quality_reading(q, claim)}."
+
+
+# The choices whose claims have readers of their own; every other declared claim is read by ``generic``.
+READERS = {"pos": rope, "norm": rmsnorm, "ffn": swiglu, "attn": gqa, "bias": bias}

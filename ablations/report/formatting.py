@@ -112,3 +112,9 @@ def format_numbers(frame: pd.DataFrame) -> pd.DataFrame:
         if pd.api.types.is_float_dtype(out[column]):
             out[column] = out[column].map(lambda v: "—" if pd.isna(v) else f"{v:.4g}")
     return out
+
+
+def number_word(n: int) -> str:
+    """``5`` -> ``five``: counts of choices read as words in prose (digits past ten)."""
+    words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+    return words[n] if 0 <= n < len(words) else str(n)

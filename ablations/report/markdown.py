@@ -30,6 +30,7 @@ from ablations.report.sections import (
 )
 from ablations.report.tables import SETUP_COLUMNS, combine, load_table, split
 from ablations.results.durable import write_atomic
+from components import choices
 
 REPORT = "REPORT.md"
 FIGURES = "figures"
@@ -91,8 +92,9 @@ def failures_section(bad: pd.DataFrame) -> list[str]:
 
 def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
                   summary: tuple[pd.DataFrame | None, str], figures: list[str]) -> list[str]:
-    lines = [f"## Sweep `{sweep}`", "", "What each variant is (GPT-2's values: learned, layernorm, gelu, one KV head "
-             "per query head, linear biases on, tied embeddings):", "", variants_table(s if not s.empty else q), ""]
+    baseline = ", ".join(f"{c.group}={c.gpt2}" for c in choices())
+    lines = [f"## Sweep `{sweep}`", "", f"What each variant is (GPT-2's values: {baseline}, tied embeddings):", "",
+             variants_table(s if not s.empty else q), ""]
     if sweep == "ladder":
         lines += ["The last rung (`llama2`) drops the linear biases and unties the embeddings: the one rung that "
                   "changes two things, because Llama-2 does both. `llama2-bias-tied` below it is the Llama-2 block "

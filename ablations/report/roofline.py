@@ -11,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ablations.config.variants import baseline_of
-from ablations.report.formatting import fmt_pct, fmt_spread, fmt_x, is_true, markdown_table
+from ablations.config.variants import arch_from_row, baseline_of
+from ablations.report.formatting import fmt_pct, fmt_spread, fmt_x, markdown_table
 from ablations.report.tables import BASELINE
 from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware, load_hardware
 from ablations.roofline.model import predict
 from ablations.roofline.work import mode_work
-from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from components import ArchConfig
 
 PREFIX = {"forward": "", "train": "", "prefill": "prefill_", "decode": "decode_"}
 KEYS = ["sweep", "case", "base_case", "variant", "mode", "batch", "seq_len"]
@@ -59,15 +59,7 @@ def points(measured: pd.DataFrame) -> pd.DataFrame:
 
 def arch_of(r: pd.Series) -> ArchConfig:
     """The architecture a row describes (its FFN width as measured)."""
-    heads, kv = int(r["n_heads"]), int(r["n_kv_heads"])
-    model = ModelConfig(d_model=int(r["d_model"]), n_layers=int(r["n_layers"]), n_heads=heads,
-                        max_seq_len=1 << 20)
-    attn = AttnConfig("mha") if kv == heads else AttnConfig("gqa", kv)
-    name, _, layout = str(r["pos"]).partition("-")  # rows name RoPE with its layout: rope-half, rope-interleaved
-    pos = PosConfig(name, layout=layout) if layout else PosConfig(name)
-    return ArchConfig(model, pos, NormConfig(str(r["norm"])),
-                      FFNConfig(str(r["ffn"]), hidden_dim=int(r["ffn_hidden"])), attn,
-                      BiasConfig("on" if is_true(r["bias"]) else "off"))
+    return arch_from_row(r)
 
 
 def calibration() -> Hardware | None:

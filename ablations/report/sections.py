@@ -24,23 +24,22 @@ from ablations.report.formatting import (
     markdown_table,
 )
 from ablations.report.tables import BASELINE
+from components import choices
 
 log = logging.getLogger("ablations")
 
 
 def variants_table(s: pd.DataFrame) -> str:
-    """What each variant of a sweep is: its five choices and its embeddings, from its own rows (the names are
+    """What each variant of a sweep is: every declared choice and its embeddings, from its own rows (the names are
     derived from the same values, so the table is what a reader checks a name against)."""
     first = s.drop_duplicates("variant")
     tied = first.get("tie_embeddings", pd.Series(np.nan, index=first.index))  # absent in tables older than it
+    cells = {c.title or c.group: [c.cell(r) for _, r in first.iterrows()] for c in choices()}
+    # A choice neither GPT-2 nor Llama-2 varies gets a column only in a sweep that moves it.
+    cells = {t: v for (t, v), c in zip(cells.items(), choices(), strict=True) if c.in_llama2 or set(v) != {c.gpt2}}
     return markdown_table(pd.DataFrame({
         "variant": first["variant"],
-        "positions": first["pos"],
-        "norm": first["norm"],
-        "FFN": first["ffn"],
-        "KV heads / query heads": [f"{int(k)} / {int(h)}" for k, h in zip(first["n_kv_heads"], first["n_heads"],
-                                                                          strict=True)],
-        "linear biases": first["bias"].map(lambda b: "on" if is_true(b) else "off"),
+        **cells,
         "embeddings (quality model)": tied.map(lambda t: "—" if pd.isna(t) else "tied" if is_true(t) else "untied"),
     }))
 

@@ -21,20 +21,18 @@ from collections.abc import Iterable
 import pandas as pd
 import torch
 
-from ablations.config.variants import llama_like_kv_heads
+from ablations.config.variants import flips_of, llama_like_kv_heads
 from ablations.measure.flops import per_token_forward_flops
-from ablations.report.formatting import fmt_bytes, fmt_count, fmt_flops, fmt_ratio, fmt_signed, markdown_table
-from components import (
-    ArchConfig,
-    AttnConfig,
-    BiasConfig,
-    FFNConfig,
-    KVCache,
-    NormConfig,
-    PosConfig,
-    build_lm,
-    count_parameters,
+from ablations.report.formatting import (
+    fmt_bytes,
+    fmt_count,
+    fmt_flops,
+    fmt_ratio,
+    fmt_signed,
+    markdown_table,
+    number_word,
 )
+from components import ArchConfig, KVCache, build_lm, choices, count_parameters, llama2_choices
 from components import preset as make_preset
 
 PUBLISHED = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama2-7b", "llama2-13b", "llama2-70b")
@@ -85,33 +83,25 @@ def published() -> list[Entry]:
 
 
 def counterfactuals() -> list[Entry]:
-    """Llama-2-70B with MHA, and GPT-2 124M with each Llama-2 choice and with all five.
+    """Llama-2-70B with MHA, and GPT-2 124M with each one-choice flip (``flips_of``) and with all of Llama-2's.
 
     Sizes, vocabulary and tied embeddings stay GPT-2's: only the named choice moves. SwiGLU uses the
     project's width rule (``FFNConfig`` default), which keeps its parameters near GELU's.
     """
     llama = make_preset("llama2-70b")
-    mha = dataclasses.replace(llama, attn=AttnConfig("mha"))
+    mha = llama.replace(attn=type(llama.attn)("mha"))
     gpt2 = make_preset("gpt2")
-    kv = llama_like_kv_heads(gpt2.model.n_heads)
-    flips = {
-        "rope": {"pos": PosConfig("rope")},
-        "rmsnorm": {"norm": NormConfig("rmsnorm")},
-        "swiglu": {"ffn": FFNConfig("swiglu")},
-        f"gqa{kv}": {"attn": AttnConfig("gqa", kv)},
-        "nobias": {"bias": BiasConfig("off")},
-    }
+    flips = flips_of(gpt2, llama_like_kv_heads(gpt2.model.n_heads))
     entries = [Entry("llama2-70b MHA", "counterfactual: 64 KV heads instead of 8", mha, "llama2-70b")]
-    for name, change in flips.items():
-        entries.append(Entry(f"gpt2 + {name}", "counterfactual: one Llama-2 choice", _replace(gpt2, change), "gpt2"))
-    everything = {k: v for change in flips.values() for k, v in change.items()}
-    entries.append(Entry("gpt2 + all five", "counterfactual: Llama-2 block at GPT-2 size (tied embeddings kept)",
-                         _replace(gpt2, everything), "gpt2"))
+    for name, arch in flips.items():
+        if name in ("gpt2", "llama2"):
+            continue
+        moved = next(c for c in choices() if not c.has(arch, c.gpt2))
+        what = "one Llama-2 choice" if moved.in_llama2 else "one choice neither GPT-2 nor Llama-2 has"
+        entries.append(Entry(f"gpt2 + {name}", f"counterfactual: {what}", arch, "gpt2"))
+    entries.append(Entry(f"gpt2 + all {number_word(len(llama2_choices()))}",
+                         "counterfactual: Llama-2 block at GPT-2 size (tied embeddings kept)", flips["llama2"], "gpt2"))
     return entries
-
-
-def _replace(arch: ArchConfig, change: dict) -> ArchConfig:
-    return dataclasses.replace(arch, **change)
 
 
 # --- the table ----------------------------------------------------------------------------------------

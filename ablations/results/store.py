@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ablations.results.durable import write_atomic
+from components.choice import row_columns
 
 log = logging.getLogger("ablations")
 
@@ -23,7 +24,7 @@ TABLE = "results.csv"
 
 # The columns every row has, in order. Identity, then the measurement, then provenance.
 COLUMNS = [
-    "sweep", "variant", "point", "pos", "norm", "ffn", "attn", "n_kv_heads", "bias", "tie_embeddings",
+    "sweep", "variant", "point", *row_columns(), "tie_embeddings",
     "d_model", "n_layers", "n_heads", "ffn_hidden", "params", "params_baseline",
     "metric", "mode", "batch", "seq_len", "step", "position", "value", "unit", "statistic", "lo", "hi",
     "min", "max", "n", "seed", "profile", "corpus", "device", "device_name", "dtype", "threads", "compile", "launcher",

@@ -9,12 +9,11 @@ fuses kernels launches fewer.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
+from components import ArchConfig, ModelConfig, build_decoder
 
 
 class _OpCounter(TorchDispatchMode):
@@ -28,27 +27,14 @@ class _OpCounter(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@dataclasses.dataclass(frozen=True)
-class _Shape:
-    """What decides the kernel count: the choices and the head structure, not the sizes."""
-
-    mode: str
-    heads: int
-    kv_heads: int
-    bias: bool
-    pos: str
-    layout: str
-    norm: str
-    ffn: str
-
-    def replica(self, layers: int) -> ArchConfig:
-        # The same heads (so GQA stays GQA) at 4 dims each.
-        model = ModelConfig(d_model=4 * self.heads, n_layers=layers, n_heads=self.heads, max_seq_len=16,
-                            vocab_size=16)
-        attn = AttnConfig("mha") if self.kv_heads == self.heads else AttnConfig("gqa", self.kv_heads)
-        pos = PosConfig(self.pos, layout=self.layout)
-        return ArchConfig(model, pos, NormConfig(self.norm), FFNConfig(self.ffn), attn,
-                          BiasConfig("on" if self.bias else "off"))
+def replica(cfg: ArchConfig, layers: int) -> ArchConfig:
+    """The same choices and head structure (so GQA stays GQA) at 4 dims a head, ``layers`` blocks: what decides the
+    kernel count, not the sizes. An explicit FFN width belongs to the sizes and is dropped."""
+    heads, kv = cfg.model.n_heads, cfg.n_kv_heads
+    model = ModelConfig(d_model=4 * heads, n_layers=layers, n_heads=heads, max_seq_len=16, vocab_size=16)
+    attn = dataclasses.replace(cfg.attn, name="mha" if kv == heads else "gqa", n_kv_heads=None if kv == heads else kv)
+    return cfg.replace(model=model, attn=attn, ffn=dataclasses.replace(cfg.ffn, hidden_dim=None, multiplier=None,
+                                                                       multiple_of=1))
 
 
 def _count(cfg: ArchConfig, mode: str) -> int:
@@ -70,16 +56,19 @@ def _count(cfg: ArchConfig, mode: str) -> int:
     return counter.count
 
 
-@functools.cache
-def _counts(shape: _Shape) -> tuple[int, int]:
-    """(kernels per block, kernels outside the blocks)."""
-    one, two = _count(shape.replica(1), shape.mode), _count(shape.replica(2), shape.mode)
-    return two - one, 2 * one - two
+_COUNTS: dict[tuple[str, str], tuple[int, int]] = {}
+
+
+def _counts(cfg: ArchConfig, mode: str) -> tuple[int, int]:
+    """(kernels per block, kernels outside the blocks), counted once per replica and mode."""
+    key = (mode, repr(replica(cfg, 1)))
+    if key not in _COUNTS:
+        one, two = _count(replica(cfg, 1), mode), _count(replica(cfg, 2), mode)
+        _COUNTS[key] = (two - one, 2 * one - two)
+    return _COUNTS[key]
 
 
 def kernel_calls(cfg: ArchConfig, mode: str) -> int:
     """Kernels one call of the decoder launches in ``mode`` (forward, train, prefill, decode), eagerly."""
-    shape = _Shape(mode, cfg.model.n_heads, cfg.n_kv_heads, cfg.bias.enabled, cfg.pos.name, cfg.pos.layout,
-                   cfg.norm.name, cfg.ffn.name)
-    per_layer, rest = _counts(shape)
+    per_layer, rest = _counts(cfg, mode)
     return cfg.model.n_layers * per_layer + rest

@@ -1,20 +1,9 @@
-"""FLOPs and bytes moved by one call of the timed unit, counted analytically from the architecture.
+"""FLOPs and bytes moved by one call of the timed unit, from the work each component states for itself.
 
-FLOPs (as ``torch.utils.flop_counter``): a multiply-add is 2; only matrix products count; attention counts the
-full T x S score matrix (QK^T and PV).
-
-Bytes moved, the model this harness states in every report, per call, in the run's dtype:
-
-- **weights**: every parameter read once per call, except that a learned position table contributes only
-  the T rows the call looks up (not its max_seq_len x d);
-- **KV cache**: attention reads K and V of every key it attends to (S per sequence) and the K/V
-  projections write the T new ones (into the cache, or as activations without one);
-- **activations**: each linear layer reads its input and writes its output (an input read by several
-  matrices, q/k/v or SwiGLU's gate/up, is read once per matrix); each norm reads and writes N x d;
-  attention reads Q and writes its output; the T x S scores stay on chip (fused kernels); elementwise ops
-  (residual adds, GELU/SiLU, RoPE, the position add) are not counted: a fusing compiler removes them.
-- **train** (forward + backward): three times the forward's bytes in each category, as for FLOPs (backward
-  reads the weights again and writes their gradients; it reads and writes about twice the activations).
+``components.work`` has the conventions and ``Decoder.work`` adds up what every component states (elements);
+this module turns that into bytes in the run's dtype, adds the language model's head where asked, and states a
+training step as three forwards (backward reads the weights again and writes their gradients; it reads and writes
+about twice the activations).
 
 N = batch x T new tokens. The language model's head (d x vocab) and embedding lookup (N rows) are added
 only when asked (``lm_head``): the harness times the decoder alone.
@@ -22,9 +11,11 @@ only when asked (``lm_head``): the harness times the decoder alone.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 
-from components import ArchConfig
+from components import ArchConfig, Decoder, build_decoder, count_parameters
+from components.work import Step
 
 MODES = ("forward", "train", "prefill", "decode")
 
@@ -64,24 +55,10 @@ class Work:
         return Work(**{f.name: getattr(self, f.name) * (1 if f.name == "tokens" else k) for f in fields(self)})
 
 
-def layer_weights(cfg: ArchConfig) -> tuple[int, int]:
-    """(matrix elements, vector elements: biases and norm weights) of one block."""
-    d, hd, h, kv, ff = cfg.model.d_model, cfg.head_dim, cfg.model.n_heads, cfg.n_kv_heads, cfg.ffn_hidden
-    ffn_mats = 3 if cfg.ffn.name == "swiglu" else 2
-    matrices = 2 * d * h * hd + 2 * d * kv * hd + ffn_mats * d * ff
-    biases = (h * hd + 2 * kv * hd + d + (ffn_mats - 1) * ff + d) if cfg.bias.enabled else 0
-    return matrices, biases + 2 * norm_params(cfg)
-
-
-def norm_params(cfg: ArchConfig) -> int:
-    return (2 if cfg.norm.name == "layernorm" else 1) * cfg.model.d_model
-
-
+@functools.cache
 def decoder_params(cfg: ArchConfig) -> int:
-    """Every parameter of the ``Decoder`` (positions, blocks, final norm): the test checks it against torch."""
-    matrices, vectors = layer_weights(cfg)
-    table = cfg.model.max_seq_len * cfg.model.d_model if cfg.pos.name == "learned" else 0
-    return cfg.model.n_layers * (matrices + vectors) + norm_params(cfg) + table
+    """Every parameter of the ``Decoder`` (positions, blocks, final norm), counted on the built module (meta)."""
+    return count_parameters(build_decoder(cfg, device="meta"))
 
 
 def decoder_work(cfg: ArchConfig, batch: int, seq: int, context: int | None = None, elem: int = 4,
@@ -91,30 +68,17 @@ def decoder_work(cfg: ArchConfig, batch: int, seq: int, context: int | None = No
     ``elem`` is bytes per element of weights, activations and cache alike.
     """
     m = cfg.model
-    d, hd, h, kv, ff, L = m.d_model, cfg.head_dim, m.n_heads, cfg.n_kv_heads, cfg.ffn_hidden, m.n_layers
-    keys = seq if context is None else context
     n = batch * seq
-    swiglu = cfg.ffn.name == "swiglu"
-    matrices, vectors = layer_weights(cfg)
-    weights = L * (matrices + vectors) + norm_params(cfg) + (seq * d if cfg.pos.name == "learned" else 0)
-    # Inputs once per matrix, outputs once; K/V outputs are the cache writes, counted there.
-    ffn_in = (2 if swiglu else 1) * n * d
-    ffn_act = ffn_in + (2 if swiglu else 1) * n * ff + n * ff + n * d
-    attn_proj_act = 3 * n * d + n * h * hd + n * h * hd + n * d  # q/k/v read x, q out; out reads y, writes
-    linear_act = L * (attn_proj_act + ffn_act)
-    attention_act = L * 2 * n * h * hd  # reads Q, writes its output
-    norms = (2 * L + 1) * 2 * n * d
-    kv_read = L * 2 * batch * kv * keys * hd
-    kv_write = L * 2 * n * kv * hd
-    linear_flops = 2 * n * L * matrices
-    attention_flops = L * 2 * 2 * batch * h * seq * keys * hd
+    w = Decoder.work(cfg, Step(batch, seq, seq if context is None else context))
+    weights, linear_act, linear_flops = w.weights, w.linear_activations, w.linear_flops
     if lm_head:
-        weights += m.vocab_size * d + (0 if m.tie_embeddings else n * d)  # head, plus the embedding rows looked up
-        linear_act += n * d + n * m.vocab_size
-        linear_flops += 2 * n * d * m.vocab_size
-    return Work(linear_flops=linear_flops, attention_flops=attention_flops, weight_bytes=weights * elem,
-                linear_activation_bytes=linear_act * elem, attention_activation_bytes=attention_act * elem,
-                norm_bytes=norms * elem, kv_read_bytes=kv_read * elem, kv_write_bytes=kv_write * elem, tokens=n)
+        weights += m.vocab_size * m.d_model + (0 if m.tie_embeddings else n * m.d_model)  # head, embedding rows
+        linear_act += n * m.d_model + n * m.vocab_size
+        linear_flops += 2 * n * m.d_model * m.vocab_size
+    return Work(linear_flops=linear_flops, attention_flops=w.attention_flops, weight_bytes=weights * elem,
+                linear_activation_bytes=linear_act * elem, attention_activation_bytes=w.attention_activations * elem,
+                norm_bytes=w.norm_activations * elem, kv_read_bytes=w.kv_read * elem, kv_write_bytes=w.kv_write * elem,
+                tokens=n)
 
 
 def mode_work(cfg: ArchConfig, mode: str, batch: int, seq: int, elem: int = 4, lm_head: bool = False) -> Work:

@@ -8,9 +8,24 @@ import sys
 import pytest
 
 from ablations.cli import prevalidate
+from ablations.config.generated import all_sweep, ladder, leave_one_out, sweep_lines
+from components import choices, llama2_choices
 
-SWEEP_POINTS = {"norm": 2, "pos": 3, "ffn": 2, "bias": 2, "kv": 5, "all": 7, "ladder": 6, "leave_one_out": 7,
-                "gqa_matched": 3, "scale": 6}
+# The sweeps written as files; the generated ones follow from the declarations.
+FILE_SWEEP_POINTS = {"kv": 5, "gqa_matched": 3, "scale": 6}
+SWEEP_POINTS = {**{c.group: len(c.values) for c in choices() if c.sweep}, "all": len(all_sweep()),
+                "ladder": len(ladder()), "leave_one_out": len(leave_one_out()), **FILE_SWEEP_POINTS}
+
+
+def test_every_sweep_is_counted_here():
+    assert set(SWEEP_POINTS) == set(sweep_lines())
+
+
+def test_the_generated_sweeps_have_the_declared_shape():
+    n = len(llama2_choices())
+    assert len(all_sweep()) == n + 2  # GPT-2, each flip, Llama-2
+    assert len(ladder()) == n + 1  # GPT-2, n - 1 rungs, Llama-2
+    assert len(leave_one_out()) == n + 2  # Llama-2, each reverted, the tied embeddings
 
 
 @pytest.mark.parametrize("sweep,points", SWEEP_POINTS.items())

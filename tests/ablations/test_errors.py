@@ -21,11 +21,13 @@ import pytest
 from ablations import cli
 from ablations.results import durable
 from ablations.results.store import POINTS_DIR, point_done
+from components import choices
 
 ROOT = Path(__file__).resolve().parents[2]
 INJECT = Path(__file__).resolve().parent / "inject"
-RUN_KEYS = ("model, pos, norm, ffn, attn, bias, profile, train, data, measure, match_params, sweep_name, device, "
-            "dtype, compile, threads, seed, out, allow_parallel_timing")
+# The declared choice groups come right after model, in declaration order.
+RUN_KEYS = ", ".join(["model", *(c.group for c in choices()), "profile", "train", "data", "measure", "match_params",
+                      "sweep_name", "device", "dtype", "compile", "threads", "seed", "out", "allow_parallel_timing"])
 TRAIN_KEYS = ("name, enabled, seeds, steps, batch, context, lr, lr_min_ratio, warmup, weight_decay, clip, "
               "log_interval, eval_interval, eval_batches, extrapolation, position_buckets, d_model, n_layers, "
               "n_heads, n_kv_heads")
@@ -107,7 +109,7 @@ BAD_INPUT = {
         "Could not find 'bias/maybe' (available options in 'bias': off, on)"),
     "bias name outside on/off": (
         ["bias.name=half"],
-        "bias.name='half' is not allowed; choose one of: on, off"),
+        "bias.name='half' is not a known variant; choose one of: on, off"),
     "corpus that is a device": (
         ["data.path=/dev/null"],
         "data.path=/dev/null is not a regular file; give a readable text file"),

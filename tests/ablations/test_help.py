@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from ablations.cli import CONF_DIR
+from ablations.config.generated import all_variants, file_sweeps
+from ablations.config.generated import sweeps as generated_sweeps
+from components import choices
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,15 +42,30 @@ def test_help_names_the_app(help_text):
 def test_help_lists_each_sweep_once_with_what_it_runs(help_text):
     sweeps = [re.match(r"\s+(\w+)\s+(\S.*)$", ln) for ln in section(help_text, "Sweeps")]
     assert all(sweeps), section(help_text, "Sweeps")
-    assert sorted(m.group(1) for m in sweeps) == sorted(p.stem for p in (CONF_DIR / "sweep").glob("*.yaml"))
+    files = {p.stem for p in (CONF_DIR / "sweep").glob("*.yaml")}
+    generated = {s.name for s in generated_sweeps()}
+    assert sorted(m.group(1) for m in sweeps) == sorted(files | generated)
+    assert not files & generated
+    assert all(file_sweeps().values()), "a sweep file without its '# help:' line"
 
 
-def test_help_groups_are_the_conf_folders_without_schema_nodes(help_text):
+def test_help_lists_every_declared_choice_with_its_values(help_text):
+    lines = dict(re.match(r"\s+(\w+)\s+(\S.*)$", ln).groups() for ln in section(help_text, "Design choices"))
+    assert list(lines) == [c.group for c in choices()]
+    for c in choices():
+        assert all(v in lines[c.group] for v in c.values), c.group
+
+
+def test_help_groups_are_the_conf_folders_and_generated_variants_without_schema_nodes(help_text):
     groups = dict(ln.split(": ", 1) for ln in section(help_text, "Configuration groups"))
     folders = {p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "hydra"}
     assert set(groups) == folders
+    generated = {"variant": {v.name for v in all_variants()}, "sweep": {s.name for s in generated_sweeps()}}
     for group, options in groups.items():
-        assert options.split(", ") == sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")), group
+        files = {p.stem for p in (CONF_DIR / group).glob("*.yaml")}
+        assert options.split(", ") == sorted(files | generated.get(group, set())), group
+    for c in choices():  # every value of every declared choice has its config file
+        assert set(groups[c.group].split(", ")) == set(c.values), c.group
     assert "_schema" not in help_text
 
 

@@ -19,8 +19,8 @@ from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfi
 
 VARIANTS = [
     ArchConfig(ModelConfig(64, 2, 4, 128)),
-    ArchConfig(ModelConfig(64, 2, 4, 128), PosConfig("rope"), NormConfig("rmsnorm"),
-               FFNConfig("swiglu"), AttnConfig("gqa", 2), BiasConfig("off")),
+    ArchConfig(ModelConfig(64, 2, 4, 128), pos=PosConfig("rope"), norm=NormConfig("rmsnorm"),
+               ffn=FFNConfig("swiglu"), attn=AttnConfig("gqa", 2), bias=BiasConfig("off")),
     ArchConfig(ModelConfig(64, 1, 4, 128), attn=AttnConfig("mqa"), ffn=FFNConfig("swiglu", multiple_of=64)),
 ]
 
@@ -133,12 +133,13 @@ def test_variant_labels():
     assert variant_label(ArchConfig(base, attn=AttnConfig("mqa"))) == "mqa"
     assert variant_label(ArchConfig(base, bias=BiasConfig("off"))) == "nobias"
     untied = replace(base, tie_embeddings=False)
-    four = ArchConfig(base, PosConfig("rope"), NormConfig("rmsnorm"), FFNConfig("swiglu"), AttnConfig("gqa", 2))
+    four = ArchConfig(base, pos=PosConfig("rope"), norm=NormConfig("rmsnorm"), ffn=FFNConfig("swiglu"),
+                      attn=AttnConfig("gqa", 2))
     assert variant_label(four) == "llama2-bias-tied"  # Llama-2's other four choices on GPT-2's conventions
-    assert variant_label(replace(four, model=untied)) == "llama2-bias"
-    assert variant_label(replace(four, model=untied, bias=BiasConfig("off"))) == "llama2"
-    assert variant_label(replace(four, bias=BiasConfig("off"))) == "llama2-tied"
-    assert variant_label(replace(four, model=untied, bias=BiasConfig("off"), attn=AttnConfig("mha"))) == "llama2-mha"
+    assert variant_label(four.replace(model=untied)) == "llama2-bias"
+    assert variant_label(four.replace(model=untied, bias=BiasConfig("off"))) == "llama2"
+    assert variant_label(four.replace(bias=BiasConfig("off"))) == "llama2-tied"
+    assert variant_label(four.replace(model=untied, bias=BiasConfig("off"), attn=AttnConfig("mha"))) == "llama2-mha"
     assert variant_label(ArchConfig(untied)) == "gpt2-untied"
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from components import choices
+
 pytestmark = pytest.mark.slow
 
 # A small block so each sweep takes seconds; the default model's smoke sweep has its own test.
@@ -50,9 +52,14 @@ def test_smoke_norm_sweep_default_model_writes_the_table(tmp_path):
     assert set(table[table.metric == "sdpa_backend_calls"]["note"]) <= {"flash", "math", "memory-efficient", "cudnn"}
 
 
+# Every generated one-choice sweep but norm's (the smoke test above runs it): its points are GPT-2 and each other
+# value, named as the choice names them; a new choice or value is run here without an edit.
+ONE_CHOICE = [(c.group, [], {"gpt2", *(c.value_name(v) for v in c.values[1:])}) for c in choices()
+              if c.sweep and c.group != "norm"]
+
+
 @pytest.mark.parametrize("sweep,extra,variants", [
-    ("pos", [], {"gpt2", "rope", "none"}),
-    ("ffn", [], {"gpt2", "swiglu"}),
+    *ONE_CHOICE,
     # model=tiny has 4 heads, so the kv list is overridden the way the sweep file documents.
     ("kv", ["attn.n_kv_heads=4,2,1"], {"gpt2", "gqa2", "mqa"}),
 ])

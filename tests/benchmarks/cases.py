@@ -1,14 +1,16 @@
-"""What the benchmarks time: sizes and each sweep's variants, written out here rather than derived.
+"""What the benchmarks time: sizes, and each sweep's variants derived from the declared choices.
 
-Benchmark names are the key a saved baseline is compared on, so they must not change when the library
-does: the variants are spelled out instead of read from ``conf/`` or from library helpers. The sweeps
-mirror ``conf/sweep/*.yaml`` at a size where one thread spends its time in the math (a d=512 block at
-256 tokens runs at ~85% of the measured single-thread matmul peak here) and one call takes tens of ms.
+Benchmark names are the key a saved baseline is compared on; they are the values' and variants' own names
+(``norm=rmsnorm``, ``all``'s ``llama2``), so they change only when a declaration does, and a new choice or value
+is benchmarked without an edit here. The sweeps mirror ``+sweep=NAME`` at a size where one thread spends its time
+in the math (a d=512 block at 256 tokens runs at ~85% of the measured single-thread matmul peak here) and one call
+takes tens of ms.
 """
 
 from __future__ import annotations
 
-from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from ablations.config.generated import all_variants, sweeps
+from components import ArchConfig, ModelConfig, choice, choices
 
 D_MODEL = 512
 N_HEADS = 8  # heads of 64, as GPT-2 and Llama-2
@@ -27,51 +29,49 @@ NORM_SHAPE = (512, 1024)
 # (batch, context) of one decode step with a KV cache.
 DECODE_SHAPE = (4, 2048)
 
-# sweep -> variant -> overrides of the GPT-2 baseline (keys: pos, norm, ffn, attn, kv, bias).
-SWEEPS: dict[str, dict[str, dict[str, object]]] = {
-    "norm": {"layernorm": {}, "rmsnorm": {"norm": "rmsnorm"}},
-    "pos": {"learned": {}, "rope": {"pos": "rope"}, "none": {"pos": "none"}},
-    "ffn": {"gelu": {}, "swiglu": {"ffn": "swiglu"}},
-    "bias": {"on": {}, "off": {"bias": "off"}},
-    "kv": {f"kv{k}": {"attn": "gqa", "kv": k} for k in (8, 4, 2, 1)},
-    "all": {
-        "gpt2": {},
-        "rmsnorm": {"norm": "rmsnorm"},
-        "rope": {"pos": "rope"},
-        "swiglu": {"ffn": "swiglu"},
-        "gqa": {"attn": "gqa", "kv": GQA_KV_HEADS},
-        "nobias": {"bias": "off"},
-        # Llama-2's five choices; sizes stay the sweep's, as conf/variant/llama2.yaml does.
-        "llama2": {"pos": "rope", "norm": "rmsnorm", "ffn": "swiglu", "attn": "gqa", "kv": GQA_KV_HEADS,
-                   "bias": "off"},
-    },
-}
+
+
+def _one_choice(group: str) -> dict[str, dict[str, object]]:
+    c = choice(group)
+    return {v: ({} if v == c.gpt2 else {group: v}) for v in c.values}
+
+
+def _named(variant: str) -> dict[str, object]:
+    """A generated variant's overrides (GQA at ``GQA_KV_HEADS``)."""
+    v = next(v for v in all_variants() if v.name == variant)
+    return {**v.values, **({"kv": GQA_KV_HEADS} if "attn" in v.values else {})}
+
+
+def _sweeps() -> dict[str, dict[str, dict[str, object]]]:
+    out = {s.name: _one_choice(s.name) for s in sweeps() if s.name in {c.group for c in choices()}}
+    # KV heads from MHA down to MQA at this size, as +sweep=kv at its own.
+    out["kv"] = {f"kv{k}": {"attn": "gqa", "kv": k} for k in range(N_HEADS, 0, -1) if N_HEADS % k == 0}
+    all_sweep = next(s for s in sweeps() if s.name == "all")
+    out["all"] = {name: _named(name) for name in all_sweep.params["variant"].split(",")}
+    return out
+
+
+# sweep -> variant -> overrides of the GPT-2 baseline (keys: choice groups, and kv for GQA's KV heads).
+SWEEPS: dict[str, dict[str, dict[str, object]]] = _sweeps()
 
 # attention variant -> n_kv_heads (None: the variant's own).
-ATTENTIONS: dict[str, int | None] = {"mha": None, "gqa": GQA_KV_HEADS, "mqa": None}
+ATTENTIONS: dict[str, int | None] = {v: (GQA_KV_HEADS if v == "gqa" else None) for v in choice("attn").values}
 
 
 def arch(
-    pos: str = "learned",
-    norm: str = "layernorm",
-    ffn: str = "gelu",
-    attn: str = "mha",
     kv: int | None = None,
-    bias: str = "on",
     *,
     d_model: int = D_MODEL,
     n_heads: int = N_HEADS,
     max_seq_len: int = MAX_SEQ_LEN,
+    **values: str,
 ) -> ArchConfig:
-    """One block (n_layers=1) with the given choices (GPT-2's by default) and the benchmark sizes."""
-    return ArchConfig(
-        model=ModelConfig(d_model=d_model, n_layers=1, n_heads=n_heads, max_seq_len=max_seq_len),
-        pos=PosConfig(pos),
-        norm=NormConfig(norm),
-        ffn=FFNConfig(ffn),
-        attn=AttnConfig(attn, kv),
-        bias=BiasConfig(bias),
-    )
+    """One block (n_layers=1) with the given choices at the given values (GPT-2's by default), benchmark sizes."""
+    groups = {g: choice(g).at_size(v, kv or 0) for g, v in values.items()}
+    if kv is not None and "attn" in groups:
+        groups["attn"].n_kv_heads = kv
+    return ArchConfig(model=ModelConfig(d_model=d_model, n_layers=1, n_heads=n_heads, max_seq_len=max_seq_len),
+                      **groups)
 
 
 def sweep_cases() -> list[tuple[str, str]]:

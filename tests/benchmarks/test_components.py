@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from components import NORMS, CausalSelfAttention, KVCache, LearnedPositions, RotaryPositions
+from components import NORMS, POSITIONS, CausalSelfAttention, KVCache, choice
 from components.positions import apply_rotation
 from tests.benchmarks import cases
 from tests.benchmarks.calls import MODES, describe, make_call
@@ -20,7 +20,7 @@ def _seed() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("name", choice("norm").values)
 def test_norm(timed, name, mode):
     rows, width = cases.NORM_SHAPE
     norm = NORMS.get(name)(width, eps=1e-5)
@@ -31,7 +31,7 @@ def test_norm(timed, name, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", ["gelu", "swiglu"])
+@pytest.mark.parametrize("name", choice("ffn").values)
 def test_ffn(timed, name, mode):
     from components import FFNS
 
@@ -45,27 +45,46 @@ def test_ffn(timed, name, mode):
     timed(call, group=f"ffn {mode} [{b}x{t} d={cfg.model.d_model}]", **info)
 
 
+def position_cases() -> list[str]:
+    """Every position scheme that adds something to time (NoPE adds nothing), a rotation in each of its layouts."""
+    out = []
+    for value in choice("pos").values:
+        probe = POSITIONS.get(value)(cases.arch(pos=value))
+        if probe.rotation(1) is not None:
+            out += [f"{value}-{layout}" for layout in ("half", "interleaved")]
+        elif list(probe.parameters()) or probe.score_bias() is not None:
+            out.append(value)
+    return out
+
+
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", ["learned", "rope-half", "rope-interleaved"])
+@pytest.mark.parametrize("name", position_cases())
 def test_positions(timed, name, mode):
-    """What each variant adds to a forward: the table added at the input, or Q and K rotated (both)."""
+    """What each variant adds to a forward: the table added at the input, Q and K rotated, or the scores' bias."""
     b, t = cases.POS_SHAPE
     d, heads = cases.D_MODEL, cases.N_HEADS
-    if name == "learned":
-        pos = LearnedPositions(cases.arch())
+    value, _, layout = name.partition("-")
+    cfg = cases.arch(pos=value)
+    if layout:
+        cfg.pos.layout = layout
+    pos = POSITIONS.get(value)(cfg)
+    if list(pos.parameters()):
         inputs = [torch.randn(b, t, d)]
 
         def fn(x: torch.Tensor) -> torch.Tensor:
             return pos.embed(x)
-    else:
-        cfg = cases.arch(pos="rope")
-        cfg.pos.layout = name.removeprefix("rope-")
-        pos = RotaryPositions(cfg)
+    elif layout:
         inputs = [torch.randn(b, heads, t, d // heads) for _ in range(2)]
 
         def fn(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             rot = pos.rotation(t)
             return apply_rotation(q, rot), apply_rotation(k, rot)
+    else:
+        inputs = [torch.randn(b, heads, t, t)]
+        bias = pos.score_bias()
+
+        def fn(scores: torch.Tensor) -> torch.Tensor:
+            return scores + bias(0, t, t, scores.device)
     call = make_call(mode, fn, inputs, list(pos.parameters()))
     info = describe(pos, call, component="pos", variant=name, mode=mode, shape=[b, t, d])
     timed(call, group=f"pos {mode} [{b}x{t} d={d}]", **info)

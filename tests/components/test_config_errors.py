@@ -84,7 +84,7 @@ def test_other_setting_errors(make_cfg, group, field, value, key):
 
 @pytest.mark.parametrize(
     "group,bad,known",
-    [("norm", "rmsnrm", "rmsnorm"), ("pos", "alibi", "rope"), ("ffn", "geglu", "swiglu"), ("attn", "mla", "gqa")],
+    [("norm", "rmsnrm", "rmsnorm"), ("pos", "xpos", "rope"), ("ffn", "geglu", "swiglu"), ("attn", "mla", "gqa")],
 )
 def test_unknown_variant_lists_known_names(make_cfg, group, bad, known):
     cfg = make_cfg()

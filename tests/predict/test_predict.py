@@ -7,7 +7,7 @@ import pytest
 from ablations.predict.__main__ import main, options
 from ablations.predict.scenarios import flips
 from ablations.roofline.work import kv_cache_bytes, largest_batch, lm_params
-from components import ModelConfig, count_parameters, preset
+from components import ModelConfig, choices, count_parameters, preset
 from components import build_lm as torch_lm
 
 
@@ -42,7 +42,12 @@ def test_70b_on_h100_names_its_sources_and_what_bounds_each_scenario(capsys):
 def test_flips_move_one_choice_each_at_the_preset_sizes():
     seven = preset("llama2-7b").model
     variants = flips(seven, gqa_kv_heads=32, model_name="llama2_7b")
-    assert list(variants) == ["gpt2", "rope", "rmsnorm", "swiglu", "gqa4", "nobias", "llama2"]
+    names = list(variants)
+    assert names[0] == "gpt2" and names[-1] == "llama2"
+    # One flip per declared flip value (ALiBi, QK-norm, ... too), GPT-2's five among them in declaration order.
+    assert len(names) == 2 + sum(len(c.flips) for c in choices())
+    assert [n for n in names if n in ("rope", "rmsnorm", "swiglu", "gqa4", "nobias")] == [
+        "rope", "rmsnorm", "swiglu", "gqa4", "nobias"]
     assert variants["swiglu"].ffn_hidden == 11008 and variants["gpt2"].ffn_hidden == 4 * 4096
     assert variants["gqa4"].n_kv_heads == 4 and variants["gqa4"].ffn.name == "gelu"  # 70B's group of 8
     llama = variants["llama2"]
@@ -62,12 +67,14 @@ def test_memory_figures_by_hand():
 
 
 def test_full_size_table_has_every_choice_at_7b_and_70b():
-    from ablations.predict.full_size import CHOICES, full_size_table
+    from ablations.predict.full_size import full_size_table
+    from components import choices
 
     text, hw = full_size_table()
     assert hw.name == "h100_sxm"
     lines = text.splitlines()
     assert "7B decode, batch 64" in lines[0] and "70B train step 4,096, batch 1" in lines[0]
     body = {line.split("|")[1].strip(): line for line in lines[2:]}
-    assert set(body) == set(CHOICES.values())
+    # Every declared flip has its row, derived from the declarations alone.
+    assert set(body) == {c.flip_text(v) for c in choices() for v in c.flips} | {"all five (Llama-2 block)"}
     assert "[gqa4]" in body["MHA → GQA"] and "[gqa8]" in body["MHA → GQA"]

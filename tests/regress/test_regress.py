@@ -62,17 +62,26 @@ def test_verdict_needs_the_whole_interval_past_the_threshold(lo, hi, expected):
     assert verdict(Interval((lo + hi) / 2, lo, hi, 0.95), 0.05) == expected
 
 
+from components import ArchConfig, ModelConfig, choice, choices  # noqa: E402
+
 # --- cases --------------------------------------------------------------------------------------------------
 
 def test_the_default_set_covers_every_component_variant_and_the_block_in_every_mode():
     names = {c.name for c in all_cases()}
-    for comp, variants, modes in (("norm", ("layernorm", "rmsnorm"), ("forward", "train")),
-                                  ("ffn", ("gelu", "swiglu"), ("forward", "train")),
-                                  ("pos", ("learned", "rope"), ("forward", "train")),
+    timed_positions = [v for v in choice("pos").values if v != "none"]  # NoPE adds nothing to time
+    for comp, variants, modes in (("norm", choice("norm").values, ("forward", "train")),
+                                  ("ffn", choice("ffn").values, ("forward", "train")),
+                                  ("pos", timed_positions, ("forward", "train")),
                                   ("attn", ("mha", "gqa2", "mqa"), ("forward", "train", "decode")),
-                                  ("block", ("gpt2", "rmsnorm", "rope", "nope", "swiglu", "gqa4", "gqa2", "mqa",
+                                  ("block", ("gpt2", "rmsnorm", "rope", "none", "swiglu", "gqa4", "gqa2", "mqa",
                                              "nobias", "llama2"), ("forward", "train", "decode"))):
         assert {f"{comp}/{v}/{m}" for v in variants for m in modes} <= names
+    # Every other value of every declared choice is a block case of its own, named as its sweep point is.
+    for c in choices():
+        for value in c.values[1:]:
+            flipped = ArchConfig(model=ModelConfig(n_heads=8), **{c.group: c.at_size(value, 2)})
+            name = c.name_in(flipped)
+            assert {f"block/{name}/{m}" for m in ("forward", "train", "decode")} <= names, name
     assert len(names) == len(all_cases())  # no name twice
     assert [c.name for c in select("ci")] == [c.name for c in all_cases() if c.name in CI_CASES]
     assert len(select("ci")) == len(CI_CASES)
@@ -84,7 +93,7 @@ def test_block_cases_build_from_a_tree_with_bias_as_a_choice_and_from_one_with_m
     import components
     from ablations.regress.cases import arch
 
-    llama = arch(components, pos="rope", norm="rmsnorm", ffn="swiglu", attn="gqa", kv=2, bias=False)
+    llama = arch(components, pos="rope", norm="rmsnorm", ffn="swiglu", attn="gqa", kv=2, bias="off")
     assert not llama.bias.enabled and arch(components).bias.enabled
 
     class OldModelConfig(components.ModelConfig):  # the dataclass as it was: bias on the model
@@ -95,7 +104,7 @@ def test_block_cases_build_from_a_tree_with_bias_as_a_choice_and_from_one_with_m
     old = types.SimpleNamespace(**{k: getattr(components, k) for k in ("ArchConfig", "PosConfig", "NormConfig",
                                                                       "FFNConfig", "AttnConfig")},
                                 ModelConfig=OldModelConfig)
-    assert arch(old, bias=False).model.bias is False
+    assert arch(old, bias="off").model.bias is False
 
 
 def test_filters_take_substrings_and_globs():

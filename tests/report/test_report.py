@@ -18,11 +18,12 @@ from ablations.report.markdown import build_report, quality_section
 from ablations.report.sections import summarize_quality
 from ablations.report.sizes import sizes_table
 from ablations.report.tables import split
+from components import choice, choices
 
 LINK = re.compile(r"\]\((figures/[^)]+)\)")
-CLAIMS = ["RoPE extends to longer contexts more gracefully", "RMSNorm performs as well as LayerNorm at lower cost",
-          "SwiGLU improves perplexity per FLOP", "GQA cuts the KV cache 8× at 70B and speeds long-context decode",
-          "Linear layers need no bias: dropping them costs no quality and saves parameters and time"]
+# Each declared choice's claim, by group: the table has exactly these rows, in declaration order.
+CLAIM = {c.group: c.claim.text for c in choices() if c.claim is not None}
+CLAIMS = list(CLAIM.values())
 
 
 def write(table: pd.DataFrame, folder: Path) -> Path:
@@ -109,21 +110,26 @@ def test_figures_without_data_are_skipped_with_a_note(built):
     assert not list((folder / "figures").glob("pos-ratios*"))
 
 
-def test_claims_table_has_the_five_claims_with_sources(built):
+def test_claims_table_has_every_declared_claim_with_sources(built):
     rows = claims_rows(built[1])
     assert list(rows) == CLAIMS
-    measured, published, reading = rows[CLAIMS[2]]
+    measured, published, reading = rows[CLAIM["ffn"]]
     assert measured == "not measured in this run" and "not measured in this run" in reading  # no swiglu here
     assert "Shazeer 2020" in published and "1.944" in published
-    measured, published, reading = rows[CLAIMS[0]]
+    measured, published, reading = rows[CLAIM["pos"]]
     assert "cannot at 256" in measured and "Press et al. 2022" in published
     assert "learned positions cannot be evaluated past their table" in reading
-    measured, published, reading = rows[CLAIMS[3]]
+    measured, published, reading = rows[CLAIM["attn"]]
     assert "MHA 10 GiB vs GQA-8 1.25 GiB" in measured and "faster (0.62×)" in reading
-    measured, _, reading = rows[CLAIMS[1]]
+    measured, _, reading = rows[CLAIM["norm"]]
     assert "slower (1.12×)" in reading and "does not fuse rms_norm on CPU" in reading
-    measured, published, reading = rows[CLAIMS[4]]
+    measured, published, reading = rows[CLAIM["bias"]]
     assert measured == "not measured in this run" and "PaLM" in published  # no nobias variant here
+    for c in choices():  # a choice without a reader of its own gets the generic one, its sources included
+        if c.claim is not None and c.group not in claims.READERS:
+            measured, published, _ = rows[CLAIM[c.group]]
+            assert measured == "not measured in this run"
+            assert all(src in published for src, _ in c.claim.published)
 
 
 @pytest.fixture(scope="module")
@@ -141,9 +147,9 @@ def claims_for(table: pd.DataFrame, sizes: pd.DataFrame, quality: pd.DataFrame |
 def test_claim_readings_follow_the_numbers(synthetic, sizes, ratio, word):
     readings = claims_for(synthetic(ratios={"rmsnorm": (ratio, ratio, 1.0), "gqa2": (1.0, 1.0, ratio)},
                                     quality=False), sizes)
-    assert f"forward+backward {word}" in readings[CLAIMS[1]]
-    assert ("does not fuse" in readings[CLAIMS[1]]) == (word == "slower")
-    assert f"against MHA: {word}" in readings[CLAIMS[3]]
+    assert f"forward+backward {word}" in readings[CLAIM["norm"]]
+    assert ("does not fuse" in readings[CLAIM["norm"]]) == (word == "slower")
+    assert f"against MHA: {word}" in readings[CLAIM["attn"]]
 
 
 def test_a_ratio_inside_the_baselines_own_noise_is_not_a_difference(synthetic, sizes):
@@ -151,8 +157,8 @@ def test_a_ratio_inside_the_baselines_own_noise_is_not_a_difference(synthetic, s
     noisy = (table["variant"] == "gpt2") & (table["metric"] == "latency_ratio") & (table["sweep"] == "norm")
     table.loc[noisy, ["lo", "hi"]] = [0.9, 1.2]  # the A/A spread of the baseline against itself
     readings = claims_for(table, sizes)
-    assert "forward+backward no measurable difference" in readings[CLAIMS[1]]
-    assert "A/A spread [0.90, 1.20]" in readings[CLAIMS[1]]
+    assert "forward+backward no measurable difference" in readings[CLAIM["norm"]]
+    assert "A/A spread [0.90, 1.20]" in readings[CLAIM["norm"]]
 
 
 def test_quality_section_is_skipped_without_the_stats_module(built):
@@ -187,7 +193,7 @@ def test_quality_summary_is_rendered_and_read_by_the_claims(synthetic, sizes, mo
     assert "no detectable difference" in row and " [" in row and "19,000" in row
     assert "val loss (nats/byte) [95% CI]" in section
     readings = claims_for(table, sizes, summary)
-    assert "Quality: no detectable difference in validation loss" in readings[CLAIMS[1]]
+    assert "Quality: no detectable difference in validation loss" in readings[CLAIM["norm"]]
 
 
 def test_a_failing_summary_is_a_note_not_a_crash(synthetic, monkeypatch):
@@ -216,7 +222,7 @@ def test_the_real_stats_module_feeds_the_report(synthetic, sizes):
     row = next(ln for ln in section.splitlines() if ln.startswith("| none |"))
     level = f"{100 * (1 - none['alpha_adjusted'].item()):.3g}%"
     assert f"| {level} |" in row and f"could have detected \\|d\\| >= {none['mde'].item():.2g}" in row
-    reading = claims_for(table, sizes, summary)[CLAIMS[1]]
+    reading = claims_for(table, sizes, summary)[CLAIM["norm"]]
     assert "Quality: " in reading and f"Quality: {claims.NOT_MEASURED}" not in reading
     assert "could have detected |d| >= " in reading  # the norm sweep's rmsnorm: no detectable difference
 
@@ -269,7 +275,7 @@ def test_the_bias_claim_reads_its_parameters_time_and_quality():
                                  ci_lo=1.79, ci_hi=1.81, unit="nats/byte", diff=0.002, diff_lo=-0.01, diff_hi=0.014,
                                  alpha_adjusted=0.05, p_holm=0.6, verdict="no detectable difference", mde=0.02,
                                  mde_note="")])
-    measured, reading = claims.bias(cmp, quality)
+    measured, reading = claims.bias(choice("bias"), pd.DataFrame(), cmp, quality, pd.DataFrame())
     assert "parameters -0.163%" in measured and "forward 0.97× [0.95, 0.99]" in measured
     assert "Holm p 0.6" in measured
     assert "forward faster (0.97×)" in reading and "forward+backward no measurable difference" in reading

@@ -87,11 +87,11 @@ def test_matmul_efficiency_interpolates_in_log_rows():
 @pytest.mark.parametrize("mode", ["forward", "train", "decode", "prefill"])
 @pytest.mark.parametrize("arch", [ArchConfig(ModelConfig(d_model=16, n_layers=3, n_heads=4, max_seq_len=16)),
                                   ArchConfig(ModelConfig(d_model=16, n_layers=3, n_heads=4, max_seq_len=16),
-                                             PosConfig("rope"), attn=AttnConfig("gqa", 2))])
+                                             pos=PosConfig("rope"), attn=AttnConfig("gqa", 2))])
 def test_kernel_calls_extrapolate_to_the_counted_deep_model(mode, arch):
     # Counted from 1- and 2-layer replicas; a 3-layer model counted directly must agree.
     assert calls.kernel_calls(arch, mode) == calls._count(arch, mode)
-    deeper = dataclasses.replace(arch, model=dataclasses.replace(arch.model, n_layers=4))
+    deeper = arch.replace(model=dataclasses.replace(arch.model, n_layers=4))
     assert calls.kernel_calls(deeper, mode) > calls.kernel_calls(arch, mode)
 
 

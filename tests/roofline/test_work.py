@@ -42,7 +42,7 @@ def test_decode_step_by_hand():
 
 
 def test_gqa_halves_the_cache_and_the_kv_weights():
-    gqa = dataclasses.replace(TINY, attn=AttnConfig("gqa", 1))
+    gqa = TINY.replace(attn=AttnConfig("gqa", 1))
     mha_w, gqa_w = mode_work(TINY, "decode", 1, 3), mode_work(gqa, "decode", 1, 3)
     assert gqa_w.kv_read_bytes * 2 == mha_w.kv_read_bytes
     assert mha_w.weight_bytes - gqa_w.weight_bytes == 4 * (2 * 8 * 4 + 2 * 4)  # k, v lose 4 rows and 4 biases
@@ -59,7 +59,7 @@ def test_train_is_three_forwards_and_prefill_one():
 
 
 def test_lm_head_adds_the_head_and_the_embedding_rows():
-    untied = dataclasses.replace(TINY, model=dataclasses.replace(TINY.model, vocab_size=10, tie_embeddings=False))
+    untied = TINY.replace(model=dataclasses.replace(TINY.model, vocab_size=10, tie_embeddings=False))
     plain, head = decoder_work(untied, 1, 3), decoder_work(untied, 1, 3, lm_head=True)
     assert head.weight_bytes - plain.weight_bytes == 4 * (10 * 8 + 3 * 8)
     assert head.linear_flops - plain.linear_flops == 2 * 3 * 8 * 10
@@ -72,6 +72,6 @@ def test_lm_head_adds_the_head_and_the_embedding_rows():
     ("rope", "layernorm", "swiglu", AttnConfig("gqa", 2), True),
 ])
 def test_parameter_count_matches_torch(pos, norm, ffn, attn, bias):
-    cfg = ArchConfig(ModelConfig(d_model=32, n_layers=3, n_heads=4, max_seq_len=20), PosConfig(pos),
-                     NormConfig(norm), FFNConfig(ffn), attn, BiasConfig("on" if bias else "off"))
+    cfg = ArchConfig(ModelConfig(d_model=32, n_layers=3, n_heads=4, max_seq_len=20), pos=PosConfig(pos),
+                     norm=NormConfig(norm), ffn=FFNConfig(ffn), attn=attn, bias=BiasConfig("on" if bias else "off"))
     assert decoder_params(cfg) == torch_count(build_decoder(cfg, device="meta"))

@@ -1,0 +1,39 @@
+"""A point's identity: every setting that can change its numbers, and nothing that cannot.
+
+The identity is the resolved config less where and how to run (``out``, ``allow_parallel_timing``, Hydra's own
+node) and less what a newer harness added at a setting that changes nothing: a choice group that neither GPT-2 nor
+Llama-2 varies (``gpt2 == llama2`` in its declaration, e.g. QK-norm) at its default config, and any choice
+setting declared ``field(metadata={"neutral": True})`` at its default. So adding such a group or setting leaves the
+identity of every existing point unchanged, and run folders written before it stay reusable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from components import choices
+
+# Settings that say where and how to run, not what is measured.
+IDENTITY_EXCLUDES = ("out", "allow_parallel_timing", "hydra")
+
+
+def _without_neutral(config: type, group: dict[str, Any]) -> dict[str, Any]:
+    neutral = {f.name: f.default for f in dataclasses.fields(config) if f.metadata.get("neutral")}
+    return {k: v for k, v in group.items() if not (k in neutral and v == neutral[k])}
+
+
+def point_identity(cfg: DictConfig) -> dict[str, Any]:
+    resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    identity = {k: v for k, v in resolved.items() if k not in IDENTITY_EXCLUDES}
+    for c in choices():
+        if not isinstance(identity.get(c.group), dict):
+            continue
+        group = _without_neutral(c.config, identity[c.group])
+        if not c.in_llama2 and group == _without_neutral(c.config, dataclasses.asdict(c.config())):
+            del identity[c.group]
+        else:
+            identity[c.group] = group
+    return identity

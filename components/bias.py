@@ -1,0 +1,62 @@
+"""The linear layers' additive bias, a design choice with no module of its own: the layers read ``cfg.bias``.
+
+GPT-2 has a bias on every linear layer (``on``), Llama-2 none (``off``). LayerNorm's shift is part of LayerNorm's
+definition and stays with ``norm=layernorm``; RMSNorm has none. So ``bias=off`` with LayerNorm is "no linear
+biases", and the norm sweep keeps measuring only the norm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from components.choice import Choice, Claim, declare
+from components.registry import Registry
+
+if TYPE_CHECKING:
+    from components.config import ArchConfig
+
+# Both values build nothing: attention and the FFNs pass ``cfg.bias.enabled`` to ``nn.Linear``.
+BIASES: Registry[None] = Registry("bias.name")
+BIASES.add("on", None)
+BIASES.add("off", None)
+
+
+@dataclass
+class BiasConfig:
+    name: str = "on"  # on | off
+
+    @property
+    def enabled(self) -> bool:
+        return self.name == "on"
+
+
+def _bias_row(arch: ArchConfig) -> dict[str, bool]:
+    return {"bias": arch.bias.enabled}
+
+
+def _bias_from_row(row: Mapping[str, object]) -> BiasConfig:
+    value = row["bias"]
+    on = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")
+    return BiasConfig("on" if on else "off")
+
+
+def _bias_show(row: Mapping[str, object]) -> str:
+    return _bias_from_row(row).name
+
+
+BIAS = declare(Choice(
+    display={"on": "biases", "off": "none"},
+    group="bias", title="linear biases", show=_bias_show, config=BiasConfig, registry=BIASES, gpt2="on", llama2="off",
+    hook="flag", order=50, rung=5,
+to_row=_bias_row, from_row=_bias_from_row,
+    description="the additive bias of every linear layer (LayerNorm keeps its shift)",
+    claim=Claim(
+        "Linear layers need no bias: dropping them costs no quality and saves parameters and time",
+        (("Chowdhery et al. 2022 (PaLM), §2",
+          "no biases in dense kernels or layer norms: \"increased training stability for large models\" "
+          "(no loss figure)"),
+         ("Touvron et al. 2023 (Llama-2)", "no biases; the effect is not ablated")),
+    ),
+))

@@ -1,0 +1,230 @@
+"""A design choice, declared once: its config group, its values and what implements each, the value GPT-2 and
+Llama-2 take, how a variant's name spells it, where its module plugs into the block, and the published claim.
+
+Every consumer derives from these declarations: ``ArchConfig``'s fields and checks, the Hydra schema and its
+generated variants and sweeps, row columns and point identity, variant labels, the predictor's and sizes' flips,
+the regression and benchmark cases, the report's tables and claims, and ``--help``. A declaration sits beside its
+components (``norms.py`` declares ``norm``); a module that declares one is found by ``components/__init__``
+without being listed anywhere, so a new group is its component file, its ``conf/`` files and its test file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from components.registry import Registry
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from components.config import ArchConfig
+
+# Where a choice's module plugs in. The block and attention ask for the modules of a hook; they never branch on
+# a choice's name. ``flag`` choices build nothing themselves: layers read their config (``bias.enabled``).
+HOOKS = ("positions", "norm", "ffn", "attention", "qk", "flag")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the literature says a choice buys, and the published figures behind it (not measured here)."""
+
+    text: str
+    # (source, figure) pairs, each quoted from the paper or the arithmetic named.
+    published: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One design choice group.
+
+    ``config`` is its dataclass (the Hydra schema of the group ``conf/<group>/``); its ``name`` field's default is
+    ``gpt2``, which makes every choice part of the GPT-2 baseline. A choice neither model has (QK-norm) has
+    ``gpt2 == llama2``: its off value.
+    """
+
+    group: str
+    config: type
+    registry: Registry
+    gpt2: str
+    llama2: str
+    hook: str
+    # Position in labels, tables and column order; the ladder adds the choices GPT-2 and Llama-2 differ in by ``rung``.
+    order: int
+    rung: int | None = None
+    # What a variant's name calls each value; a value not listed is its own name, except that a switch's ``on``
+    # and ``off`` are the group's name and ``no`` + it (``bias``: "bias", "nobias"; ``qknorm``: "qknorm").
+    # ``label`` overrides it with a function of the whole architecture (attention names its KV heads).
+    names: dict[str, str] = field(default_factory=dict)
+    label: Callable[[ArchConfig], str] | None = None
+    # How prose and tables spell each value ("RMSNorm"); a value not listed is its own name.
+    display: dict[str, str] = field(default_factory=dict)
+    # Whether an architecture has this choice at a value; default: the group's ``name`` equals it. Attention
+    # overrides it because ``gqa`` with every head its own KV head is MHA.
+    matches: Callable[[ArchConfig, str], bool] | None = None
+    claim: Claim | None = None
+    # Config settings a Llama-2 value brings with it (``pos=rope`` in Llama-2's own layout), for presets.
+    llama2_settings: dict[str, Any] = field(default_factory=dict)
+    # The values the predictor, the sizes table and the regression check flip GPT-2's block to (default: every
+    # value but GPT-2's, less those whose module says ``reference_only``, as NoPE does).
+    flip_values: tuple[str, ...] | None = None
+    # Fills the settings a value needs at a model size (attention: GQA's KV heads); default: none needed.
+    sized: Callable[[Any, int], Any] | None = None
+    # A result row's columns for this choice (default: ``{group: value}``), and the config read back from a row
+    # (default: the value in ``row[group]``; a row written before the choice existed has GPT-2's value).
+    to_row: Callable[[ArchConfig], dict[str, Any]] | None = None
+    from_row: Callable[[Mapping[str, Any]], Any] | None = None
+    # The report's "what each variant is" table: the column's title and a row's cell (default: ``row[group]``).
+    title: str = ""
+    show: Callable[[Mapping[str, Any]], str] | None = None
+    # A one-choice sweep (``+sweep=<group>``) over every value is generated unless the group sweeps otherwise.
+    sweep: bool = True
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.hook not in HOOKS:
+            raise ValueError(f"choice {self.group!r}: hook={self.hook!r} is not one of {', '.join(HOOKS)}")
+
+    @property
+    def values(self) -> list[str]:
+        """Every value, GPT-2's first, then Llama-2's, then the rest in registry order."""
+        rest = [v for v in self.registry.names() if v not in (self.gpt2, self.llama2)]
+        return list(dict.fromkeys([self.gpt2, self.llama2, *rest]))
+
+    @property
+    def flips(self) -> list[str]:
+        if self.flip_values is not None:
+            return list(self.flip_values)
+        # Read from the class itself, not inherited: a variant built on NoPE's class is not a reference point.
+        return [v for v in self.values
+                if v != self.gpt2 and not vars(self.registry.get(v) or object).get("reference_only", False)]
+
+    def at_size(self, value: str, kv_heads: int, **settings: Any) -> Any:
+        """A config at ``value`` with what it needs at a size filled in (GQA's ``kv_heads`` KV heads)."""
+        cfg = self.at(value, **settings)
+        return self.sized(cfg, kv_heads) if self.sized is not None else cfg
+
+    @property
+    def in_llama2(self) -> bool:
+        """Whether Llama-2 moved this choice away from GPT-2's value (the five the harness was built around)."""
+        return self.gpt2 != self.llama2
+
+    def shown(self, value: str) -> str:
+        return self.display.get(value, value)
+
+    def flip_text(self, value: str) -> str:
+        """``LayerNorm → RMSNorm``: a flip from GPT-2's value, as a table row names it."""
+        return f"{self.shown(self.gpt2)} → {self.shown(value)}"
+
+    def value_name(self, value: str) -> str:
+        switch = {"on": self.group, "off": f"no{self.group}"}
+        return self.names.get(value, switch.get(value, value))
+
+    def name_in(self, arch: ArchConfig) -> str:
+        """What a variant label calls this choice's value in ``arch``."""
+        if self.label is not None:
+            return self.label(arch)
+        return self.value_name(getattr(arch, self.group).name)
+
+    def has(self, arch: ArchConfig, value: str) -> bool:
+        if self.matches is not None:
+            return self.matches(arch, value)
+        return getattr(arch, self.group).name == value
+
+    def row_values(self, arch: ArchConfig) -> dict[str, Any]:
+        if self.to_row is not None:
+            return self.to_row(arch)
+        return {self.group: getattr(arch, self.group).name}
+
+    def config_from_row(self, row: Mapping[str, Any]) -> Any:
+        """The config a result row describes; the value's other settings at their defaults."""
+        value = row.get(self.group)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return self.config()
+        if self.from_row is not None:
+            return self.from_row(row)
+        return self.config(name=str(value))
+
+    def cell(self, row: Mapping[str, Any]) -> str:
+        """This choice in a result row, as the report's variants table shows it (GPT-2's value if absent)."""
+        if self.show is not None:
+            try:
+                return self.show(row)
+            except (KeyError, TypeError, ValueError):  # a row without the columns it reads predates the choice
+                return self.gpt2
+        value = row.get(self.group)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return self.gpt2
+        return str(value)
+
+    def at(self, value: str, **settings: Any) -> Any:
+        """A config of this group at ``value`` (other settings at their defaults unless given)."""
+        return self.config(name=value, **settings)
+
+    def at_llama2(self, **settings: Any) -> Any:
+        return self.config(name=self.llama2, **{**self.llama2_settings, **settings})
+
+
+_DECLARED: dict[str, Choice] = {}
+
+
+def declare(choice: Choice) -> Choice:
+    """Add a choice to the declared set (called once, at import, by the module that implements it)."""
+    if choice.group in _DECLARED:
+        raise ValueError(f"choice {choice.group!r} is declared twice")
+    default = choice.config().name
+    if default != choice.gpt2:
+        raise ValueError(f"choice {choice.group!r}: the config's default name {default!r} must be GPT-2's "
+                         f"value {choice.gpt2!r} (the baseline)")
+    _DECLARED[choice.group] = choice
+    return choice
+
+
+def choices() -> list[Choice]:
+    """Every declared choice, in ``order``."""
+    import components  # noqa: F401  (importing the package imports every module that declares one)
+
+    return sorted(_DECLARED.values(), key=lambda c: c.order)
+
+
+def choice(group: str) -> Choice:
+    for c in choices():
+        if c.group == group:
+            return c
+    raise KeyError(f"no choice group {group!r}; declared: {', '.join(c.group for c in choices())}")
+
+
+def llama2_choices() -> list[Choice]:
+    """The choices Llama-2 moved from GPT-2's value, in ``order``."""
+    return [c for c in choices() if c.in_llama2]
+
+
+def ladder_choices() -> list[Choice]:
+    """The Llama-2 choices in the order the ladder adds them."""
+    return sorted(llama2_choices(), key=lambda c: (c.rung is None, c.rung or 0, c.order))
+
+
+def row_columns() -> list[str]:
+    """The result columns the declared choices write, in declaration order."""
+    from components.config import ArchConfig
+
+    base = ArchConfig()
+    return [col for c in choices() for col in c.row_values(base)]
+
+
+def hook_classes(cfg: ArchConfig, hook: str) -> list[type]:
+    """The classes the choices plugged into ``hook`` use for ``cfg`` (a value registered as None has none)."""
+    out = []
+    for c in choices():
+        if c.hook == hook:
+            cls = c.registry.get(getattr(cfg, c.group).name)
+            if cls is not None:
+                out.append(cls)
+    return out
+
+
+def hook_modules(cfg: ArchConfig, hook: str) -> list[nn.Module]:
+    """The modules the choices plugged into ``hook`` build for ``cfg``, in declaration order."""
+    return [cls(cfg) for cls in hook_classes(cfg, hook)]
