@@ -148,6 +148,50 @@ class RotaryPositions(NoPositions):
         return Rotation(cos[offset : offset + seq_len], sin[offset : offset + seq_len], self.layout)
 
 
+@POSITIONS.register("alibi")
+class ALiBiPositions(NoPositions):
+    """ALiBi (Press et al. 2022, "Train Short, Test Long"): no position vector and no rotation; each head's
+    attention scores get ``-m_h * (i - j)`` for query position i and key position j, a penalty linear in distance.
+
+    Head h = 1..n_heads has slope ``m_h = 2 ** (-8 * h / n_heads)``: 2^-1 .. 2^-8 for 8 heads. That is the paper's
+    sequence for a power-of-two head count; for other counts its code interleaves two such sequences instead, while
+    this applies the same closed form to every count. The bias depends only on absolute positions (start..start+t-1
+    for the queries, 0..s-1 for the keys), so a chunk or a single token decoded through the KV cache gets exactly the
+    rows of the full sequence's bias: cached keys need nothing recomputed.
+    """
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        super().__init__(cfg)
+        # On the CPU whatever device the module is built on (meta, cuda), in fp64, then stored fp32: exact for
+        # powers of two, one rounding otherwise.
+        heads = torch.arange(1, cfg.model.n_heads + 1, dtype=torch.float64, device="cpu")
+        self.slopes = torch.pow(2.0, -8.0 * heads / cfg.model.n_heads).to(torch.float32)
+        # A plain dict, not a buffer: ``model.to(bfloat16)`` must not round the slopes; filled per device.
+        self._slopes: dict[torch.device, torch.Tensor] = {}
+
+    def _slopes_on(self, device: torch.device) -> torch.Tensor:
+        if device not in self._slopes:
+            # Built outside inference mode even when first asked for there, so training can reuse it.
+            with torch.inference_mode(False):
+                self._slopes[device] = self.slopes.to(device, copy=True)
+        return self._slopes[device]
+
+    def score_bias(self) -> ScoreBias:
+        return self.distance_bias
+
+    def distance_bias(self, start: int, t: int, s: int, device: torch.device | str = "cpu") -> torch.Tensor:
+        """``-m_h * (i - j)`` of shape (n_heads, t, s), fp32 on ``device``, for i in start..start+t-1, j in 0..s-1.
+
+        Keys after a query (j > i) get a positive value; the causal mask removes them.
+        """
+        device = torch.device(device)
+        # Integer distances are exact in fp32 up to 2^24 positions.
+        queries = torch.arange(start, start + t, dtype=torch.float32, device=device)
+        keys = torch.arange(s, dtype=torch.float32, device=device)
+        distance = queries[:, None] - keys[None, :]
+        return -self._slopes_on(device)[:, None, None] * distance
+
+
 def apply_rotation(x: torch.Tensor, rot: Rotation) -> torch.Tensor:
     """Rotate ``x`` of shape (batch, heads, seq, head_dim) in fp32 and return it in its own dtype."""
     xf = x.float()
@@ -180,7 +224,7 @@ def _pos_from_row(row: Mapping[str, object]) -> PosConfig:
 
 
 POS = declare(Choice(
-    display={"learned": "learned", "rope": "RoPE", "none": "NoPE"},
+    display={"learned": "learned", "rope": "RoPE", "none": "NoPE", "alibi": "ALiBi"},
     group="pos", title="positions", config=PosConfig, registry=POSITIONS, gpt2="learned", llama2="rope",
     hook="positions", order=10,
     rung=2, llama2_settings={"layout": "interleaved"}, to_row=_pos_row, from_row=_pos_from_row,
