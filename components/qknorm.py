@@ -73,10 +73,10 @@ QKNORM = declare(Choice(
         (("Dehghani et al. 2023 (ViT-22B), \"QK Normalization\"",
           "training diverged after a few thousand steps at ~8B parameters from attention logits growing to "
           "near-one-hot softmax; LayerNorm on Q and K removed it (no loss figure)"),
-         ("Wortsman et al. 2023, §3.1",
+         ("Wortsman et al. 2023, \"Small-scale proxies for large-scale Transformer training instabilities\"",
           "qk-layernorm mitigates the attention logit growth instability: considerably lower learning-rate "
           "sensitivity, low loss at high learning rates (no loss figure)"),
-         ("Qwen3 Technical Report 2025, §2", "QK-Norm added \"to ensure stable training\"; not ablated"),
-         ("Gemma 3 Technical Report 2025, §2", "QK-norm replaces Gemma 2's soft-capping; not ablated")),
+         ("Qwen3 Technical Report 2025, architecture", "QK-Norm added \"to ensure stable training\"; not ablated"),
+         ("Gemma 3 Technical Report 2025, architecture", "QK-norm replaces Gemma 2's soft-capping; not ablated")),
     ),
 ))

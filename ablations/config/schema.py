@@ -127,7 +127,7 @@ class RunSettings:
     # Like for like: widen the FFN by the K/V weights that GQA/MQA removed, so the block keeps its MHA
     # version's parameter count (Llama-2's GQA ablation did this). Computed per model size.
     match_params: bool = False
-    # Name of the sweep a point belongs to ("adhoc" for a single run); set by conf/sweep/*.yaml.
+    # Name of the sweep a point belongs to ("adhoc" for a single run); set by each sweep (+sweep=NAME).
     sweep_name: str = "adhoc"
     device: Device = Device.auto
     dtype: DType = DType.float32
