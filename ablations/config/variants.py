@@ -12,8 +12,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from components import ArchConfig, ModelConfig, choices, llama2_choices
+from components import FFNS, ArchConfig, CausalSelfAttention, ModelConfig, choices, llama2_choices
 from components import preset as make_preset
+from components.work import Step
 
 
 def arch_from(cfg: DictConfig) -> ArchConfig:
@@ -29,20 +30,20 @@ def match_params(arch: ArchConfig) -> ArchConfig:
     """Widen the FFN by the K/V projection weights that GQA/MQA removed, so the block has the parameters of its
     MHA version (to the nearest hidden unit), as Llama-2's GQA ablation did (Touvron et al. 2023, A.2.1).
 
-    Removed: K and V lose ``(n_heads - n_kv_heads) * head_dim`` outputs, each ``d`` weights (+1 bias). One
-    hidden unit costs ``2d`` (+1 bias) in a two-matrix FFN and ``3d`` (+2) in a gated one's three.
+    Both counts are the components' own (their ``work``'s weights at one token): what attention loses against its
+    MHA version, and what one more hidden unit costs the FFN.
     """
-    from components import FFNS
-
     arch.validate()
-    m = arch.model
-    bias = int(arch.bias.enabled)
-    removed = 2 * (m.d_model + bias) * (m.n_heads - arch.n_kv_heads) * arch.head_dim
+    one = Step(1, 1, 1)
+    mha = arch.replace(attn=type(arch.attn)("mha"))
+    removed = CausalSelfAttention.work(mha, one).weights - CausalSelfAttention.work(arch, one).weights
     if removed == 0:
         return arch
-    gated = FFNS.get(arch.ffn.name).gated
-    per_unit = (3 if gated else 2) * m.d_model + (2 if gated else 1) * bias
-    return arch.replace(ffn=replace(arch.ffn, hidden_dim=arch.ffn_hidden + round(removed / per_unit)))
+    ffn = FFNS.get(arch.ffn.name)
+    width = arch.ffn_hidden
+    at = [arch.replace(ffn=replace(arch.ffn, hidden_dim=h)) for h in (width, width + 1)]
+    per_unit = ffn.work(at[1], one).weights - ffn.work(at[0], one).weights
+    return arch.replace(ffn=replace(arch.ffn, hidden_dim=width + round(removed / per_unit)))
 
 
 def arch_from_row(row: Mapping[str, Any], max_seq_len: int = 1 << 20) -> ArchConfig:

@@ -15,11 +15,7 @@ import pandas as pd
 from ablations.quality.inference import ALPHA
 from ablations.quality.stats import summarize
 from ablations.quality.widths import by_variant_then_width, several_widths
-from ablations.results.store import TABLE, collect
-
-
-def _load(folder: Path) -> pd.DataFrame:
-    return pd.read_csv(folder / TABLE) if (folder / TABLE).is_file() else collect(folder)
+from ablations.results.store import TableError, load
 
 
 def _fmt(x: float, sign: bool = False) -> str:
@@ -68,7 +64,12 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    print(report(pd.concat([_load(Path(a)) for a in argv], ignore_index=True)))
+    try:
+        tables = [load(Path(a)) for a in argv]
+    except TableError as exc:
+        print(f"ablations.quality: error: {exc}", file=sys.stderr)
+        return 2
+    print(report(pd.concat(tables, ignore_index=True)))
     return 0
 
 

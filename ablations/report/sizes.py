@@ -32,7 +32,8 @@ from ablations.report.formatting import (
     markdown_table,
     number_word,
 )
-from components import ArchConfig, KVCache, build_lm, choices, count_parameters, llama2_choices
+from ablations.roofline.work import lm_params
+from components import ArchConfig, KVCache, choices, llama2_choices
 from components import preset as make_preset
 
 PUBLISHED = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama2-7b", "llama2-13b", "llama2-70b")
@@ -53,7 +54,7 @@ COLUMNS = ["model", "basis", "compared_to", "pos", "norm", "ffn", "d_model", "n_
 
 def count_params(arch: ArchConfig) -> int:
     """Exact parameters of the language model (tied head counted once), built on the meta device."""
-    return count_parameters(build_lm(arch, device="meta"))
+    return lm_params(arch)
 
 
 def flops_per_token(arch: ArchConfig) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ablations.results.store import COLUMNS, POINTS_DIR, TABLE, collect
+from ablations.results.store import COLUMNS, TableError, load
 
 BASELINE = "gpt2"
 # Rows of the training runs (ablations.quality); everything else is a measurement of the block.
@@ -31,19 +31,13 @@ class ReportError(Exception):
 
 
 def load_table(folder: Path) -> pd.DataFrame:
-    """``folder/results.csv``; a killed sweep's point files when the table was never written."""
+    """``folder/results.csv``; a killed sweep's point files when the table was never written (``store.load``)."""
     if not folder.is_dir():
         raise ReportError(f"{folder} is not a folder")
-    path = folder / TABLE
-    if path.is_file():
-        table = pd.read_csv(path)
-    elif any((folder / POINTS_DIR).glob("*.csv")):
-        table = collect(folder)
-    else:
-        raise ReportError(f"no results table in {folder} (expected {path}; run a sweep with hydra.sweep.dir={folder})")
-    if table.empty:
-        raise ReportError(f"{path} has no rows")
-    return table
+    try:
+        return load(folder)
+    except TableError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def combine(tables: list[pd.DataFrame]) -> pd.DataFrame:

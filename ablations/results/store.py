@@ -80,6 +80,34 @@ def collect(folder: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+class TableError(ValueError):
+    """A results table that cannot be read; the message is one line naming the path."""
+
+
+def load(path: Path) -> pd.DataFrame:
+    """The one way a results table is read: a sweep folder's ``results.csv``, its ``points/*.csv`` when the table
+    was never written (a killed sweep), or a CSV file. ``TableError`` names what is wrong in one line."""
+    if path.is_dir():
+        if not (path / TABLE).is_file():
+            if not any((path / POINTS_DIR).glob("*.csv")):
+                raise TableError(f"no results table in {path} (expected {path / TABLE}, or no results.csv and no "
+                                 f"{POINTS_DIR}/*.csv; run a sweep with hydra.sweep.dir={path})")
+            table = collect(path)
+            if table.empty:
+                raise TableError(f"{path / POINTS_DIR} has no rows")
+            return table
+        path = path / TABLE
+    elif not path.exists():
+        raise TableError(f"{path}: no such file or folder")
+    try:
+        table = pd.read_csv(path)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise TableError(f"{path}: not a readable results table ({type(exc).__name__}: {exc})") from None
+    if table.empty:
+        raise TableError(f"{path} has no rows")
+    return table
+
+
 def write_table(folder: Path) -> tuple[pd.DataFrame, list[Path]]:
     """Collect the points and write ``results.csv`` (and ``results.parquet`` when pyarrow is there)."""
     table = collect(folder)

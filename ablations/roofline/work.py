@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, fields
 
-from components import ArchConfig, Decoder, build_decoder, count_parameters
+from components import ArchConfig, Decoder, build_decoder, build_lm, count_parameters
 from components.work import Step
 
 MODES = ("forward", "train", "prefill", "decode")
@@ -93,10 +93,10 @@ def mode_work(cfg: ArchConfig, mode: str, batch: int, seq: int, elem: int = 4, l
     raise ValueError(f"mode={mode!r} is not one of {', '.join(MODES)}")
 
 
+@functools.cache
 def lm_params(cfg: ArchConfig) -> int:
-    """The whole language model: decoder, token embedding and (when untied) the head."""
-    embed = cfg.model.vocab_size * cfg.model.d_model
-    return decoder_params(cfg) + embed * (1 if cfg.model.tie_embeddings else 2)
+    """The whole language model (decoder, token embedding, the head when untied), counted on the built module."""
+    return count_parameters(build_lm(cfg, device="meta"))
 
 
 def kv_cache_bytes(cfg: ArchConfig, batch: int, context: int, elem: int) -> int:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ablations.results.store import TableError, load
+
 KEY = ["sweep", "variant", "metric", "mode", "batch", "seq_len"]
 QUALITY_KEY = ["step", "position"]  # quality rows: one value per training step or position
 REQUIRED = ["variant", "metric", "value"]
@@ -110,25 +112,11 @@ def rule_for(metric: str, overrides: list[tuple[str, float]], rules: list[tuple[
 
 
 def load_table(path: Path) -> pd.DataFrame:
-    """A results table from a CSV file or a run folder; ``InputError`` with one line if that fails."""
-    if path.is_dir():
-        if (path / "results.csv").is_file():
-            path = path / "results.csv"
-        else:
-            points = sorted((path / "points").glob("*.csv"))
-            if not points:
-                raise InputError(f"{path}: no results.csv and no points/*.csv in this folder")
-            return _checked(pd.concat([_read(p) for p in points], ignore_index=True), path)
-    elif not path.exists():
-        raise InputError(f"{path}: no such file or folder")
-    return _checked(_read(path), path)
-
-
-def _read(path: Path) -> pd.DataFrame:
+    """A results table from a CSV file or a run folder (``store.load``); ``InputError`` with one line if that fails."""
     try:
-        return pd.read_csv(path)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{path}: not a readable results table ({type(exc).__name__}: {exc})") from None
+        return _checked(load(path), path)
+    except TableError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _checked(table: pd.DataFrame, path: Path) -> pd.DataFrame:

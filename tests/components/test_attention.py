@@ -195,3 +195,33 @@ def test_cached_prefill_and_decode_match_reference_path_and_naive(make_cfg, rand
     torch.testing.assert_close(fast, run(), atol=1e-5, rtol=1e-5)
     naive = reference_attention(layer, x, positions.rotation(12, 0) if rope else None)
     torch.testing.assert_close(fast, naive, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("attn,n_kv", [("mha", None), ("gqa", 2), ("mqa", None)])
+@pytest.mark.parametrize("window", [1, 3, 16])
+def test_the_window_hook_keeps_only_the_last_keys_of_each_query(make_cfg, rand_params, attn, n_kv, window):
+    """A sliding window through the attention's ``window`` hook: full prefill, and a prefix then a chunk then
+    single tokens through the cache, against the written-out reference with keys past the window masked."""
+    layer = rand_params(CausalSelfAttention(make_cfg(attn=attn, n_kv_heads=n_kv)), seed=5)
+    layer.window = window
+    x = _x((2, 10, 32), seed=6)
+    nh, nkv, hd = layer.n_heads, layer.n_kv_heads, layer.head_dim
+
+    def heads(lin: torch.nn.Linear, n: int) -> torch.Tensor:
+        return torch.nn.functional.linear(x.double(), lin.weight.double(), lin.bias.double()).view(
+            2, 10, n, hd).transpose(1, 2)
+
+    q, k, v = heads(layer.q, nh), heads(layer.k, nkv), heads(layer.v, nkv)
+    k, v = k.repeat_interleave(nh // nkv, dim=1), v.repeat_interleave(nh // nkv, dim=1)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(hd)
+    i, j = torch.arange(10)[:, None], torch.arange(10)[None, :]
+    scores = scores.masked_fill((j > i) | (j <= i - window), float("-inf"))
+    y = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(2, 10, nh * hd)
+    expected = torch.nn.functional.linear(y, layer.out.weight.double(), layer.out.bias.double()).float()
+    torch.testing.assert_close(layer(x), expected, atol=1e-5, rtol=1e-5)
+    cache = KVCache(1, 2, nkv, 10, hd)
+    parts = []
+    for a, b in ((0, 4), (4, 7), (7, 8), (8, 9), (9, 10)):
+        parts.append(layer(x[:, a:b], None, cache))
+        cache.pos = b
+    torch.testing.assert_close(torch.cat(parts, dim=1), expected, atol=1e-5, rtol=1e-5)
