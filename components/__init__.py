@@ -8,8 +8,10 @@ Nothing here knows of Hydra, files or timing. Build from an ``ArchConfig``::
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
+from collections.abc import Iterator
 
 import torch
 from torch import nn
@@ -48,9 +50,25 @@ def build_lm(cfg: ArchConfig, device: torch.device | str = "cpu", dtype: torch.d
 
 def _build(cls: type[nn.Module], cfg: ArchConfig, device: torch.device | str, dtype: torch.dtype | None) -> nn.Module:
     cfg.validate()
-    with torch.device(device):
+    with torch.device(device), _values_skipped(torch.device(device).type == "meta"):
         module = cls(cfg)
     return module.to(dtype) if dtype is not None else module
+
+
+@contextlib.contextmanager
+def _values_skipped(skip: bool) -> Iterator[None]:
+    """On the meta device a parameter has no values, yet each init call runs torch's Python decompositions (about
+    two seconds for the published presets): built only to be counted, a model skips them."""
+    names = ("kaiming_uniform_", "uniform_", "normal_", "ones_", "zeros_")
+    saved = {n: getattr(nn.init, n) for n in names}
+    if skip:
+        for n in names:
+            setattr(nn.init, n, lambda tensor, *args, **kwargs: tensor)
+    try:
+        yield
+    finally:
+        for n, f in saved.items():
+            setattr(nn.init, n, f)
 
 
 __all__ = [

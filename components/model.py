@@ -90,6 +90,8 @@ def init_weights(module: nn.Module, cfg: ArchConfig) -> None:
     residual_std = std / math.sqrt(2 * cfg.model.n_layers)
     for name, p in module.named_parameters():
         leaf = name.rsplit(".", 1)[-1]
+        if p.is_meta:  # a model built to be counted has no values to set (and each call costs ~1 ms there)
+            continue
         if p.ndim >= 2:
             is_residual = name.endswith(("attn.out.weight", "ffn.down.weight"))
             nn.init.normal_(p, mean=0.0, std=residual_std if is_residual else std)
