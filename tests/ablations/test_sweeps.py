@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from components import choices
+from ablations.config.generated import flips
+from components import ArchConfig, ModelConfig, choices
 
 pytestmark = pytest.mark.slow
 
@@ -52,14 +53,23 @@ def test_smoke_norm_sweep_default_model_writes_the_table(tmp_path):
     assert set(table[table.metric == "sdpa_backend_calls"]["note"]) <= {"flash", "math", "memory-efficient", "cudnn"}
 
 
-# Every generated one-choice sweep but norm's (the smoke test above runs it): its points are GPT-2 and each other
-# value, named as the choice names them; a new choice or value is run here without an edit.
-ONE_CHOICE = [(c.group, [], {"gpt2", *(c.value_name(v) for v in c.values[1:])}) for c in choices()
-              if c.sweep and c.group != "norm"]
+def test_every_value_of_every_choice_runs_end_to_end(tmp_path):
+    """GPT-2's block and every other value of every declared choice alone (the generated flip variants, one process:
+    the one-choice sweeps are these points in groups), named as the choices name them; a new choice or value runs
+    here without an edit. ``tests/ablations/test_config.py`` composes each ``+sweep=<group>``."""
+    names = ["gpt2", *(v.name for v in flips())]
+    proc = run(["-m", f"variant={','.join(names)}", "sweep_name=flips", *TINY], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(tmp_path / "results.csv")
+    labels = {"gpt2", *(c.name_in(ArchConfig(model=ModelConfig(n_heads=4), **{c.group: c.at_size(v, 2)}))
+                        for c in choices() for v in c.values[1:])}
+    assert set(table["variant"]) == labels
+    assert set(table["status"]) == {"ok"}
 
 
+# The generated one-choice sweeps are the test above's points in groups (+sweep=norm runs in the smoke test);
+# kv is a file sweep over a setting.
 @pytest.mark.parametrize("sweep,extra,variants", [
-    *ONE_CHOICE,
     # model=tiny has 4 heads, so the kv list is overridden the way the sweep file documents.
     ("kv", ["attn.n_kv_heads=4,2,1"], {"gpt2", "gqa2", "mqa"}),
 ])
