@@ -136,7 +136,7 @@ def point_of(cfg: DictConfig, arch: object) -> tuple[Path, str]:
 
 def check_foreign_points(folder: Path, expected: set[str]) -> None:
     """A sweep into a folder that holds points of another configuration would pool them into one table: refuse."""
-    from ablations.results.store import POINTS_DIR
+    from ablations.results.table import POINTS_DIR
 
     foreign = sorted(p.name for p in (folder / POINTS_DIR).glob("*.csv") if p.stem not in expected)
     if foreign:

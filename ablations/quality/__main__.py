@@ -15,7 +15,7 @@ import pandas as pd
 from ablations.quality.inference import ALPHA
 from ablations.quality.stats import summarize
 from ablations.quality.widths import by_variant_then_width, several_widths
-from ablations.results.store import TableError, load
+from ablations.results.table import TableError, load
 
 
 def _fmt(x: float, sign: bool = False) -> str:

@@ -14,7 +14,7 @@ from ablations.errors import os_error_line
 from ablations.report.markdown import build_report
 from ablations.report.tables import ReportError, combine, load_table
 from ablations.results.durable import write_atomic
-from ablations.results.store import TABLE
+from ablations.results.table import TABLE
 
 
 def main(argv: list[str] | None = None) -> int:

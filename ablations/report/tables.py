@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ablations.results.store import COLUMNS, TableError, load
+from ablations.results.store import COLUMNS
+from ablations.results.table import TableError, load
 
 BASELINE = "gpt2"
 # Rows of the training runs (ablations.quality); everything else is a measurement of the block.
@@ -31,7 +32,7 @@ class ReportError(Exception):
 
 
 def load_table(folder: Path) -> pd.DataFrame:
-    """``folder/results.csv``; a killed sweep's point files when the table was never written (``store.load``)."""
+    """``folder/results.csv``; a killed sweep's point files when the table was never written (``table.load``)."""
     if not folder.is_dir():
         raise ReportError(f"{folder} is not a folder")
     try:

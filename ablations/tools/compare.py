@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ablations.results.store import TableError, load
+from ablations.results.table import TableError, load
 
 KEY = ["sweep", "variant", "metric", "mode", "batch", "seq_len"]
 QUALITY_KEY = ["step", "position"]  # quality rows: one value per training step or position
@@ -112,7 +112,7 @@ def rule_for(metric: str, overrides: list[tuple[str, float]], rules: list[tuple[
 
 
 def load_table(path: Path) -> pd.DataFrame:
-    """A results table from a CSV file or a run folder (``store.load``); ``InputError`` with one line if that fails."""
+    """A results table from a CSV file or a run folder (``table.load``); ``InputError`` in one line if that fails."""
     try:
         return _checked(load(path), path)
     except TableError as exc:

@@ -20,7 +20,8 @@ import pytest
 
 from ablations import cli
 from ablations.results import durable
-from ablations.results.store import POINTS_DIR, point_done
+from ablations.results.store import point_done
+from ablations.results.table import POINTS_DIR
 from components import choices
 
 ROOT = Path(__file__).resolve().parents[2]

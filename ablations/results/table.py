@@ -1,0 +1,62 @@
+"""Reading results tables: the one way every tool loads a sweep folder's table or a CSV file.
+
+Kept apart from ``store`` (which derives the row columns from the declared choices, and so imports ``torch``):
+``python -m ablations.compare`` reads tables without importing the model code.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+log = logging.getLogger("ablations")
+
+POINTS_DIR = "points"
+TABLE = "results.csv"
+
+
+def collect(folder: Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """Concatenate every point file under ``folder`` into one table (empty, with ``columns``, if none)."""
+    frames = []
+    for f in sorted((folder / POINTS_DIR).glob("*.csv")):
+        try:
+            frames.append(pd.read_csv(f))
+        except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+            # Not a point of this run (those were redone: ``point_done`` is false for such a file), e.g. one
+            # left by an older version that did not fsync; the table is still written from the others.
+            log.warning("%s is empty or corrupt, left out of the table (delete it): %s", f, exc)
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)
+
+
+class TableError(ValueError):
+    """A results table that cannot be read; the message is one line naming the path."""
+
+
+def load(path: Path) -> pd.DataFrame:
+    """The one way a results table is read: a sweep folder's ``results.csv``, its ``points/*.csv`` when the table
+    was never written (a killed sweep), or a CSV file. ``TableError`` names what is wrong in one line."""
+    if path.is_dir():
+        if not (path / TABLE).is_file():
+            if not any((path / POINTS_DIR).glob("*.csv")):
+                raise TableError(f"no results table in {path} (expected {path / TABLE}, or no results.csv and no "
+                                 f"{POINTS_DIR}/*.csv; run a sweep with hydra.sweep.dir={path})")
+            table = collect(path)
+            if table.empty:
+                raise TableError(f"{path / POINTS_DIR} has no rows")
+            return table
+        path = path / TABLE
+    elif not path.exists():
+        raise TableError(f"{path}: no such file or folder")
+    try:
+        table = pd.read_csv(path)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise TableError(f"{path}: not a readable results table ({type(exc).__name__}: {exc})") from None
+    if table.empty:
+        raise TableError(f"{path} has no rows")
+    return table
+
+
