@@ -68,16 +68,21 @@ def _dumps(out: Path) -> set[Path]:
 
 def worker(root: Path, out: Path, number: int, names: list[str]) -> None:
     """Under valgrind: build each case from ``root``'s components and count ``number`` calls of it."""
-    sys.path.insert(0, str(root))  # this tree's components, ahead of the harness's own checkout
     import torch
 
+    # The cases are the harness's own (derived from its declared choices): listed before ``root``'s components
+    # replace the harness's, whose declarations an older tree does not have.
     from ablations.regress.cases import by_name
 
+    cases = by_name(names)
+    for name in [m for m in sys.modules if m == "components" or m.startswith("components.")]:
+        del sys.modules[name]
+    sys.path.insert(0, str(root))  # this tree's components, ahead of the harness's own checkout
     torch.set_num_threads(1)
     import components
 
     done = []
-    for case in by_name(names):
+    for case in cases:
         torch.manual_seed(0)
         try:
             subject = case.build(components)

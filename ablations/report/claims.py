@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ablations.config.variants import llama2_70b_group
+from ablations.config.variants import arch_from_row, llama2_70b_group
 from ablations.report.formatting import fmt_bytes, fmt_p, fmt_verdict, is_true
 from ablations.report.sizes import kv_70b
 from components import Choice, choice, choices
@@ -334,8 +334,9 @@ def gqa_row(cmp: pd.DataFrame) -> pd.Series | None:
     """The GQA flip closest to Llama-2-70B's 8 query heads per KV head (MQA only when nothing else ran)."""
     if cmp.empty:
         return None
-    flips = cmp[(cmp["pos"] == "learned") & (cmp["norm"] == "layernorm") & (cmp["ffn"] == "gelu")
-                & (cmp["n_kv_heads"] < cmp["n_heads"])]
+    others = [c for c in choices() if c.group != "attn"]
+    on_gpt2 = cmp.apply(lambda r: all(c.has(arch_from_row(r), c.gpt2) for c in others), axis=1)
+    flips = cmp[on_gpt2.astype(bool) & (cmp["n_kv_heads"] < cmp["n_heads"])]
     if flips.empty:
         return None
     group = flips["n_heads"] // flips["n_kv_heads"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from components.choice import row_columns
+
 
 def pick(g: pd.DataFrame, metric: str, mode: str | None = None, batch: float | None = None,
          seq: float | None = None) -> pd.Series | None:
@@ -67,8 +69,8 @@ def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, fl
                   decode: tuple[float, float] | None) -> dict:
     first = g.iloc[0]
     r = {"sweep": sweep, "case": case, "base_case": first["base_case"], "variant": first["variant"]}
-    for c in ("pos", "norm", "ffn", "attn", "n_kv_heads", "n_heads", "device", "dtype", "compile", "torch"):
-        r[c] = first[c]
+    for c in (*row_columns(), "n_heads", "device", "dtype", "compile", "torch"):
+        r[c] = first.get(c)  # a table written before a choice was declared has no column for it
     r["params"], r["params_baseline"] = g["params"].median(), g["params_baseline"].median()
     r["shape"] = shape_name(shape)
     b, t = shape if shape else (None, None)

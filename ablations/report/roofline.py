@@ -19,11 +19,12 @@ from ablations.roofline.hardware import Hardware, load_hardware
 from ablations.roofline.model import predict
 from ablations.roofline.work import mode_work
 from components import ArchConfig
+from components.choice import row_columns
 
 PREFIX = {"forward": "", "train": "", "prefill": "prefill_", "decode": "decode_"}
 KEYS = ["sweep", "case", "base_case", "variant", "mode", "batch", "seq_len"]
-ARCH = ["pos", "norm", "ffn", "attn", "n_kv_heads", "n_heads", "d_model", "n_layers", "ffn_hidden", "bias", "dtype",
-        "device"]
+# What rebuilds a row's model (``arch_of``): every declared choice's columns, the sizes, and the setup.
+ARCH = [*row_columns(), "n_heads", "d_model", "n_layers", "ffn_hidden", "dtype", "device"]
 ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 CALIBRATION = "this_machine"
 # The goals: paired ratios of compute-bound forward/train shapes within 5%; decode within 15%.
@@ -45,7 +46,7 @@ def points(measured: pd.DataFrame) -> pd.DataFrame:
             return float(v.median()) if not v.empty else np.nan
 
         roof = g.loc[g["metric"] == "roofline_time", "note"]
-        r = dict(zip(KEYS, key, strict=True)) | {c: g[c].iloc[0] for c in ARCH}
+        r = dict(zip(KEYS, key, strict=True)) | {c: g[c].iloc[0] for c in ARCH if c in g}
         r |= {"measured_ratio": float(ratio["value"].median()), "lo": float(ratio["lo"].median()),
               "hi": float(ratio["hi"].median()), "latency": val(f"{p}latency"),
               "baseline_latency": val(f"{p}baseline_latency"), "roofline_ratio": val("roofline_ratio"),
