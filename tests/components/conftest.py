@@ -12,13 +12,15 @@ import pytest
 import torch
 from torch import nn
 
-from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
+from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, choice
 
-# (pos, layout), norm, ffn, (attn, n_kv_heads): every combination of the four choices, plus RoPE's two layouts.
-POS_VARIANTS = [("learned", "half"), ("rope", "half"), ("rope", "interleaved"), ("none", "half")]
-NORM_VARIANTS = ["layernorm", "rmsnorm"]
-FFN_VARIANTS = ["gelu", "swiglu"]
-ATTN_VARIANTS = [("mha", None), ("gqa", 2), ("mqa", None)]
+# (pos, layout), norm, ffn, (attn, n_kv_heads): every combination of every declared value of the four module
+# choices, RoPE in both of its layouts, GQA at 2 KV heads of 4.
+POS_VARIANTS = [(v, layout) for v in choice("pos").values
+                for layout in (("half", "interleaved") if v == "rope" else ("half",))]
+NORM_VARIANTS = choice("norm").values
+FFN_VARIANTS = choice("ffn").values
+ATTN_VARIANTS = [(v, 2 if v == "gqa" else None) for v in choice("attn").values]
 
 
 def tiny_cfg(
