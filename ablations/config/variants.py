@@ -116,15 +116,16 @@ def flips_of(base: ArchConfig, kv_heads: int, published: ArchConfig | None = Non
     """GPT-2's block ``base``, each one-choice flip of it (every declared ``Choice.flips`` value, named as a
     variant label names it: ``rope``, ``gqa8``, ``nobias``) and ``llama2``: every choice Llama-2 moved at once.
 
-    A flip to the value a ``published`` preset has takes the preset's settings (Llama-2-70B's FFN rule); GQA gets
-    ``kv_heads`` KV heads.
+    A flip at the size of a ``published`` preset keeps the preset's settings of its group (Llama-2-70B's FFN rule);
+    GQA without its own KV heads gets ``kv_heads``.
     """
     out = {"gpt2": base}
     llama: dict[str, object] = {}
     for c in choices():
         for value in c.flips:
-            own = published is not None and c.has(published, value)
-            cfg = replace(getattr(published, c.group)) if own else c.at_size(value, kv_heads)
+            # A flip keeps the preset's settings of its group (Llama-2-70B's FFN rule for any gated FFN).
+            cfg = replace(getattr(published, c.group), name=value) if published is not None else c.at(value)
+            cfg = c.sized(cfg, kv_heads) if c.sized is not None else cfg
             flipped = base.replace(**{c.group: cfg})
             out[c.name_in(flipped)] = flipped
             if c.in_llama2 and value == c.llama2:

@@ -96,7 +96,7 @@ def test_all_sweep_has_baseline_flips_and_llama2(tmp_path):
 
 
 def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path):
-    args = ["+sweep=ffn", *TINY]
+    args = ["-m", "ffn=gelu,swiglu", *TINY]  # two points, however many values the ffn sweep has
     assert run(args, tmp_path).returncode == 0
     points = sorted((tmp_path / "points").glob("*.csv"))
     assert len(points) == 2
