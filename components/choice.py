@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from components.config import ArchConfig
 
 # Where a choice's module plugs in. The block and attention ask for the modules of a hook; they never branch on
-# a choice's name. ``flag`` choices build nothing themselves: layers read their config (``bias.enabled``).
-HOOKS = ("positions", "norm", "ffn", "attention", "qk", "flag")
+# a choice's name. ``block``: how attention and the FFN join the residual (``components.block``). ``flag``
+# choices build nothing themselves: layers read their config (``bias.enabled``).
+HOOKS = ("positions", "norm", "ffn", "attention", "qk", "block", "flag")
 
 
 @dataclass(frozen=True)
