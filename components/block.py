@@ -33,6 +33,10 @@ class SequentialResidual:
         x = x + attend(block.norm1(x))
         return x + block.ffn(block.norm2(x))
 
+    @staticmethod
+    def work(cfg: ArchConfig, step: Step) -> Work:
+        return Work()  # the residual adds are elementwise; the norms are counted by ``Block.work``
+
 
 def residual_of(cfg: ArchConfig) -> type:
     """The residual structure a declared ``block`` choice plugs in, else the sequential one."""
@@ -57,7 +61,8 @@ class Block(nn.Module):
     def work(cls, cfg: ArchConfig, step: Step) -> Work:
         norm = NORMS.get(cfg.norm.name).work(cfg, step)
         attn, ffn = ATTENTIONS.get(cfg.attn.name).work(cfg, step), FFNS.get(cfg.ffn.name).work(cfg, step)
-        return residual_of(cfg).norms(cfg) * norm + attn + ffn
+        residual = residual_of(cfg)
+        return residual.norms(cfg) * norm + attn + ffn + residual.work(cfg, step)
 
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,
                 score_bias: ScoreBias | None = None) -> torch.Tensor:
