@@ -9,6 +9,7 @@ from the declarations, so a new choice or value is checked without an edit here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import pytest
 import torch
@@ -30,8 +31,14 @@ IDS = [f"{g}={v}" for g, v in VALUES]
 
 
 def compose_cfg(overrides: list[str]) -> object:
+    return _composed(tuple(overrides)).copy()
+
+
+@functools.cache
+def _composed(overrides: tuple[str, ...]) -> object:
+    # Composing is most of these tests' time; several tests ask for the same point.
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return compose("config", overrides=overrides)
+        return compose("config", overrides=list(overrides))
 
 
 def tiny(**groups: object) -> ArchConfig:
@@ -62,7 +69,7 @@ def test_the_declarations_are_consistent():
 @pytest.mark.parametrize("group,value", VALUES, ids=IDS)
 def test_every_value_has_its_config_file_and_composes(group, value):
     assert (CONF_DIR / group / f"{value}.yaml").exists()
-    cfg = compose_cfg([f"{group}={value}"])
+    cfg = compose_cfg([f"{group}={value}", "train=smoke"])
     arch = arch_from(cfg)
     assert getattr(arch, group).name == value
     assert isinstance(getattr(cfg, group), type(OmegaConf.structured(RunConfig)[group]))
