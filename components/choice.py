@@ -66,6 +66,8 @@ class Choice:
     # overrides it because ``gqa`` with every head its own KV head is MHA.
     matches: Callable[[ArchConfig, str], bool] | None = None
     claim: Claim | None = None
+    # Claims about a value other than Llama-2's (GeGLU against SwiGLU), each read from that value's flip.
+    value_claims: dict[str, Claim] = field(default_factory=dict)
     # Config settings a Llama-2 value brings with it (``pos=rope`` in Llama-2's own layout), for presets.
     llama2_settings: dict[str, Any] = field(default_factory=dict)
     # The values the predictor, the sizes table and the regression check flip GPT-2's block to (default: every

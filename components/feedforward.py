@@ -136,6 +136,10 @@ FFN = declare(Choice(
     group="ffn", title="FFN", config=FFNConfig, registry=FFNS, gpt2="gelu", llama2="swiglu", hook="ffn", order=30,
     rung=3,
     description="the feed-forward layer: GELU with 4d, or a gated unit at about 8d/3 (parameter-matched)",
+    value_claims={"geglu": Claim(
+        "GeGLU does as well as SwiGLU",
+        (("Shazeer 2020, Table 1 (T5 base, 65k steps, log-ppl)", "GELU 1.983, GEGLU 1.942, SwiGLU 1.944"),),
+    )},
     claim=Claim(
         "SwiGLU improves perplexity per FLOP",
         (("Shazeer 2020, Table 1 (T5 base, 65k steps, log-ppl)", "GELU 1.983, SwiGLU 1.944"),

@@ -27,16 +27,17 @@ def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame |
     flip against the GPT-2 baseline)."""
     rows = []
     for c in choices():
-        if c.claim is None:
-            continue
-        reader = READERS.get(c.group, generic)
-        measured, reading = reader(c, table, cmp, quality, sizes)
-        rows.append({
-            "claim": c.claim.text,
-            "measured in this run": measured,
-            "published": "; ".join(f"{fig} ({src})" for src, fig in c.claim.published),
-            "reading": reading,
-        })
+        claims = [(c.claim, READERS.get(c.group, generic), None)] if c.claim is not None else []
+        claims += [(claim, generic, value) for value, claim in c.value_claims.items()]
+        for claim, reader, value in claims:
+            measured, reading = reader(c, table, cmp, quality, sizes) if value is None else flip_evidence(
+                c, cmp, quality, "as well as GPT-2's value", variant=c.value_name(value))
+            rows.append({
+                "claim": claim.text,
+                "measured in this run": measured,
+                "published": "; ".join(f"{fig} ({src})" for src, fig in claim.published),
+                "reading": reading,
+            })
     return pd.DataFrame(rows, columns=["claim", "measured in this run", "published", "reading"])
 
 
@@ -356,10 +357,10 @@ def generic(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataF
 
 
 def flip_evidence(c: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, claim: str,
-                  why: str = "") -> tuple[str, str]:
-    """(measured, reading) of ``c``'s flip: parameters, forward/train/decode ratios and the loss; ``why`` follows the
-    cost reading (``{params}`` in it is the parameter difference)."""
-    variant = flip_variant(c)
+                  why: str = "", variant: str | None = None) -> tuple[str, str]:
+    """(measured, reading) of ``c``'s flip (``variant``, default ``flip_variant(c)``): parameters, forward/train/decode
+    ratios and the loss against the GPT-2 block; ``why`` follows the cost reading (``{params}``: the parameters)."""
+    variant = variant or flip_variant(c)
     r = variant_row(cmp, variant, c.group)
     q = quality_of(quality, variant, c.group if r is None else r["sweep"])
     if r is None and q is None:

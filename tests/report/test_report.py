@@ -23,7 +23,9 @@ from components import choice, choices
 LINK = re.compile(r"\]\((figures/[^)]+)\)")
 # Each declared choice's claim, by group: the table has exactly these rows, in declaration order.
 CLAIM = {c.group: c.claim.text for c in choices() if c.claim is not None}
-CLAIMS = list(CLAIM.values())
+# In table order: each choice's own claim, then its claims about other values (GeGLU against SwiGLU).
+CLAIMS = [text for c in choices() for text in ([c.claim.text] if c.claim else []) + [v.text for v in
+                                                                                     c.value_claims.values()]]
 
 
 def write(table: pd.DataFrame, folder: Path) -> Path:
@@ -130,6 +132,10 @@ def test_claims_table_has_every_declared_claim_with_sources(built):
             measured, published, _ = rows[CLAIM[c.group]]
             assert measured == "not measured in this run"
             assert all(src in published for src, _ in c.claim.published)
+        for value, claim in c.value_claims.items():  # a claim about a value is read from that value's flip
+            measured, published, _ = rows[claim.text]
+            assert f"`{c.value_name(value)}`" in measured or measured == "not measured in this run"
+            assert all(fig in published for _, fig in claim.published)
 
 
 @pytest.fixture(scope="module")
