@@ -105,24 +105,10 @@ class SwiGLU(nn.Module):
 
 
 @FFNS.register("geglu")
-class GeGLU(nn.Module):
+class GeGLU(SwiGLU):
     """``W2 (gelu_tanh(W1 x) * W3 x)`` (Shazeer 2020, "GLU Variants Improve Transformer"; Gemma's MLP, HF
-    ``GemmaMLP`` with ``gelu_pytorch_tanh``): SwiGLU with the tanh GELU in place of SiLU, three d x h matrices."""
-
-    gated = True  # Llama's 2/3 width rule, so it is parameter-matched to GELU and SwiGLU alike
-
-    def __init__(self, cfg: ArchConfig) -> None:
-        super().__init__()
-        d, h, bias = cfg.model.d_model, cfg.ffn_hidden, cfg.bias.enabled
-        # SwiGLU's names, so init_weights scales ``ffn.down.weight`` as a residual output projection.
-        self.gate = nn.Linear(d, h, bias=bias)  # Gemma gate_proj
-        self.up = nn.Linear(d, h, bias=bias)  # Gemma up_proj
-        self.down = nn.Linear(h, d, bias=bias)  # Gemma down_proj
-
-    @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        d, h, n, bias = cfg.model.d_model, cfg.ffn_hidden, step.tokens, cfg.bias.enabled
-        return 2 * linear(d, h, n, bias) + linear(h, d, n, bias)
+    ``GemmaMLP`` with ``gelu_pytorch_tanh``): SwiGLU with the tanh GELU in place of SiLU. Its matrices, width
+    rule and work are SwiGLU's (gate/up/down are Gemma's gate_proj/up_proj/down_proj)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down(gelu_tanh(self.gate(x)) * self.up(x))
@@ -130,6 +116,7 @@ class GeGLU(nn.Module):
 
 def build_ffn(cfg: ArchConfig) -> nn.Module:
     return FFNS.get(cfg.ffn.name)(cfg)
+
 
 FFN = declare(Choice(
     display={"gelu": "GELU", "swiglu": "SwiGLU", "geglu": "GeGLU"},
