@@ -38,8 +38,8 @@ def _values(c: Choice) -> list[dict[str, object]]:
     """Each value of choice ``c`` other than GPT-2's, as overrides (GQA at each of ``GQA_KV_HEADS``)."""
     out: list[dict[str, object]] = []
     for value in c.values[1:]:
-        sized = c.at_size(value, 0)
-        if getattr(sized, "n_kv_heads", None) == 0:  # a value whose size is its KV heads
+        # A value the declaration sizes by its KV heads (GQA): one case per KV-head count.
+        if c.at_size(value, GQA_KV_HEADS[0]) != c.at(value):
             out += [{c.group: value, "kv": kv} for kv in GQA_KV_HEADS]
         else:
             out.append({c.group: value})
