@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from components.attention import ATTENTIONS, AttnConfig, CausalSelfAttention, KVCache
+from components.attention import ATTENTIONS, AttnConfig, CausalSelfAttention, KVCache, new_cache
 from components.bias import BiasConfig
 from components.block import Block
 from components.choice import Choice, Claim, choice, choices, ladder_choices, llama2_choices
@@ -109,6 +109,7 @@ __all__ = [
     "ffn_hidden_dim",
     "ladder_choices",
     "llama2_choices",
+    "new_cache",
     "preset",
     "registries",
 ]

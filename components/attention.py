@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -37,9 +37,16 @@ ATTENTIONS: Registry[type[nn.Module]] = Registry("attn.name")
 
 @dataclass
 class AttnConfig:
-    name: str = "mha"  # mha | gqa | mqa
+    name: str = "mha"  # mha | gqa | mqa | mla
     # None: the variant decides (mha: n_heads, mqa: 1). gqa requires a value.
     n_kv_heads: int | None = None
+    # Sliding window (Mistral): each query sees only its last ``window`` keys, its own included. None: every
+    # earlier key. Neutral: a point without a window keeps the identity it had before windows existed.
+    window: int | None = field(default=None, metadata={"neutral": True})
+    # MLA (DeepSeek-V2) sizes; None derives each from head_dim in DeepSeek-V2's proportions.
+    kv_lora_rank: int | None = field(default=None, metadata={"neutral": True})
+    qk_rope_head_dim: int | None = field(default=None, metadata={"neutral": True})
+    q_lora_rank: int | None = field(default=None, metadata={"neutral": True})
 
     def check(self, arch: ArchConfig) -> None:
         resolve_kv_heads(self, arch.model.n_heads)
@@ -95,10 +102,18 @@ class KVCache:
         self.pos = 0
 
     @classmethod
-    def for_model(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None, **kw: object) -> KVCache:
-        return cls(
-            cfg.model.n_layers, batch_size, cfg.n_kv_heads, max_seq_len or cfg.model.max_seq_len, cfg.head_dim, **kw
-        )
+    def for_model(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None,
+                  n_layers: int | None = None, **kw: object) -> KVCache:
+        return cls(n_layers or cfg.model.n_layers, batch_size, cfg.n_kv_heads, max_seq_len or cfg.model.max_seq_len,
+                   cfg.head_dim, **kw)
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [self.k, self.v]
+
+    def randomize_(self) -> None:
+        """Random contents: decode cost does not depend on the cached values, so timing needs no prefill."""
+        for t in self.tensors():
+            t.normal_()
 
     @property
     def nbytes(self) -> int:
@@ -259,6 +274,20 @@ def reference_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int
 
 def build_attention(cfg: ArchConfig, layer: int = 0) -> nn.Module:
     return ATTENTIONS.get(cfg.attn.name)(cfg, layer)
+
+
+def new_cache(cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None, n_layers: int | None = None,
+              **kw: object) -> KVCache:
+    """The cache ``cfg``'s attention decodes with (``n_layers`` defaults to the model's), from its class's own
+    ``new_cache``: what a cache holds per token is the attention's business (K/V heads, a latent, a window).
+
+    Every cache has ``pos``, ``max_seq_len``, ``nbytes``, ``clone()``, ``tensors()`` and ``randomize_()``.
+    """
+    cls = ATTENTIONS.get(cfg.attn.name)
+    make = getattr(cls, "new_cache", None)
+    if make is None:
+        return KVCache.for_model(cfg, batch_size, max_seq_len, n_layers, **kw)
+    return make(cfg, batch_size, max_seq_len, n_layers, **kw)
 
 
 def _attn_label(arch: ArchConfig) -> str:

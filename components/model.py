@@ -10,7 +10,7 @@ import math
 import torch
 from torch import nn
 
-from components.attention import KVCache
+from components.attention import KVCache, new_cache
 from components.block import Block
 from components.config import ArchConfig
 from components.norms import NORMS, build_norm
@@ -54,7 +54,7 @@ class Decoder(nn.Module):
 
     def new_cache(self, batch_size: int, max_seq_len: int | None = None) -> KVCache:
         p = next(self.parameters())
-        return KVCache.for_model(self.cfg, batch_size, max_seq_len, dtype=p.dtype, device=p.device)
+        return new_cache(self.cfg, batch_size, max_seq_len, dtype=p.dtype, device=p.device)
 
 
 class LanguageModel(nn.Module):

@@ -161,9 +161,7 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
 
 def _fill_cache(model: Decoder, batch: int, context: int) -> KVCache:
     cache = model.new_cache(batch, context + 1)
-    # Decode cost does not depend on the cached values; random K/V spare a prefill of `context` tokens.
-    cache.k.normal_()
-    cache.v.normal_()
+    cache.randomize_()  # spares a prefill of `context` tokens
     cache.pos = context
     return cache
 

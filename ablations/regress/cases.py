@@ -214,9 +214,10 @@ def _pos_timed(name: str) -> bool:
 
 def _decode(step: Callable[[torch.Tensor, object], object], cache: object, context: int, batch: int,
             params: Sequence[torch.Tensor]) -> Subject:
-    # Decode cost does not depend on the cached values: random K/V spare a prefill of `context` tokens.
-    cache.k.normal_()
-    cache.v.normal_()
+    # Decode cost does not depend on the cached values: random contents spare a prefill of `context` tokens.
+    tensors = cache.tensors() if hasattr(cache, "tensors") else [cache.k, cache.v]
+    for t in tensors:
+        t.normal_()
     token = torch.randn(batch, 1, D_MODEL)
 
     def call() -> object:
@@ -224,16 +225,23 @@ def _decode(step: Callable[[torch.Tensor, object], object], cache: object, conte
         with torch.inference_mode():
             return step(token, cache)
 
-    return Subject(call, [token, cache.k, cache.v, *params])
+    return Subject(call, [token, *tensors, *params])
+
+
+def _one_layer_cache(c: ModuleType, cfg: object, batch: int, max_len: int) -> object:
+    """The attention's own cache for one layer; a tree from before ``new_cache`` has only the K/V cache."""
+    if hasattr(c, "new_cache"):
+        return c.new_cache(cfg, batch, max_len, n_layers=1)
+    return c.KVCache(1, batch, cfg.n_kv_heads, max_len, cfg.head_dim)
 
 
 def _attn(overrides: dict[str, object], mode: str) -> Callable[[ModuleType], Subject]:
     def build(c: ModuleType) -> Subject:
         cfg = arch(c, **overrides)
-        attn = c.CausalSelfAttention(cfg)
+        attn = c.ATTENTIONS.get(cfg.attn.name)(cfg)
         if mode == "decode":
             b, context = DECODE_SHAPE
-            cache = c.KVCache(1, b, cfg.n_kv_heads, context + 1, cfg.head_dim)
+            cache = _one_layer_cache(c, cfg, b, context + 1)
             return _decode(lambda x, kv: attn(x, None, kv), cache, context, b, list(attn.parameters()))
         return timed_call(mode, attn, [torch.randn(*ATTN_SHAPE, D_MODEL)], list(attn.parameters()))
     return build

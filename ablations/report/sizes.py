@@ -33,7 +33,7 @@ from ablations.report.formatting import (
     number_word,
 )
 from ablations.roofline.work import lm_params
-from components import ArchConfig, KVCache, choices, llama2_choices
+from components import ArchConfig, choices, llama2_choices, new_cache
 from components import preset as make_preset
 
 PUBLISHED = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama2-7b", "llama2-13b", "llama2-70b")
@@ -65,7 +65,7 @@ def flops_per_token(arch: ArchConfig) -> int:
 
 def kv_bytes_per_token(arch: ArchConfig) -> int:
     """KV-cache bytes one token adds, from a meta-device cache of the model's shape (no memory used)."""
-    cache = KVCache.for_model(arch, batch_size=1, max_seq_len=1, dtype=KV_DTYPE, device="meta")
+    cache = new_cache(arch, batch_size=1, max_seq_len=1, dtype=KV_DTYPE, device="meta")
     return cache.nbytes
 
 

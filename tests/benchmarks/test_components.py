@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from components import NORMS, POSITIONS, CausalSelfAttention, KVCache, choice
+from components import ATTENTIONS, NORMS, POSITIONS, choice, new_cache
 from components.positions import apply_rotation
 from tests.benchmarks import cases
 from tests.benchmarks.calls import MODES, describe, make_call
@@ -94,14 +94,12 @@ def test_positions(timed, name, mode):
 @pytest.mark.parametrize("name", list(cases.ATTENTIONS))
 def test_attention(timed, name, mode):
     cfg = cases.arch(attn=name, kv=cases.ATTENTIONS[name])
-    attn = CausalSelfAttention(cfg)
+    attn = ATTENTIONS.get(cfg.attn.name)(cfg)
     d = cfg.model.d_model
     if mode == "decode":
         b, context = cases.DECODE_SHAPE
-        cache = KVCache(1, b, cfg.n_kv_heads, context + 1, cfg.head_dim)
-        # Decode cost does not depend on the cached values: random K/V spare a prefill.
-        cache.k.normal_()
-        cache.v.normal_()
+        cache = new_cache(cfg, b, context + 1, n_layers=1)
+        cache.randomize_()
         token = torch.randn(b, 1, d)
 
         def step() -> torch.Tensor:
