@@ -25,7 +25,16 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ablations.config.checks import check_keys
-from ablations.config.schema import DataConfig, ModelSizes, ProfileConfig, RunConfig, TrainConfig, register_configs
+from ablations.config.schema import (
+    BaselineConfig,
+    DataConfig,
+    ModelSizes,
+    ProfileConfig,
+    RunConfig,
+    TrainConfig,
+    register_configs,
+)
+from ablations.config.variants import BASELINES
 from ablations.errors import Fault, UsageError, os_error_line
 from ablations.results.durable import probe_folder
 from ablations.runner import check_point
@@ -41,7 +50,7 @@ register_configs()
 _NOISE = ("object_type=", "reference_type=", "Set the environment", "provider=", "path=", "full_key:",
           "To append to your config")
 _SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, *(c.config for c in choices()), ProfileConfig,
-                                          TrainConfig, DataConfig)}
+                                          TrainConfig, DataConfig, BaselineConfig)}
 
 
 def one_line(exc: BaseException) -> str:
@@ -82,6 +91,30 @@ def expand_jobs(loader: object, primary: DictConfig, overrides: list[str], multi
     params = [f"{k}={v}" for k, v in (primary.hydra.sweeper.get("params") or {}).items()]
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(params + overrides)
     return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def with_baseline_variant(argv: list[str]) -> list[str]:
+    """``baseline=NAME`` without a variant makes that block the point as well as its pair, so a one-choice sweep
+    flips the choice on it (``+sweep=norm baseline=llama2``: Llama-2's block with each norm). Hydra cannot do this
+    in the defaults list (a group chosen by interpolation may not override other groups, and variants do); a sweep
+    that lists its own variants, or a variant on the command line, keeps them."""
+    named = [a.split("=", 1)[1] for a in argv if a.split("=")[0].lstrip("+") == "baseline"]
+    if len(named) != 1 or named[0] not in BASELINES or any(a.split("=")[0].lstrip("+~") == "variant" for a in argv):
+        return argv
+    sweep = [a.split("=", 1)[1] for a in argv if a.split("=")[0] == "+sweep"]
+    if sweep:
+        GlobalHydra.instance().clear()
+        try:
+            with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="ablations"):
+                loader = GlobalHydra.instance().config_loader()
+                primary = loader.load_configuration(CONFIG_NAME, [f"+sweep={sweep[0]}"], run_mode=RunMode.MULTIRUN)
+                if "variant" in (primary.hydra.sweeper.get("params") or {}):
+                    return argv
+        except Exception:  # an unknown sweep: prevalidate reports it in its one line
+            return argv
+        finally:
+            GlobalHydra.instance().clear()
+    return [*argv, f"variant={named[0]}"]
 
 
 def prevalidate(argv: list[str]) -> int | None:
@@ -167,7 +200,7 @@ def hydra_main(cfg: DictConfig) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = with_baseline_variant(sys.argv[1:] if argv is None else argv)
     from ablations import callbacks
 
     callbacks.EXPECTED_POINTS = prevalidate(argv)

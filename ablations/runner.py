@@ -76,7 +76,7 @@ def run_job(cfg: DictConfig) -> str:
         return "skipped"
 
     rows = Rows(base={
-        "sweep": cfg.sweep_name, "variant": variant, "point": path.stem,
+        "sweep": cfg.sweep_name, "variant": variant, "point": path.stem, "baseline": cfg.baseline.name,
         **{k: v for c in choices() for k, v in c.row_values(arch).items()},
         "tie_embeddings": arch.model.tie_embeddings, "d_model": arch.model.d_model, "n_layers": arch.model.n_layers,
         "n_heads": arch.model.n_heads, "ffn_hidden": arch.ffn_hidden, "seed": cfg.seed,

@@ -82,6 +82,9 @@ class Choice:
     # The report's "what each variant is" table: the column's title and a row's cell (default: ``row[group]``).
     title: str = ""
     show: Callable[[Mapping[str, Any]], str] | None = None
+    # Named settings of this group that ``+sweep=modern`` flips on Llama-2's block as it flips a value (attention's
+    # sliding window: ``{"window": {"window": 64}}`` makes the variant ``llama2_window``).
+    setting_flips: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A one-choice sweep (``+sweep=<group>``) over every value is generated unless the group sweeps otherwise.
     sweep: bool = True
     description: str = ""
@@ -108,6 +111,11 @@ class Choice:
         """A config at ``value`` with what it needs at a size filled in (GQA's ``kv_heads`` KV heads)."""
         cfg = self.at(value, **settings)
         return self.sized(cfg, kv_heads) if self.sized is not None else cfg
+
+    @property
+    def after_llama2(self) -> list[str]:
+        """The flips that are neither GPT-2's nor Llama-2's value: what ``+sweep=modern`` puts on Llama-2's block."""
+        return [v for v in self.flips if v not in (self.gpt2, self.llama2)]
 
     @property
     def in_llama2(self) -> bool:

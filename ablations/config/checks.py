@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
 from ablations.config.schema import RunConfig
-from ablations.config.variants import arch_from, baseline_of
+from ablations.config.variants import arch_from, baseline_from
 from components import ArchConfig
 from components.config import ConfigError
 
@@ -91,7 +91,7 @@ def check_run(cfg: DictConfig) -> ArchConfig:
     The ``train.``/``data.`` rules belong to ``ablations.quality``; ``ablations.runner.check_point`` runs both.
     """
     arch = arch_from(cfg).validate()
-    baseline_of(arch).validate()
+    baseline_from(cfg, arch).validate()
     device = resolve_device(cfg)
     resolve_dtype(cfg, device)
     if cfg.threads < 0:

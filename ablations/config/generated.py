@@ -22,6 +22,7 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
+from ablations.config.variants import BASELINES
 from components import Choice, choices, ladder_choices, llama2_choices
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
@@ -83,10 +84,26 @@ def ladder() -> list[Variant]:
     return [*out, llama2_variant()]
 
 
+def modern() -> list[Variant]:
+    """Llama-2's block, then each choice that came after it alone on it: every flip that is neither GPT-2's nor
+    Llama-2's value (``Choice.after_llama2``), and every named setting flip (``Choice.setting_flips``)."""
+    base = llama2_variant()
+    out = [base]
+    for c in choices():
+        for v in c.after_llama2:
+            out.append(Variant(f"{LLAMA2}_{flip_name(c, v)}", {**base.values, c.group: v}, base.settings,
+                               f"the Llama-2 block with {c.group}={v}"))
+        for name, settings in c.setting_flips.items():
+            said = ", ".join(f"{c.group}.{k}={v}" for k, v in settings.items())
+            out.append(Variant(f"{LLAMA2}_{name}", base.values, {**base.settings, c.group: dict(settings)},
+                               f"the Llama-2 block with {said}"))
+    return out
+
+
 def all_variants() -> list[Variant]:
     """Every generated variant once (the ladder's first rung is also a flip)."""
     seen: dict[str, Variant] = {}
-    for v in [*ladder(), *flips(), *leave_one_out()]:
+    for v in [*ladder(), *flips(), *leave_one_out(), *modern()]:
         seen.setdefault(v.name, v)
     return list(seen.values())
 
@@ -94,6 +111,11 @@ def all_variants() -> list[Variant]:
 def all_sweep() -> list[str]:
     """The GPT-2 baseline, each Llama-2 choice flipped alone (in ladder order), and Llama-2's block."""
     return [BASELINE, *(flip_name(c, c.llama2) for c in ladder_choices()), LLAMA2]
+
+
+# What +sweep=modern measures per point, to fit its points in half an hour on 2 cores: the kv sweep's decode
+# contexts at batch 1, one forward/train shape, the default rounds and quality seeds.
+MODERN_SETTINGS: dict[str, Any] = {"profile": {"shapes": ["1x512"], "decode_batch_sizes": [1]}}
 
 
 @dataclass(frozen=True)
@@ -118,8 +140,10 @@ def sweeps() -> list[Sweep]:
               f"the GPT-2 baseline, each of the {len(llama2_choices())} flips, and the full Llama-2 block"),
         Sweep("ladder", {"variant": ",".join(v.name for v in ladder())},
               "cumulative GPT-2 -> Llama-2, one choice at a time; quality only", quality_only),
-        Sweep("leave_one_out", {"variant": ",".join(v.name for v in leave_one_out())},
+        Sweep("leave_one_out", {"variant": ",".join(v.name for v in leave_one_out()), "baseline": LLAMA2},
               "the Llama-2 block with one choice reverted to GPT-2's; quality only", quality_only),
+        Sweep("modern", {"variant": ",".join(v.name for v in modern()), "baseline": LLAMA2},
+              "the Llama-2 block against each choice that came after it, flipped alone on it", MODERN_SETTINGS),
     ]
 
 
@@ -187,6 +211,9 @@ def register_generated(cs: ConfigStore) -> None:
     for v in all_variants():
         _check_no_file("variant", v.name)
         cs.store(group="variant", name=v.name, node=v.node(), package="_global_")
+    for name in BASELINES:
+        _check_no_file("baseline", name)
+        cs.store(group="baseline", name=name, node={"defaults": ["/baseline_schema@_here_"], "name": name})
     for s in sweeps():
         _check_no_file("sweep", s.name)
         cs.store(group="sweep", name=s.name, node=s.node(), package="_global_")

@@ -115,12 +115,21 @@ class DType(StrEnum):
 
 
 @dataclass
+class BaselineConfig:
+    """The block every point is paired with, in timing and in quality (``baseline=gpt2|llama2``); its name is also
+    the variant a point is unless it names another (the defaults list reads ``variant: ${baseline}``)."""
+
+    name: str = "gpt2"
+
+
+@dataclass
 class RunSettings:
     """Everything of a run that is not a design choice; ``RunConfig`` adds one field per declared choice."""
 
     model: ModelSizes = field(default_factory=ModelSizes)
     profile: ProfileConfig = field(default_factory=ProfileConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    baseline: BaselineConfig = field(default_factory=BaselineConfig)
     data: DataConfig = field(default_factory=DataConfig)
     # false: skip the latency/FLOPs/memory measurement and run only the quality runs (train.enabled).
     measure: bool = True
@@ -168,7 +177,7 @@ def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
     groups = {"model": ModelSizes, **{c.group: c.config for c in choices()}, "profile": ProfileConfig,
-              "train": TrainConfig}
+              "train": TrainConfig, "baseline": BaselineConfig}
     for group, node in groups.items():
         cs.store(name=f"{group}_schema", node=node)
     register_generated(cs)

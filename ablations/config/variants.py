@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from components import FFNS, ArchConfig, CausalSelfAttention, ModelConfig, choices, llama2_choices
+from components import FFNS, ArchConfig, CausalSelfAttention, Choice, ModelConfig, choices, llama2_choices
 from components import preset as make_preset
 from components.work import Step
 
@@ -65,9 +65,40 @@ def llama2_count(arch: ArchConfig) -> int:
     return sum(c.has(arch, c.llama2) for c in llama2_choices())
 
 
-def baseline_of(arch: ArchConfig) -> ArchConfig:
-    """The GPT-2 block at the same sizes: every choice at its GPT-2 value (the choices' config defaults)."""
-    return ArchConfig(model=arch.model)
+# The blocks a point can be paired with (``baseline=NAME``): GPT-2's and Llama-2's.
+BASELINES = ("gpt2", "llama2")
+
+
+def baseline_of(arch: ArchConfig, name: str = "gpt2", kv_heads: int | None = None) -> ArchConfig:
+    """The block ``arch`` is paired with, at its sizes: GPT-2's (every choice at its GPT-2 value, the point's own
+    embeddings) or Llama-2's (every choice Llama-2 moved at its value, GQA with ``kv_heads`` KV heads, untied
+    embeddings: what ``variant=llama2`` composes at the same size)."""
+    if name == "gpt2":
+        return ArchConfig(model=arch.model)
+    if name != "llama2":
+        raise ValueError(f"baseline {name!r} is not one of {BASELINES}")
+    return llama2_block(replace(arch.model, tie_embeddings=False), kv_heads or arch.n_kv_heads)
+
+
+def llama2_block(model: ModelConfig, kv_heads: int) -> ArchConfig:
+    """Every choice Llama-2 moved at its value (GQA at ``kv_heads``), every other at GPT-2's, on ``model``."""
+    groups = {}
+    for c in llama2_choices():
+        cfg = c.at(c.llama2)
+        groups[c.group] = c.sized(cfg, kv_heads) if c.sized is not None else cfg
+    return ArchConfig(model=model, **groups)
+
+
+def baseline_of_row(row: Mapping[str, Any], arch: ArchConfig) -> ArchConfig:
+    """The block a result row's point was paired with (GPT-2's in a table from before ``baseline`` existed)."""
+    name, kv = row.get("baseline"), row.get("baseline_kv_heads")
+    name = name if isinstance(name, str) else "gpt2"
+    return baseline_of(arch, name, int(kv) if isinstance(kv, (int, float)) and kv == kv else None)
+
+
+def baseline_from(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
+    """The baseline a composed run config names (``baseline=gpt2|llama2``), at the point's sizes."""
+    return baseline_of(arch, str(cfg.baseline.name), int(cfg.model.gqa_kv_heads))
 
 
 def variant_label(arch: ArchConfig, matched: bool = False) -> str:
@@ -94,6 +125,27 @@ def variant_label(arch: ArchConfig, matched: bool = False) -> str:
         return "+".join([name, *extras]) + suffix
     changed = [c.name_in(arch) for c in choices() if not c.has(arch, c.gpt2)]
     return ("+".join(changed) if changed else "gpt2") + suffix
+
+
+def flip_labels(c: Choice, key: str) -> list[str]:
+    """The variant labels that move ``c`` alone to ``key`` (a value, or one of its ``setting_flips``): on Llama-2's
+    block first where ``+sweep=modern`` flips it there (a value that came after Llama-2, or a setting), then on
+    GPT-2's block."""
+    model = ModelConfig(n_heads=16)
+    kv_heads = llama_like_kv_heads(model.n_heads)
+
+    def moved(arch: ArchConfig) -> ArchConfig:
+        cfg = getattr(arch, c.group)
+        if key in c.setting_flips:
+            return arch.replace(**{c.group: replace(cfg, **c.setting_flips[key])})
+        cfg = replace(cfg, name=key)
+        return arch.replace(**{c.group: c.sized(cfg, kv_heads) if c.sized is not None else cfg})
+
+    out = [variant_label(moved(ArchConfig(model=model)))]
+    if key in c.setting_flips or key in c.after_llama2:
+        llama = llama2_block(replace(model, tie_embeddings=False), kv_heads)
+        out.insert(0, variant_label(moved(llama)))
+    return out
 
 
 def llama2_70b_group() -> int:

@@ -17,7 +17,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ablations.config.checks import Shape, parse_shape
-from ablations.config.variants import baseline_of
+from ablations.config.variants import baseline_from
 from ablations.measure import flops as F
 from ablations.measure.backends import sdpa_backends
 from ablations.measure.ceilings import Ceilings, measure_ceilings
@@ -92,8 +92,8 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
     p = cfg.profile
     seed = int(cfg.seed)
     variant = Subject(arch, device, dtype, seed, bool(cfg.compile))
-    baseline = Subject(baseline_of(arch), device, dtype, seed, bool(cfg.compile))
-    rows.base.update(params=variant.params, params_baseline=baseline.params)
+    baseline = Subject(baseline_from(cfg, arch), device, dtype, seed, bool(cfg.compile))
+    rows.base.update(params=variant.params, params_baseline=baseline.params, baseline_kv_heads=baseline.arch.n_kv_heads)
     rows.add("params", variant.params, "count")
     rows.add("param_bytes", parameter_bytes(variant.model), "B")
     shapes = [parse_shape(s, "profile.shapes") for s in p.shapes]

@@ -20,7 +20,7 @@ import traceback
 import torch
 from omegaconf import DictConfig
 
-from ablations.config.variants import baseline_of
+from ablations.config.variants import baseline_from
 from ablations.quality.arch import quality_arch
 from ablations.quality.data import CorpusError, load_corpus
 from ablations.quality.extrapolation import buckets, extrapolate
@@ -51,7 +51,7 @@ def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.devi
     q = quality_arch(cfg, arch)
     base = dict(rows.base, d_model=q.model.d_model, n_layers=q.model.n_layers, n_heads=q.model.n_heads,
                 n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden, attn=q.attn.name, params=_params(q),
-                params_baseline=_params(quality_arch(cfg, baseline_of(arch))), dtype="float32", compile=None,
+                params_baseline=_params(quality_arch(cfg, baseline_from(cfg, arch))), dtype="float32", compile=None,
                 batch=tc.batch, seq_len=tc.context)
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
             f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {arch.n_kv_heads} of {arch.model.n_heads})")

@@ -17,29 +17,36 @@ import pandas as pd
 from scipy import stats
 
 from ablations.quality.inference import ALPHA
+from ablations.quality.stats import baseline_variant
 
 COLUMNS = ["sweep", "variant", "widths", "n", "effect_smallest", "effect_largest", "slope_per_decade", "slope_lo",
            "slope_hi", "p", "params_smallest", "params_largest"]
 
 
-def paired_differences(table: pd.DataFrame, baseline: str = "gpt2") -> pd.DataFrame:
-    """One row per (sweep, variant, d_model, seed): the variant's final validation loss minus the baseline's at the
-    same width and seed, with the variant's parameter count."""
+def paired_differences(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (sweep, variant, d_model, seed): the variant's final validation loss minus its baseline's (the
+    block its rows name, ``stats.baseline_variant``) at the same width and seed, with the variant's parameters."""
     final = table[(table["metric"] == "val_loss") & (table["mode"] == "final") & (table["status"] == "ok")]
     final = final.assign(value=pd.to_numeric(final["value"], errors="coerce"),
                          params=pd.to_numeric(final["params"], errors="coerce")).dropna(subset=["value", "d_model"])
     keys = ["sweep", "d_model", "seed"]
-    base = final[final["variant"] == baseline][[*keys, "value"]].rename(columns={"value": "baseline"})
-    pairs = final[final["variant"] != baseline].merge(base, on=keys)
-    return pairs.assign(diff=pairs["value"] - pairs["baseline"])[["sweep", "variant", "d_model", "seed", "params",
-                                                                    "diff"]]
+    pairs = []
+    for sweep, s in final.groupby("sweep", sort=False):
+        baseline = baseline_variant(str(sweep), s)
+        base = s[s["variant"] == baseline][[*keys, "value"]].rename(columns={"value": "baseline_value"})
+        pairs.append(s[s["variant"] != baseline].drop(columns="baseline", errors="ignore").merge(base, on=keys))
+    if not pairs:
+        return pd.DataFrame(columns=["sweep", "variant", "d_model", "seed", "params", "diff"])
+    joined = pd.concat(pairs, ignore_index=True)
+    return joined.assign(diff=joined["value"] - joined["baseline_value"])[["sweep", "variant", "d_model", "seed",
+                                                                          "params", "diff"]]
 
 
-def effect_trend(table: pd.DataFrame, baseline: str = "gpt2", alpha: float = ALPHA) -> pd.DataFrame:
+def effect_trend(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Per sweep and variant trained at two or more widths: its effect at the smallest and largest width (mean
     paired difference) and the slope of the effect per decade of parameters with its ``1 - alpha`` interval."""
     out = []
-    for (sweep, variant), g in paired_differences(table, baseline).groupby(["sweep", "variant"], sort=False):
+    for (sweep, variant), g in paired_differences(table).groupby(["sweep", "variant"], sort=False):
         if g["d_model"].nunique() < 2:
             continue
         by_width = g.groupby("d_model").agg(params=("params", "median"), diff=("diff", "mean")).sort_index()

@@ -43,9 +43,16 @@ from ablations.quality.inference import (
     paired_test,
 )
 
-# The variant each sweep compares against; any other sweep compares against the GPT-2 block.
-BASELINES = {"leave_one_out": "llama2"}
+# The baseline of rows from before the ``baseline`` column: leave_one_out's was Llama-2's block, any other GPT-2's.
+LEGACY_BASELINES = {"leave_one_out": "llama2"}
 DEFAULT_BASELINE = "gpt2"
+
+
+def baseline_variant(sweep: str, rows: pd.DataFrame) -> str:
+    """The variant a point's rows compare against: the block named by their ``baseline`` column (``baseline=NAME``
+    names the block, and the block's variant has the same name)."""
+    named = rows["baseline"].dropna().unique() if "baseline" in rows else []
+    return str(named[0]) if len(named) else LEGACY_BASELINES.get(sweep, DEFAULT_BASELINE)
 # How many of the five choices are Llama-2's, from the row's columns (the ladder's rung).
 def _rung(row: pd.Series) -> int:
     """How many of the choices Llama-2 moved are at its value (0 = GPT-2 block, all = Llama-2 block)."""
@@ -79,7 +86,8 @@ def summarize(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     n, mean, std and 95% CI over seeds, then one row per comparison (``reference``), each a paired difference
     with its p-values, interval, minimum detectable effect and verdict (module docstring: what a family is):
 
-    - the sweep's baseline variant at the same quantity (``gpt2``; ``llama2`` in ``leave_one_out``);
+    - the point's baseline variant at the same quantity (its rows' ``baseline``: ``gpt2`` unless the run set
+      ``baseline=llama2``, as ``leave_one_out`` and ``modern`` do);
     - in the ``ladder``, also the rung below (one Llama-2 choice fewer);
     - for ``extrap_loss`` past the training length, also the same variant at the training length
       (``"<variant> at <L>"``): the same target bytes with less context, so ``worse`` means the longer
@@ -119,7 +127,7 @@ def _comparisons(quality: pd.DataFrame) -> tuple[list[dict], dict[int, PairedTes
     for key, g in groups.items():
         sweep, metric, seq_len, width, variant = key
         own = mean_ci(list(seeds[key].values()))
-        base = BASELINES.get(str(sweep), DEFAULT_BASELINE)
+        base = baseline_variant(str(sweep), g)
         references = {base: (sweep, metric, seq_len, width, base)}
         if sweep == "ladder":
             below = [k[4] for k in groups if k[:4] == key[:4] and rungs[k] == rungs[key] - 1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ablations.config.variants import arch_from_row, llama2_70b_group
+from ablations.config.variants import BASELINES, arch_from_row, flip_labels, llama2_70b_group
 from ablations.report.formatting import fmt_bytes, fmt_p, fmt_verdict, is_true
 from ablations.report.sizes import kv_70b
 from components import Choice, choice, choices
@@ -28,10 +28,10 @@ def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame |
     rows = []
     for c in choices():
         claims = [(c.claim, READERS.get(c.group, generic), None)] if c.claim is not None else []
-        claims += [(claim, generic, value) for value, claim in c.value_claims.items()]
+        claims += [(claim, VALUE_READERS.get(value, value_evidence), value) for value, claim in c.value_claims.items()]
         for claim, reader, value in claims:
-            measured, reading = reader(c, table, cmp, quality, sizes) if value is None else flip_evidence(
-                c, cmp, quality, "as well as GPT-2's value", variant=c.value_name(value))
+            measured, reading = reader(c, table, cmp, quality, sizes) if value is None else reader(
+                c, value, table, cmp, quality, sizes)
             rows.append({
                 "claim": claim.text,
                 "measured in this run": measured,
@@ -48,11 +48,15 @@ def flip_variant(c: Choice) -> str:
 
 # --- evidence helpers ---------------------------------------------------------------------------------
 
-def variant_row(cmp: pd.DataFrame, variant: str | None = None, sweep: str | None = None,
+def variant_row(cmp: pd.DataFrame, variant: str | list[str] | None = None, sweep: str | None = None,
                 rows: pd.DataFrame | None = None) -> pd.Series | None:
-    """The comparison row of a one-choice flip, from its own sweep when the run has it."""
+    """The comparison row of a one-choice flip, from its own sweep when the run has it; of several variants, the
+    first the run measured."""
     if cmp.empty:
         return None
+    if isinstance(variant, list):
+        found = (variant_row(cmp, v, sweep) for v in variant)
+        return next((r for r in found if r is not None), None)
     cand = rows if rows is not None else cmp[cmp["variant"] == variant]
     cand = cand[cand["fwd"].notna() | cand["decode"].notna() | cand["fwd_flops"].notna()]
     if cand.empty:
@@ -90,13 +94,19 @@ def where(r: pd.Series) -> str:
     return f"{r['device']}, {r['dtype']}, {'compiled' if is_true(r['compile']) else 'eager'}, sweep `{r['sweep']}`"
 
 
+def against(r: pd.Series) -> str:
+    """Whose time a ratio divides by: the block the row's point was paired with."""
+    return f"`{r.get('baseline', 'gpt2')}`'s"
+
+
 def quality_of(quality: pd.DataFrame | None, variant: str, sweep: str, metric: str = "val_loss") -> dict | None:
-    """``variant``'s row of ``ablations.quality.stats.summarize`` against the GPT-2 baseline, from its sweep."""
+    """``variant``'s row of ``ablations.quality.stats.summarize`` against its sweep's baseline block (GPT-2's or
+    Llama-2's: ``reference`` names it), from its sweep."""
     if quality is None or quality.empty:
         return None
     q = quality[(quality["variant"] == variant) & (quality["metric"] == metric)]
     if "reference" in q:
-        q = q[q["reference"] == "gpt2"]
+        q = q[q["reference"].isin(BASELINES)]
     if (q["sweep"] == sweep).any():
         q = q[q["sweep"] == sweep]
     if q.empty or pd.isna(q["mean"].iloc[0]):
@@ -112,7 +122,7 @@ def quality_text(q: dict | None) -> str:
         text += f" [95% CI {q['ci_lo']:.4f}, {q['ci_hi']:.4f}]"
     text += f" {q['unit']}" if isinstance(q.get("unit"), str) else ""
     if not pd.isna(q["diff"]):
-        text += f", Δ vs baseline {q['diff']:+.4f}"
+        text += f", Δ vs `{q.get('reference', 'gpt2')}` {q['diff']:+.4f}"
         if not (pd.isna(q["diff_lo"]) or pd.isna(q["diff_hi"])):
             level = q.get("alpha_adjusted", np.nan)
             text += f" [{q['diff_lo']:+.4f}, {q['diff_hi']:+.4f}]"
@@ -150,7 +160,7 @@ def rmsnorm(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataF
 def _rmsnorm_cost(r: pd.Series | None) -> tuple[str, str]:
     if r is None:
         return f"cost {NOT_MEASURED}", f"Cost {NOT_MEASURED}"
-    measured = (f"forward {ratio_text(r, 'fwd')}, train {ratio_text(r, 'train')} of the baseline's time at "
+    measured = (f"forward {ratio_text(r, 'fwd')}, train {ratio_text(r, 'train')} of {against(r)} time at "
                 f"{r['shape']} ({where(r)})")
     train, fwd = speed_word(r, "train"), speed_word(r, "fwd")
     if train == fwd == "not timed":
@@ -356,21 +366,33 @@ def generic(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataF
     return flip_evidence(c, cmp, quality, "as well as without it")
 
 
+def value_evidence(c: Choice, value: str, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+                   sizes: pd.DataFrame) -> tuple[str, str]:
+    """A claim about a value other than Llama-2's (or a setting flip): its flip on Llama-2's block where the run has
+    ``+sweep=modern``, else on GPT-2's, against the block it was paired with."""
+    return flip_evidence(c, cmp, quality, "as well as the block without it", variants=flip_labels(c, value))
+
+
 def flip_evidence(c: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, claim: str,
-                  why: str = "", variant: str | None = None) -> tuple[str, str]:
-    """(measured, reading) of ``c``'s flip (``variant``, default ``flip_variant(c)``): parameters, forward/train/decode
-    ratios and the loss against the GPT-2 block; ``why`` follows the cost reading (``{params}``: the parameters)."""
-    variant = variant or flip_variant(c)
-    r = variant_row(cmp, variant, c.group)
+                  why: str = "", variants: list[str] | None = None) -> tuple[str, str]:
+    """(measured, reading) of ``c``'s flip (the first of ``variants`` the run measured, default ``flip_variant(c)``,
+    else its flip on Llama-2's block): parameters, forward/train/decode ratios and the loss against the block it was
+    paired with; ``why`` follows the cost reading (``{params}``: the parameters)."""
+    variants = variants or flip_labels(c, c.llama2 if c.in_llama2 else c.flips[0])
+    r = variant_row(cmp, variants, c.group)
+    variant = variants[0] if r is None else str(r["variant"])
+    if r is None:
+        found = (v for v in variants if quality_of(quality, v, c.group) is not None)
+        variant = next(found, variants[0])
     q = quality_of(quality, variant, c.group if r is None else r["sweep"])
     if r is None and q is None:
-        return NOT_MEASURED, NOT_MEASURED + f" (no `{variant}` variant in the table)."
+        return NOT_MEASURED, NOT_MEASURED + f" (no {' or '.join(f'`{v}`' for v in variants)} variant in the table)."
     if r is None:
         cost, saving = f"cost {NOT_MEASURED}", f"Cost {NOT_MEASURED}"
     else:
         pct = r["params_delta"] / r["params_baseline"] if r["params_baseline"] else np.nan
         params = "parameters not compared" if pd.isna(pct) else f"parameters {100 * pct:+.3f}%"
-        cost = (f"{params}, forward {ratio_text(r, 'fwd')}, train {ratio_text(r, 'train')} of the baseline's time "
+        cost = (f"{params}, forward {ratio_text(r, 'fwd')}, train {ratio_text(r, 'train')} of {against(r)} time "
                 f"at {r['shape']}, decode {ratio_text(r, 'decode')} ({where(r)})")
         saving = (f"Cost: forward {speed_word(r, 'fwd')}, forward+backward {speed_word(r, 'train')}, decode "
                   f"{speed_word(r, 'decode')} here" + why.format(params=params))
@@ -379,3 +401,5 @@ def flip_evidence(c: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, cl
 
 # The choices whose claims have readers of their own; every other declared claim is read by ``generic``.
 READERS = {"pos": rope, "norm": rmsnorm, "ffn": swiglu, "attn": gqa, "bias": bias}
+# Claims about a value (or setting flip) with readers of their own; any other is read by ``value_evidence``.
+VALUE_READERS: dict[str, object] = {}

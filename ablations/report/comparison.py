@@ -68,7 +68,8 @@ def comparison(measured: pd.DataFrame) -> pd.DataFrame:
 def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, float] | None,
                   decode: tuple[float, float] | None) -> dict:
     first = g.iloc[0]
-    r = {"sweep": sweep, "case": case, "base_case": first["base_case"], "variant": first["variant"]}
+    r = {"sweep": sweep, "case": case, "base_case": first["base_case"], "variant": first["variant"],
+         "baseline": first.get("baseline") if isinstance(first.get("baseline"), str) else "gpt2"}
     for c in (*row_columns(), "n_heads", "device", "dtype", "compile", "torch"):
         r[c] = first.get(c)  # a table written before a choice was declared has no column for it
     r["params"], r["params_baseline"] = g["params"].median(), g["params_baseline"].median()

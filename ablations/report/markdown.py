@@ -28,7 +28,7 @@ from ablations.report.sections import (
     variants_table,
     work_table,
 )
-from ablations.report.tables import SETUP_COLUMNS, combine, load_table, split
+from ablations.report.tables import SETUP_COLUMNS, baseline_name, combine, load_table, split
 from ablations.results.durable import write_atomic
 from components import choices
 
@@ -90,18 +90,27 @@ def failures_section(bad: pd.DataFrame) -> list[str]:
     return lines + ["", "These points are left out of the tables and figures above.", ""]
 
 
+# What each baseline block is, for the sentence that opens a sweep's section.
+BASELINE_WHAT = {"gpt2": "GPT-2's block: every choice at GPT-2's value",
+                 "llama2": "Llama-2's block: every choice Llama-2 moved at its value, GQA at the size's KV heads, "
+                           "untied embeddings"}
+
+
 def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
                   summary: tuple[pd.DataFrame | None, str], figures: list[str]) -> list[str]:
-    baseline = ", ".join(f"{c.group}={c.gpt2}" for c in choices())
-    lines = [f"## Sweep `{sweep}`", "", f"What each variant is (GPT-2's values: {baseline}, tied embeddings):", "",
-             variants_table(s if not s.empty else q), ""]
+    gpt2 = ", ".join(f"{c.group}={c.gpt2}" for c in choices())
+    paired = baseline_name(s if not s.empty else q)
+    lines = [f"## Sweep `{sweep}`", "", f"What each variant is (GPT-2's values: {gpt2}, tied embeddings):", "",
+             variants_table(s if not s.empty else q), "",
+             f"Baseline: every point here is paired with `{paired}` ({BASELINE_WHAT.get(paired, paired)}), at the "
+             "same sizes and seeds: its ratios and loss differences are against that block.", ""]
     if sweep == "ladder":
         lines += ["The last rung (`llama2`) drops the linear biases and unties the embeddings: the one rung that "
                   "changes two things, because Llama-2 does both. `llama2-bias-tied` below it is the Llama-2 block "
                   "with GPT-2's biases and tied embeddings.", ""]
     if not c.empty:
         lines += ["### Speed, paired with the baseline in the same process", "",
-                  "Ratio = variant time / GPT-2 baseline time (below 1 is faster): median [p25, p75] over paired "
+                  f"Ratio = variant time / `{paired}` time (below 1 is faster): median [p25, p75] over paired "
                   "rounds, at the largest measured shape (batch x sequence); decode at the longest context.", "",
                   speed_table(c), "", "### Size and work", "", work_table(c), "",
                   "⚠ marks a parameter count that differs from the baseline's; read its ratios with that in mind.",
@@ -119,10 +128,10 @@ HOW_TO_READ = [
     "## How to read this",
     "",
     "- `llama2` is Llama-2's block: RoPE, RMSNorm, SwiGLU, GQA and no linear biases, with untied embeddings in "
-    "the quality model. Reports made before bias became the fifth choice (December 2026) called the block with "
-    "GPT-2's biases and tied embeddings `llama2`; that block is now `llama2-bias-tied`.",
-    "- Every timing is paired: the variant and the GPT-2 baseline alternate (ABBA) in one process, and the "
-    "ratio is taken per round. The `gpt2` row is the baseline timed against itself: its spread is the noise floor.",
+    "the quality model.",
+    "- Every timing is paired: the variant and its sweep's baseline (the GPT-2 block, or Llama-2's in a sweep run "
+    "with `baseline=llama2`) alternate (ABBA) in one process, and the ratio is taken per round. The baseline's own "
+    "row is it timed against itself: its spread is the noise floor.",
     "- Spreads are quartiles over rounds, not confidence intervals. Absolute times and tokens/s are secondary: "
     "they move with machine load, the ratios much less.",
     "- FLOPs count matrix products only (a multiply-add is 2; causal attention counts the full score matrix); "

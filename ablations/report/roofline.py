@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ablations.config.variants import arch_from_row, baseline_of
+from ablations.config.variants import arch_from_row, baseline_of_row
 from ablations.report.formatting import fmt_pct, fmt_spread, fmt_x, markdown_table
-from ablations.report.tables import BASELINE
+from ablations.report.tables import baseline_name
 from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware, load_hardware
 from ablations.roofline.model import predict
@@ -73,7 +73,7 @@ def validation(pts: pd.DataFrame, hw: Hardware) -> pd.DataFrame:
     rows = []
     for _, r in use.iterrows():
         arch = arch_of(r)
-        base = baseline_of(arch)
+        base = baseline_of_row(r, arch)
         mode, b, t = str(r["mode"]), int(r["batch"]), int(r["seq_len"])
         elem = ELEMENT_BYTES[str(r["dtype"])]
         pv = predict(mode_work(arch, mode, b, t, elem), hw, kernel_calls(arch, mode))
@@ -144,7 +144,8 @@ def decode_bandwidth_table(p: pd.DataFrame) -> str | None:
     if d.empty:
         return None
     grid = d.pivot_table(index=["batch", "seq_len"], columns="case", values="bandwidth_utilisation", sort=False)
-    cases = sorted(grid.columns, key=lambda c: not str(c).startswith(BASELINE))
+    base = baseline_name(d)
+    cases = sorted(grid.columns, key=lambda c: not str(c).startswith(base))
     cells = pd.DataFrame({"batch x context": [f"{int(b)} x {int(c):,}" for b, c in grid.index]})
     for c in cases:
         cells[c] = grid[c].map(fmt_pct).to_numpy()

@@ -162,7 +162,7 @@ def trend_table(q: pd.DataFrame) -> pd.DataFrame | None:
     """Each variant trained at several widths: its effect at the ends and the slope per 10x parameters."""
     from ablations.quality.scaling import effect_trend
 
-    t = effect_trend(q, BASELINE)
+    t = effect_trend(q)
     if t.empty:
         return None
 

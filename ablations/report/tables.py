@@ -65,5 +65,25 @@ def add_case(frame: pd.DataFrame) -> pd.DataFrame:
         if varying:
             suffix = g[varying].astype(str).apply(lambda r: ", ".join(f"{k}={v}" for k, v in r.items()), axis=1)
             frame.loc[g.index, "case"] = g["variant"].astype(str) + " [" + suffix + "]"
-    frame["base_case"] = frame["case"].str.replace(r"^[^\[]*", BASELINE + " ", regex=True).str.strip()
+    base = baselines(frame)
+    settings = frame["case"].str.extract(r"(\[.*)$", expand=False).fillna("")
+    frame["base_case"] = (base + " " + settings).str.strip()
     return frame
+
+
+def baselines(frame: pd.DataFrame) -> pd.Series:
+    """Each row's baseline variant: the block its point was paired with (GPT-2's where a table predates it)."""
+    named = frame["baseline"] if "baseline" in frame else pd.Series(np.nan, index=frame.index)
+    return named.where(named.notna(), BASELINE).astype(str)
+
+
+def summary_baseline(summary: pd.DataFrame) -> str:
+    """The baseline variant of a quality summary (``stats.summarize``): the variant compared with itself."""
+    own = summary[summary["variant"] == summary["reference"]] if "reference" in summary else summary.iloc[:0]
+    return str(own["variant"].iloc[0]) if not own.empty else BASELINE
+
+
+def baseline_name(frame: pd.DataFrame) -> str:
+    """The baseline variant of a sweep's rows (the first named; GPT-2's in a table that predates the column)."""
+    named = baselines(frame)
+    return str(named.iloc[0]) if len(named) else BASELINE

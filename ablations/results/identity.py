@@ -18,6 +18,8 @@ from components import choices
 
 # Settings that say where and how to run, not what is measured.
 IDENTITY_EXCLUDES = ("out", "allow_parallel_timing", "hydra")
+# Run settings added after points were first written, at the value that changes nothing they measured.
+NEUTRAL_RUN_SETTINGS = {"baseline": {"name": "gpt2"}}
 
 
 def _without_neutral(config: type, group: dict[str, Any]) -> dict[str, Any]:
@@ -27,7 +29,8 @@ def _without_neutral(config: type, group: dict[str, Any]) -> dict[str, Any]:
 
 def point_identity(cfg: DictConfig) -> dict[str, Any]:
     resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    identity = {k: v for k, v in resolved.items() if k not in IDENTITY_EXCLUDES}
+    identity = {k: v for k, v in resolved.items()
+                if k not in IDENTITY_EXCLUDES and not (k in NEUTRAL_RUN_SETTINGS and NEUTRAL_RUN_SETTINGS[k] == v)}
     for c in choices():
         if not isinstance(identity.get(c.group), dict):
             continue

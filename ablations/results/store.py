@@ -18,11 +18,10 @@ from ablations.results.table import POINTS_DIR, TABLE
 from ablations.results.table import collect as collect_points
 from components.choice import row_columns
 
-
 # The columns every row has, in order. Identity, then the measurement, then provenance.
 COLUMNS = [
     "sweep", "variant", "point", *row_columns(), "tie_embeddings",
-    "d_model", "n_layers", "n_heads", "ffn_hidden", "params", "params_baseline",
+    "d_model", "n_layers", "n_heads", "ffn_hidden", "params", "params_baseline", "baseline", "baseline_kv_heads",
     "metric", "mode", "batch", "seq_len", "step", "position", "value", "unit", "statistic", "lo", "hi",
     "min", "max", "n", "seed", "profile", "corpus", "device", "device_name", "dtype", "threads", "compile", "launcher",
     "torch", "git_rev", "malloc", "host", "time", "status", "error", "note",

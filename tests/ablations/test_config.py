@@ -8,13 +8,14 @@ import sys
 import pytest
 
 from ablations.cli import prevalidate
-from ablations.config.generated import all_sweep, ladder, leave_one_out, sweep_lines
+from ablations.config.generated import all_sweep, ladder, leave_one_out, modern, sweep_lines
 from components import choices, llama2_choices
 
 # The sweeps written as files; the generated ones follow from the declarations.
 FILE_SWEEP_POINTS = {"kv": 5, "gqa_matched": 3, "scale": 6}
 SWEEP_POINTS = {**{c.group: len(c.values) for c in choices() if c.sweep}, "all": len(all_sweep()),
-                "ladder": len(ladder()), "leave_one_out": len(leave_one_out()), **FILE_SWEEP_POINTS}
+                "ladder": len(ladder()), "leave_one_out": len(leave_one_out()), "modern": len(modern()),
+                **FILE_SWEEP_POINTS}
 
 
 def test_every_sweep_is_counted_here():

@@ -27,7 +27,8 @@ from components import choices
 ROOT = Path(__file__).resolve().parents[2]
 INJECT = Path(__file__).resolve().parent / "inject"
 # The declared choice groups come right after model, in declaration order.
-RUN_KEYS = ", ".join(["model", *(c.group for c in choices()), "profile", "train", "data", "measure", "match_params",
+RUN_KEYS = ", ".join(["model", *(c.group for c in choices()), "profile", "train", "baseline", "data", "measure",
+                      "match_params",
                       "sweep_name", "device", "dtype", "compile", "threads", "seed", "out", "allow_parallel_timing"])
 TRAIN_KEYS = ("name, enabled, seeds, steps, batch, context, lr, lr_min_ratio, warmup, weight_decay, clip, "
               "log_interval, eval_interval, eval_batches, extrapolation, position_buckets, d_model, n_layers, "
