@@ -25,7 +25,7 @@ from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_act
 from ablations.measure.timing import PairedTiming, time_call, time_paired
 from ablations.measure.work_rows import add_backend_rows, add_ceiling_rows, add_work_rows
 from ablations.results.rows import Rows, Summary
-from components import ArchConfig, Decoder, KVCache, build_decoder, count_parameters
+from components import ArchConfig, Decoder, KVCache, build_decoder, count_parameters, new_cache
 
 
 def add_paired(rows: Rows, prefix: str, mode: str, shape: Shape, paired: PairedTiming, tokens: int) -> Summary:
@@ -187,7 +187,8 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     d = variant.arch.model.d_model
     subjects = (variant, baseline)
     filled = [_fill_cache(s.model, batch, context) for s in subjects]
-    kv_bytes = filled[0].nbytes * context // (context + 1)
+    # What a cache of ``context`` positions holds: a rolling (windowed) cache keeps only its window of them.
+    kv_bytes = new_cache(variant.arch, batch, context, dtype=dtype, device="meta").nbytes
     rows.add("kv_cache_bytes", kv_bytes, "B", mode="decode", shape=shape)
     rows.add("flops", F.analytic_forward_flops(variant.arch, batch, 1, context + 1), "FLOP", mode="decode",
              shape=shape, statistic="analytic")

@@ -12,7 +12,7 @@ from dataclasses import replace
 from omegaconf import DictConfig
 
 from ablations.config.variants import match_params
-from components import POSITIONS, ArchConfig, AttnConfig, ModelConfig
+from components import POSITIONS, ArchConfig, ModelConfig
 from components.config import ConfigError
 
 
@@ -45,9 +45,10 @@ def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     if arch.attn.name == "gqa" and arch.n_kv_heads < arch.model.n_heads:
         kv = tc.n_kv_heads if tc.n_kv_heads is not None else map_kv_heads(arch.n_kv_heads, arch.model.n_heads,
                                                                           model.n_heads)
-        attn = AttnConfig("gqa", int(kv))
-    else:  # MHA (or GQA with every head its own KV head) and MQA carry over by name
-        attn = AttnConfig("mha" if arch.attn.name == "gqa" else arch.attn.name)
+        attn = replace(arch.attn, name="gqa", n_kv_heads=int(kv))
+    else:  # MHA (or GQA with every head its own KV head), MQA and MLA carry over by name
+        attn = replace(arch.attn, name="mha" if arch.attn.name == "gqa" else arch.attn.name, n_kv_heads=None)
+    # Other attention settings (a window, MLA's sizes) carry over; MLA's unset sizes follow the quality model's heads.
     # Every other choice carries over as it is (``replace`` copies each group): a new choice needs no edit here.
     q = arch.replace(model=model, ffn=replace(arch.ffn, hidden_dim=None), attn=attn)
     if bool(cfg.match_params):

@@ -69,6 +69,12 @@ def kv_bytes_per_token(arch: ArchConfig) -> int:
     return cache.nbytes
 
 
+def kv_bytes_at(arch: ArchConfig, context: int) -> int:
+    """KV-cache bytes one sequence holds at ``context`` tokens (a sliding window's rolling cache keeps only its
+    window), from a meta-device cache."""
+    return new_cache(arch, batch_size=1, max_seq_len=context, dtype=KV_DTYPE, device="meta").nbytes
+
+
 # --- which models -------------------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +122,7 @@ def row(entry: Entry) -> dict:
         "d_model": a.model.d_model, "n_layers": a.model.n_layers, "n_heads": a.model.n_heads,
         "n_kv_heads": a.n_kv_heads, "ffn_hidden": a.ffn_hidden, "context": a.model.max_seq_len,
         "params": count_params(a), "flops_per_token": flops_per_token(a),
-        "kv_bytes_per_token": per_token, "kv_bytes_context": per_token * a.model.max_seq_len,
+        "kv_bytes_per_token": per_token, "kv_bytes_context": kv_bytes_at(a, a.model.max_seq_len),
     }
 
 

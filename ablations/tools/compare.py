@@ -3,7 +3,8 @@
     python -m ablations.compare OLD NEW [--threshold METRIC=PCT ...] [--verbose]
 
 OLD and NEW are ``results.csv`` files or run folders (holding ``results.csv`` or ``points/*.csv``). Rows
-are matched on (sweep, variant, metric, mode, batch, seq_len), plus step and position for quality rows;
+are matched on (sweep, variant, baseline, metric, mode, batch, seq_len), plus step and position for quality rows
+(``baseline``: the block a ratio or loss difference is against, GPT-2's where a table predates the column);
 several rows under one key (seeds) are reduced to their median. Each metric has a direction (latency up
 is worse, throughput down is worse) and a threshold in percent of the old value, in the metric's own
 terms: ``latency`` 50 fails at 1.5x the old time, ``throughput`` 33 fails at two thirds of the old rate.
@@ -25,7 +26,9 @@ import pandas as pd
 
 from ablations.results.table import TableError, load
 
-KEY = ["sweep", "variant", "metric", "mode", "batch", "seq_len"]
+KEY = ["sweep", "variant", "baseline", "metric", "mode", "batch", "seq_len"]
+# The block every table from before the ``baseline`` column was paired with.
+DEFAULT_BASELINE = "gpt2"
 QUALITY_KEY = ["step", "position"]  # quality rows: one value per training step or position
 REQUIRED = ["variant", "metric", "value"]
 HIGHER_IS_WORSE, LOWER_IS_WORSE = 1, -1
@@ -84,6 +87,7 @@ class Change:
     def describe(self) -> str:
         k = self.key
         where = " ".join(f"{c}={k[c]}" for c in ("sweep", "variant", "mode") if k.get(c))
+        where += f" (against {k['baseline']})" if k.get("baseline") else ""
         shape = f" {k['batch']}x{k['seq_len']}" if k.get("batch") and k.get("seq_len") else ""
         extra = "".join(f" {c}={k[c]}" for c in QUALITY_KEY if k.get(c))
         moved = (self.new / self.old - 1) * 100 if self.old else math.inf
@@ -147,6 +151,8 @@ def medians(table: pd.DataFrame) -> pd.DataFrame:
         t[c] = pd.to_numeric(t[c], errors="coerce") if c in t.columns else math.nan
     if "unit" not in t.columns:
         t["unit"] = ""
+    named = t["baseline"].astype(object) if "baseline" in t.columns else pd.Series(None, index=t.index, dtype=object)
+    t["baseline"] = named.where(named.notna(), DEFAULT_BASELINE)
     for c in cols:
         t[c] = t[c].map(_key_text)
     grouped = t.groupby(cols, sort=True, dropna=False)
