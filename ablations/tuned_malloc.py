@@ -1,6 +1,8 @@
 """glibc's allocator returns and refaults large buffers between calls, which moved memory-bound timings by up
-to 4x here (DESIGN.md). It reads its tunables only at start-up, so a timing command sets them and starts
-itself once more; ``BLOCKBENCH_MALLOC=off`` keeps the default allocator (the setting is recorded per row)."""
+to 4x on the 2-core reference machine (to see it on another: run a sweep with ``BLOCKBENCH_MALLOC=off`` and
+without, then ``python -m ablations.compare OFF_RUN TUNED_RUN``). It reads its tunables only at start-up, so a
+timing command sets them and starts itself once more; ``BLOCKBENCH_MALLOC=off`` keeps the default allocator
+(the setting is recorded per row)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,9 @@ from components.work import Step, Work
 POSITIONS: Registry[type[nn.Module]] = Registry("pos.name")
 
 # An additive bias on the attention scores: ``bias(start, t, s, device)`` for queries at start..start+t-1 over keys
-# 0..s-1, shape (heads, t, s), fp32, built on ``device`` (the scores').
+# 0..s-1, shape (heads, t, s), fp32, built on ``device`` (the scores'). It must depend on a query's position i and a
+# key's j only through i - j (ALiBi's does): a sliding window's cache holds only the last keys, and attention asks
+# for their bias with every position shifted so that its first key is 0.
 ScoreBias = Callable[[int, int, int, torch.device], torch.Tensor]
 
 
@@ -233,4 +235,12 @@ POS = declare(Choice(
         "RoPE extends to longer contexts more gracefully",
         (("Press et al. 2022 (ALiBi), Table 3", "rotary ppl 19.33 at L=1024 → 31.17 at 2024 → 106.99 at 16024"),),
     ),
+    value_claims={"alibi": Claim(
+        "ALiBi trains short and tests long: it extrapolates past its training length",
+        (("Press et al. 2022, abstract",
+          "a 1.3B model trained on 1024 tokens extrapolates to 2048 with the perplexity of a sinusoidal model trained "
+          "on 2048, training 11% faster with 11% less memory"),
+         ("Press et al. 2022, Table 3", "ALiBi ppl 19.31 at L=1024 → 18.40 at 2048 → 18.15 at 16024 "
+          "(rotary: 19.33 → 31.17 → 106.99)")),
+    )},
 ))

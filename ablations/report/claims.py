@@ -28,7 +28,8 @@ def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame |
     rows = []
     for c in choices():
         claims = [(c.claim, READERS.get(c.group, generic), None)] if c.claim is not None else []
-        claims += [(claim, VALUE_READERS.get(value, value_evidence), value) for value, claim in c.value_claims.items()]
+        claims += [(claim, VALUE_READERS.get((c.group, value), value_evidence), value)
+                   for value, claim in c.value_claims.items()]
         for claim, reader, value in claims:
             measured, reading = reader(c, table, cmp, quality, sizes) if value is None else reader(
                 c, value, table, cmp, quality, sizes)
@@ -179,8 +180,9 @@ def _why_rmsnorm_slower(r: pd.Series) -> str:
     if is_true(r["compile"]):
         return ", even under torch.compile"
     if str(r["torch"]).startswith("2.13"):
-        return (f", the opposite of the claim: torch {r['torch']} does not fuse rms_norm on CPU and its backward is "
-                "composite autograd (DESIGN.md); a compile=true run measures the fused case")
+        return (f", the opposite of the claim: torch {r['torch']}'s rms_norm backward on CPU is composite autograd (a "
+                "torch.profiler trace of forward+backward shows aten::pow, mean, rsqrt, mul and div beside the one "
+                "fused forward kernel); a compile=true run measures the fused case")
     return f", the opposite of the claim (check whether torch {r['torch']} fuses rms_norm on CPU)"
 
 
@@ -263,6 +265,45 @@ def extrapolation_evidence(table: pd.DataFrame) -> dict[str, pd.Series] | None:
     pos_sweep = rows[rows["sweep"] == pos.group]
     rows = pos_sweep if (pos_sweep["variant"] == llama).any() else rows
     return {names[v]: g.groupby("seq_len")["value"].mean().sort_index() for v, g in rows.groupby("variant")}
+
+
+def extrapolation_against_baseline(c: Choice, value: str, table: pd.DataFrame, cmp: pd.DataFrame,
+                                   quality: pd.DataFrame | None, sizes: pd.DataFrame) -> tuple[str, str]:
+    """A position scheme's loss by evaluation length beside its baseline's (the block it was paired with: RoPE in
+    Llama-2's, learned positions in GPT-2's), from the first of its flips the run trained."""
+    rows = table[(table["metric"] == "extrap_loss") & (table["status"].fillna("ok") == "ok")]
+    for variant in flip_labels(c, value):
+        mine = rows[rows["variant"] == variant]
+        if mine.empty:
+            continue
+        sweep = mine["sweep"].iloc[0]
+        mine = mine[mine["sweep"] == sweep]
+        named = mine["baseline"].dropna() if "baseline" in mine else pd.Series(dtype=object)
+        base_name = str(named.iloc[0]) if len(named) else "gpt2"
+        base = rows[(rows["variant"] == base_name) & (rows["sweep"] == sweep)]
+        curve = mine.groupby("seq_len")["value"].mean().sort_index()
+        measured = f"`{variant}`: {_curve_text(curve)}"
+        if base.empty:
+            return measured + f" (sweep `{sweep}`; no `{base_name}` rows beside it)", "No baseline to compare with."
+        base_pos = arch_from_row(base.iloc[0]).pos.name
+        bcurve = base.groupby("seq_len")["value"].mean().sort_index()
+        measured += f"; `{base_name}` ({choice('pos').shown(base_pos)}): {_curve_text(bcurve)} (sweep `{sweep}`)"
+        g, gb = _growth(curve), _growth(bcurve)
+        L0, L1 = int(curve.index[0]), int(curve.index[-1])
+        shown = c.shown(value)
+        if pd.isna(g):
+            return measured, f"{shown} could not be evaluated at {L1}."
+        reading = f"{shown}'s loss changes {100 * (g - 1):+.1f}% from {L0} to {L1} tokens"
+        if pd.isna(gb):
+            reading += f"; {choice('pos').shown(base_pos)} cannot be evaluated past its table at all"
+        else:
+            reading += (f", {'less' if g < gb else 'no less'} than {choice('pos').shown(base_pos)}'s "
+                        f"{100 * (gb - 1):+.1f}%")
+        verdict_text = "extrapolates as claimed" if g <= 1.0 else (
+            "degrades past its training length, less than its baseline" if pd.isna(gb) or g < gb else
+            "does not extrapolate better than its baseline here")
+        return measured, f"{reading}: {verdict_text} (means over seeds; no interval on the growth)."
+    return NOT_MEASURED + " (no extrapolation rows)", NOT_MEASURED + "."
 
 
 def _curve_text(curve: pd.Series) -> str:
@@ -366,6 +407,34 @@ def generic(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataF
     return flip_evidence(c, cmp, quality, "as well as without it")
 
 
+def _kv_text(r: pd.Series) -> str:
+    """The KV cache beside the baseline's, where the flip moved it (a window, a latent cache)."""
+    ratio = r.get("kv_per_token_ratio", np.nan)
+    if pd.isna(ratio) or abs(ratio - 1) < 0.005:
+        return ""
+    ctx = "" if pd.isna(r["decode_ctx"]) else f" at context {int(r['decode_ctx']):,}"
+    return f"; KV cache {fmt_bytes(r['kv_per_token'])}/token{ctx}, {ratio:.3g}× {against(r)}"
+
+
+def qknorm(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+           sizes: pd.DataFrame) -> tuple[str, str]:
+    """Cost and loss as any flip; then what this scale can say about the claim, which is about stability."""
+    measured, reading = flip_evidence(c, cmp, quality, "as well as without it")
+    if quality is None or quality.empty or "diverged" not in quality:
+        return measured, reading + " Stability: no quality runs, nothing to say."
+    finals = quality[(quality["metric"] == "val_loss") & quality["reference"].isin(BASELINES)]
+    runs = int(finals["n"].fillna(0).sum() + finals["diverged"].fillna(0).sum())
+    diverged = int(finals["diverged"].fillna(0).sum())
+    target = ("The instability it targets (attention logits growing until softmax is one-hot) was reported at billions "
+              "of parameters or at learning rates far above this harness's")
+    if diverged == 0:
+        return measured, (reading + f" Stability: none of the {runs} quality runs in this report diverged. {target}; "
+                          "at this scale and learning rate every block trains stably, so this run measures QK-norm's "
+                          "cost and its loss at a stable setting, not the stability claim.")
+    return measured, (reading + f" Stability: {diverged} of {runs} quality runs in this report diverged (the quality "
+                      f"table says which). {target}; a divergence at this scale is not that instability.")
+
+
 def value_evidence(c: Choice, value: str, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
                    sizes: pd.DataFrame) -> tuple[str, str]:
     """A claim about a value other than Llama-2's (or a setting flip): its flip on Llama-2's block where the run has
@@ -393,13 +462,13 @@ def flip_evidence(c: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, cl
         pct = r["params_delta"] / r["params_baseline"] if r["params_baseline"] else np.nan
         params = "parameters not compared" if pd.isna(pct) else f"parameters {100 * pct:+.3f}%"
         cost = (f"{params}, forward {ratio_text(r, 'fwd')}, train {ratio_text(r, 'train')} of {against(r)} time "
-                f"at {r['shape']}, decode {ratio_text(r, 'decode')} ({where(r)})")
+                f"at {r['shape']}, decode {ratio_text(r, 'decode')} ({where(r)}){_kv_text(r)}")
         saving = (f"Cost: forward {speed_word(r, 'fwd')}, forward+backward {speed_word(r, 'train')}, decode "
                   f"{speed_word(r, 'decode')} here" + why.format(params=params))
     return f"{cost}; {quality_text(q)}", f"{saving}. Quality: {_quality_reading(q, claim)}."
 
 
 # The choices whose claims have readers of their own; every other declared claim is read by ``generic``.
-READERS = {"pos": rope, "norm": rmsnorm, "ffn": swiglu, "attn": gqa, "bias": bias}
+READERS = {"pos": rope, "norm": rmsnorm, "ffn": swiglu, "attn": gqa, "bias": bias, "qknorm": qknorm}
 # Claims about a value (or setting flip) with readers of their own; any other is read by ``value_evidence``.
-VALUE_READERS: dict[str, object] = {}
+VALUE_READERS: dict[tuple[str, str], object] = {("pos", "alibi"): extrapolation_against_baseline}

@@ -21,10 +21,10 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from ablations.report.axes import log2_x_at, log_x, loglog  # noqa: E402
+from ablations.report.axes import log2_x_at, log_axis, log_ratio, log_x, loglog  # noqa: E402
+from ablations.report.tables import BASELINE, baseline_name, summary_baseline  # noqa: E402
 from ablations.results.durable import write_atomic  # noqa: E402
 
-BASELINE = "gpt2"
 # Deterministic SVGs (fixed element ids, no date), so a rebuilt reference report diffs only where data changed.
 # Text stays text in the SVGs (searchable, editable).
 STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("notebook", font_scale=0.9),
@@ -41,7 +41,8 @@ def palette(cases: list[str]) -> dict[str, tuple]:
 
 def case_order(frame: pd.DataFrame) -> list[str]:
     cases = list(dict.fromkeys(frame["case"]))
-    return sorted(cases, key=lambda c: not c.startswith(BASELINE))
+    base = baseline_name(frame) if "baseline" in frame else BASELINE
+    return sorted(cases, key=lambda c: not c.startswith(base))
 
 
 def _figure(ncols: int = 1, width: float = 5.5, height: float = 4.0) -> tuple[Figure, list]:
@@ -165,9 +166,10 @@ def measured_vs_roofline(s: pd.DataFrame) -> Figure | str:
     p = p[p["roofline_ratio"].notna() & (p["case"] != p["base_case"])] if not p.empty else p
     if p.empty:
         return "no roofline ratios beside measured ones (timing skipped, or only the baseline)"
-    return _diagonal(p, "roofline_ratio", "measured_ratio", "roofline ratio (variant / GPT-2)",
-                     "measured ratio (variant / GPT-2, paired median)",
-                     f"{s['sweep'].iloc[0]}: measured vs roofline (log-log)", log=True, line="measured = roofline")
+    return _diagonal(p, "roofline_ratio", "measured_ratio", f"roofline ratio (variant / {baseline_name(p)})",
+                     f"measured ratio (variant / {baseline_name(p)}, paired median)",
+                     f"{s['sweep'].iloc[0]}: measured vs roofline (log-log)", scale=log_ratio,
+                     line="measured = roofline")
 
 
 def predicted_vs_measured(s: pd.DataFrame) -> Figure | str:
@@ -185,17 +187,20 @@ def predicted_vs_measured(s: pd.DataFrame) -> Figure | str:
     order = case_order(v)  # one colour per case in both panels
     flips = v[v["case"] != v["base_case"]]
     if not flips.empty:
-        _diagonal(flips, "predicted_ratio", "measured_ratio", "predicted ratio (variant / GPT-2)",
-                  "measured ratio (paired median)", "ratios (log-log)", ax=axes[0], log=True, order=order)
+        _diagonal(flips, "predicted_ratio", "measured_ratio", f"predicted ratio (variant / {baseline_name(flips)})",
+                  "measured ratio (paired median)", "ratios (log-log)", ax=axes[0], scale=log_ratio, order=order)
     t = v.assign(predicted_ms=1e3 * v["predicted_s"], measured_ms=1e3 * v["latency"])
     _diagonal(t, "predicted_ms", "measured_ms", "predicted time (ms)", "measured time (ms, median)",
-              "absolute times (log-log)", ax=axes[1], log=True, order=order)
+              "absolute times (log-log)", ax=axes[1], scale=log_axis, order=order)
     fig.suptitle(f"{s['sweep'].iloc[0]}: performance model against measurement")
     return fig
 
 
 def _diagonal(p: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, title: str, ax: object = None,
-              log: bool = False, order: list[str] | None = None, line: str = "measured = predicted") -> Figure | None:
+              scale: Callable[[Axes, str], None] | None = None, order: list[str] | None = None,
+              line: str = "measured = predicted") -> Figure | None:
+    """``y`` against ``x``, one colour per case and a marker per mode, and the line where they are equal; ``scale``
+    (``log_ratio`` or ``log_axis``) sets both axes."""
     fig = None
     if ax is None:
         fig, (ax,) = _figure(width=6.0)
@@ -205,9 +210,9 @@ def _diagonal(p: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, title: 
                     palette={c: colours[c] for c in present}, ax=ax)
     lo, hi = min(p[x].min(), p[y].min()), max(p[x].max(), p[y].max())
     ax.plot([lo, hi], [lo, hi], color="0.5", linestyle="--", linewidth=1, label=line)
-    if log:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+    if scale is not None:
+        scale(ax, "x")
+        scale(ax, "y")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -262,7 +267,7 @@ def extrapolation(q: pd.DataFrame) -> Figure | str:
 
 def _with_positions(rows: pd.DataFrame) -> pd.Series:
     """The baseline's label names its positions (``gpt2 (learned)``): the point of a length plot."""
-    base = rows["variant"] == BASELINE
+    base = rows["variant"] == baseline_name(rows)
     return rows["case"].where(~base, rows["case"] + " (" + rows["pos"].astype(str) + ")")
 
 
@@ -302,10 +307,11 @@ def scale_effects(s: pd.DataFrame) -> Figure | str:
     if v["d_model"].nunique() < 2:
         return "one quality-model width in this sweep (`+sweep=scale` trains three)"
     fig, (left, right) = _figure(2, width=5.2)
-    order = sorted(dict.fromkeys(v["variant"]), key=lambda c: c != BASELINE)
+    base = summary_baseline(v)
+    order = sorted(dict.fromkeys(v["variant"]), key=lambda c: c != base)
     colours = palette(order)
     own = v.drop_duplicates(["variant", "d_model"]).sort_values("params")
-    effects = v[(v["reference"] == BASELINE) & (v["variant"] != BASELINE) & v["diff"].notna()].sort_values("params")
+    effects = v[(v["reference"] == base) & (v["variant"] != base) & v["diff"].notna()].sort_values("params")
     for i, variant in enumerate(order):
         style = dict(color=colours[variant], marker=MARKERS[i % len(MARKERS)], capsize=3, label=variant)
         m = own[own["variant"] == variant]
@@ -319,7 +325,7 @@ def scale_effects(s: pd.DataFrame) -> Figure | str:
         log_x(ax)
         ax.set_xlabel("parameters of the quality model (log)")
     left.set_ylabel(f"validation loss ({unit}), mean [95% CI]")
-    right.set_ylabel(f"Δ validation loss vs {BASELINE} at the same width")
+    right.set_ylabel(f"Δ validation loss vs {base} at the same width")
     seeds = int(v["n"].max())
     left.set_title(f"{s['sweep'].iloc[0]}: loss against size, {seeds} seeds")
     right.set_title("effect against size, Holm-level interval")
@@ -363,9 +369,10 @@ class Kind:
     note: str = ""
 
 
-PAIRED = ("Every point is the variant's time over the GPT-2 baseline's from the same pairing (both timed in "
-          "alternating rounds of one process), median with p25–p75 bars; 1 is no difference and the `gpt2` line, the "
-          "baseline against itself, is the noise floor. Absolute times of different points are not drawn: the points "
+PAIRED = ("Every point is the variant's time over its baseline's (the block the sweep pairs with: `gpt2` unless it "
+          "ran with baseline=llama2) from the same pairing (both timed in alternating rounds of one process), median "
+          "with p25–p75 bars; 1 is no difference and the baseline's own line, it against itself, is the noise floor. "
+          "Absolute times of different points are not drawn: the points "
           "ran minutes apart and the machine's speed drifts between them by more than most effects.")
 FIGURES: list[Kind] = [
     Kind("ratios", "Paired latency ratio against the baseline", "cmp", ratio_bars,
@@ -375,12 +382,29 @@ FIGURES: list[Kind] = [
     Kind("decode-ratio-vs-context", "Paired decode-step ratio against context length, per n_kv_heads", "measured",
          decode_ratio_vs_context, PAIRED + " Each round decodes from fresh copies of both caches and weights; the "
          "speed table's decode ms/step is the absolute figure at the longest context."),
-    Kind("roofline", "Measured ratio against roofline ratio, every timed point", "measured", measured_vs_roofline),
+    Kind("roofline", "Measured ratio against roofline ratio, every timed point", "measured", measured_vs_roofline,
+         "One point per variant, mode and shape. x: the variant's roofline time over the baseline's at the same "
+         "shape (FLOPs and bytes of the work model at this run's measured ceilings); y: the variant's time over the "
+         "baseline's from the same pairing, median. On the dashed diagonal the FLOPs and bytes the design choice "
+         "moved explain the measured ratio; the baseline against itself (1 on both axes) is left out."),
     Kind("prediction", "Performance model against measurement: ratios and absolute times", "measured",
-         predicted_vs_measured),
-    Kind("training-curves", "Training curves over seeds", "quality", training_curves),
-    Kind("extrapolation", "Loss against evaluation length", "quality", extrapolation),
-    Kind("loss-by-position", "Loss by position", "quality", loss_by_position),
+         predicted_vs_measured,
+         "Left, one point per variant, mode and shape: the calibrated model's time for the variant over its time for "
+         "the baseline at the same shape, against the measured ratio (variant over baseline from the same "
+         "pairing, median). Right, every timed point, the baseline's included: its predicted time against its "
+         "measured median time, which carries the machine's drift between points. Dashed: prediction = "
+         "measurement."),
+    Kind("training-curves", "Training curves over seeds", "quality", training_curves,
+         "Each variant's loss against training step, mean over its seeds with a 95% bootstrap band. For one seed "
+         "every variant trains on the same bytes in the same order and is scored on the same validation bytes (the "
+         "quality table pairs the variants by seed); the bands are over seeds, not over those pairs."),
+    Kind("extrapolation", "Loss against evaluation length", "quality", extrapolation,
+         "Each trained variant's validation loss at each evaluation length: every length and every variant predicts "
+         "the same validation bytes, only the context differs. Mean over seeds with a 95% bootstrap band; a length a "
+         "variant cannot evaluate (learned positions past their table) is named under the axis, not drawn."),
+    Kind("loss-by-position", "Loss by position", "quality", loss_by_position,
+         "Each variant's loss at each position of the same validation windows, one panel per evaluation length, "
+         "mean over seeds with a 95% bootstrap band; the dashed line is the training context."),
     Kind("scale", "Validation loss and each effect against parameters", "summary", scale_effects,
          "Left: each variant's mean over seeds with its 95% Student-t interval at each quality-model width. Right: "
          "the variant minus the baseline trained at the same width, paired by seed, with the interval at the level "

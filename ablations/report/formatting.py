@@ -106,14 +106,6 @@ def fmt_verdict(verdict: object, mde: float = float("nan"), note: object = None)
     return f"{verdict}; {note}" if isinstance(note, str) and note else verdict
 
 
-def format_numbers(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.copy()
-    for column in out.columns:
-        if pd.api.types.is_float_dtype(out[column]):
-            out[column] = out[column].map(lambda v: "—" if pd.isna(v) else f"{v:.4g}")
-    return out
-
-
 def number_word(n: int) -> str:
     """``5`` -> ``five``: counts of choices read as words in prose (digits past ten)."""
     words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")

@@ -166,8 +166,8 @@ def roofline_section(s: pd.DataFrame) -> list[str]:
     p = points(s)
     if p.empty or p["roofline_ratio"].isna().all():
         return ["No roofline rows in this sweep (timing was skipped, or the run predates them).", ""]
-    lines = ["### Measured against roofline", "", BYTES_MODEL, "", "Ratio = variant / GPT-2 baseline at the same "
-             "shape: measured (paired, median [p25, p75]) against the roofline's; where they differ, the design "
+    lines = ["### Measured against roofline", "", BYTES_MODEL, "", f"Ratio = variant / `{baseline_name(p)}` at the "
+             "same shape: measured (paired, median [p25, p75]) against the roofline's; where they differ, the design "
              "choice moved FLOPs or bytes by the roofline's amount and this machine's kernels turned it into the "
              "measured time.", "", roofline_table(p), ""]
     grid = decode_bandwidth_table(p)

@@ -13,6 +13,7 @@ import pytest
 from ablations.cli import CONF_DIR
 from ablations.config.generated import all_variants, file_sweeps
 from ablations.config.generated import sweeps as generated_sweeps
+from ablations.config.variants import BASELINES
 from components import choices
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,8 +60,10 @@ def test_help_lists_every_declared_choice_with_its_values(help_text):
 def test_help_groups_are_the_conf_folders_and_generated_variants_without_schema_nodes(help_text):
     groups = dict(ln.split(": ", 1) for ln in section(help_text, "Configuration groups"))
     folders = {p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "hydra"}
-    assert set(groups) == folders
-    generated = {"variant": {v.name for v in all_variants()}, "sweep": {s.name for s in generated_sweeps()}}
+    # ``baseline`` is generated whole (one option per block a point can be paired with): no folder.
+    assert set(groups) == folders | {"baseline"}
+    generated = {"variant": {v.name for v in all_variants()}, "sweep": {s.name for s in generated_sweeps()},
+                 "baseline": set(BASELINES)}
     for group, options in groups.items():
         files = {p.stem for p in (CONF_DIR / group).glob("*.yaml")}
         assert options.split(", ") == sorted(files | generated.get(group, set())), group

@@ -1,4 +1,4 @@
-"""Benchmark suite plumbing: opt-in gating, pinned threads, the ``timed`` helper and the test-only slowdown.
+"""Benchmark suite plumbing: opt-in gating, pinned threads and the ``timed`` helper.
 
 Everything under ``tests/benchmarks`` is skipped in the plain unit-test run. It runs when asked:
 
@@ -11,9 +11,6 @@ Environment (read here only, never by the library):
 
 - ``BLOCKBENCH_BENCH_THREADS``: torch threads (default 1). One thread, because this machine's two cores
   are shared and two processes at two threads each slowed each other by up to 5x.
-- ``BLOCKBENCH_BENCH_SLOWDOWN``: ``NAME[:N][,NAME[:N]]`` makes the registered norm or FFN ``NAME``
-  (e.g. ``rmsnorm``) run its forward N times (default 2) and return the last: its forward costs ~Nx, its
-  backward and its output are unchanged. It exists to prove that the regression check catches a slowdown.
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ import torch
 
 HERE = Path(__file__).parent
 THREADS_ENV = "BLOCKBENCH_BENCH_THREADS"
-SLOWDOWN_ENV = "BLOCKBENCH_BENCH_SLOWDOWN"
 WARMUP_CALLS = 2  # first calls pay for allocation and lazy init; pytest-benchmark does no warmup on CPython
 
 
@@ -46,7 +42,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     elif config.getoption("run_benchmarks", default=False) or config.getoption("benchmark_only", default=False):
         # Bad settings stop the run here, in one line, rather than erroring every test.
         bench_threads()
-        slowdown_targets()
         return
     else:
         reason = "benchmarks are opt-in: python -m pytest tests/benchmarks --run-benchmarks (or --benchmark-only)"
@@ -66,34 +61,6 @@ def bench_threads() -> int:
     return threads
 
 
-def slowdown_targets() -> list[tuple[type[torch.nn.Module], int]]:
-    """The classes ``BLOCKBENCH_BENCH_SLOWDOWN`` names (``"rmsnorm:3,swiglu"``), each with its repeat count."""
-    from components import FFNS, NORMS
-
-    out = []
-    for part in filter(None, (p.strip() for p in os.environ.get(SLOWDOWN_ENV, "").split(","))):
-        name, _, times = part.partition(":")
-        if not (times or "2").isdigit() or int(times or 2) < 1:
-            raise pytest.UsageError(f"{SLOWDOWN_ENV}: {part!r} must be NAME or NAME:N with N a positive integer")
-        # Norms and FFNs take one tensor and return one of the same shape, so repeating them is transparent.
-        registry = NORMS if name in NORMS else FFNS if name in FFNS else None
-        if registry is None:
-            known = ", ".join(NORMS.names() + FFNS.names())
-            raise pytest.UsageError(f"{SLOWDOWN_ENV}: {name!r} is not a norm or FFN variant; choose from {known}")
-        out.append((registry.get(name), int(times or 2)))
-    return out
-
-
-def _slowed(forward: Callable[..., torch.Tensor], n: int) -> Callable[..., torch.Tensor]:
-    def slow_forward(self: torch.nn.Module, x: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
-        # n - 1 extra, discarded forwards: forward costs n times, backward is unchanged, the output is exact.
-        for _ in range(n - 1):
-            forward(self, x, *args, **kwargs)
-        return forward(self, x, *args, **kwargs)
-
-    return slow_forward
-
-
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     # Saved with every run, so a baseline says how it was measured (a mismatch is warned about on compare).
     machine_info["torch"] = torch.__version__
@@ -111,15 +78,6 @@ def pinned_threads() -> Iterator[int]:
     torch.set_num_threads(before)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def injected_slowdown() -> Iterator[list[tuple[type[torch.nn.Module], int]]]:
-    targets = slowdown_targets()
-    with pytest.MonkeyPatch.context() as mp:
-        for cls, n in targets:
-            mp.setattr(cls, "forward", _slowed(cls.forward, n))
-        yield targets
-
-
 @pytest.fixture
 def timed(benchmark: object, pinned_threads: int) -> Callable[..., None]:
     """``timed(fn, group=..., **info)``: warm ``fn`` up, then let pytest-benchmark time it.
@@ -132,8 +90,6 @@ def timed(benchmark: object, pinned_threads: int) -> Callable[..., None]:
             fn()
         benchmark.group = group
         benchmark.extra_info.update(info, threads=pinned_threads, torch=torch.__version__)
-        if os.environ.get(SLOWDOWN_ENV):
-            benchmark.extra_info["injected_slowdown"] = os.environ[SLOWDOWN_ENV]
         benchmark(fn)
 
     return run
