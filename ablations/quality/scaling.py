@@ -17,7 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from ablations.quality.inference import ALPHA
-from ablations.quality.stats import baseline_variant
+from ablations.results.table import baseline_variant
 
 COLUMNS = ["sweep", "variant", "widths", "n", "effect_smallest", "effect_largest", "slope_per_decade", "slope_lo",
            "slope_hi", "p", "params_smallest", "params_largest"]

@@ -42,17 +42,9 @@ from ablations.quality.inference import (
     minimum_detectable_effect,
     paired_test,
 )
-
-# The baseline of rows from before the ``baseline`` column: leave_one_out's was Llama-2's block, any other GPT-2's.
-LEGACY_BASELINES = {"leave_one_out": "llama2"}
-DEFAULT_BASELINE = "gpt2"
+from ablations.results.table import baseline_variant
 
 
-def baseline_variant(sweep: str, rows: pd.DataFrame) -> str:
-    """The variant a point's rows compare against: the block named by their ``baseline`` column (``baseline=NAME``
-    names the block, and the block's variant has the same name)."""
-    named = rows["baseline"].dropna().unique() if "baseline" in rows else []
-    return str(named[0]) if len(named) else LEGACY_BASELINES.get(sweep, DEFAULT_BASELINE)
 # How many of the five choices are Llama-2's, from the row's columns (the ladder's rung).
 def _rung(row: pd.Series) -> int:
     """How many of the choices Llama-2 moved are at its value (0 = GPT-2 block, all = Llama-2 block)."""

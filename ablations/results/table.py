@@ -60,3 +60,13 @@ def load(path: Path) -> pd.DataFrame:
     return table
 
 
+# The baseline of rows from before the ``baseline`` column: leave_one_out's was Llama-2's block, any other GPT-2's.
+LEGACY_BASELINES = {"leave_one_out": "llama2"}
+DEFAULT_BASELINE = "gpt2"
+
+
+def baseline_variant(sweep: str, rows: pd.DataFrame) -> str:
+    """The variant a point's rows compare against: the block named by their ``baseline`` column (``baseline=NAME``
+    names the block, and the block's variant has the same name)."""
+    named = rows["baseline"].dropna().unique() if "baseline" in rows else []
+    return str(named[0]) if len(named) else LEGACY_BASELINES.get(sweep, DEFAULT_BASELINE)
