@@ -22,6 +22,7 @@ from components.block import Block
 from components.choice import Choice, Claim, choice, choices, ladder_choices, llama2_choices
 from components.config import ArchConfig, ConfigError, ModelConfig
 from components.feedforward import FFNS, FFNConfig, GeluMLP, SwiGLU, ffn_hidden_dim
+from components.mla import LatentCache, MultiHeadLatentAttention
 from components.model import Decoder, LanguageModel, count_parameters
 from components.norms import NORMS, LayerNorm, NormConfig, RMSNorm
 from components.positions import POSITIONS, LearnedPositions, NoPositions, PosConfig, RotaryPositions
@@ -90,9 +91,11 @@ __all__ = [
     "GeluMLP",
     "KVCache",
     "LanguageModel",
+    "LatentCache",
     "LayerNorm",
     "LearnedPositions",
     "ModelConfig",
+    "MultiHeadLatentAttention",
     "NoPositions",
     "NormConfig",
     "PosConfig",

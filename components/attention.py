@@ -14,21 +14,27 @@ Two ways to reach the shared heads, one reference and one fast path:
   (q viewed as (batch, n_kv_heads, group x t, head_dim)), so the kernel streams each KV head once for its
   whole group. Used for steps of at most ``FOLD_MAX_QUERIES`` new tokens (decode and short chunks); long
   prefills keep the reference, whose causal kernel skips the masked half.
+
+A sliding window (``attn.window=W``, Mistral 7B) lets each query see only its last W keys, its own included
+(Hugging Face's ``kv_idx > q_idx - W``). No key older than W - 1 positions is ever seen again, so the model
+decodes with a ``RollingKVCache``: W positions per layer however long the context, position p in slot p % W.
+``masked_sdpa`` applies the window where some key falls out of it; everywhere else the plain causal paths run.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from components.choice import Choice, Claim, declare, hook_classes, hook_modules
+from components.choice import Choice, Claim, choices, declare, hook_classes, hook_modules
 from components.config import ArchConfig, ConfigError
-from components.positions import Rotation, ScoreBias, apply_rotation
+from components.positions import POSITIONS, Rotation, ScoreBias, apply_rotation
 from components.registry import Registry
 from components.work import Step, Work, linear
 
@@ -50,14 +56,43 @@ class AttnConfig:
 
     def check(self, arch: ArchConfig) -> None:
         resolve_kv_heads(self, arch.model.n_heads)
+        _check_window(self.window, arch)
+        check_mla(self, arch)
 
     def kv_heads(self, n_heads: int) -> int:
         return resolve_kv_heads(self, n_heads)
 
 
+def _check_window(window: object, arch: ArchConfig) -> None:
+    """``attn.window``: null, or a positive integer that can slide, i.e. one some sequence can outgrow."""
+    if window is None:
+        return
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ConfigError(f"attn.window={window!r} must be a positive integer (the keys each query sees, its own "
+                          "included) or null for no window")
+    pos, n = arch.pos.name, arch.model.max_seq_len
+    # A position table ends at max_seq_len, so no sequence outgrows such a window: it would be a second name for no
+    # window. Models with unbounded positions (RoPE, ALiBi, none) are also built longer than they are trained (the
+    # quality model's extrapolation), so there any window may slide.
+    if pos in POSITIONS and POSITIONS.get(pos).bounded_length and window >= n:
+        allowed = f"1..{n - 1}" if n > 1 else "none"
+        raise ConfigError(f"attn.window={window} never slides with pos={pos}, whose table ends at "
+                          f"model.max_seq_len={n}; allowed: {allowed}, or null for no window")
+
+
 def resolve_kv_heads(attn: AttnConfig, n_heads: int) -> int:
-    """KV heads for an attention variant: MHA has one per query head, MQA one in all, GQA in between."""
+    """KV heads for an attention variant: MHA has one per query head, MQA one in all, GQA in between.
+
+    MLA counts as one per query head: each head gets its own K and V, up-projected from the shared latent (as
+    Hugging Face's ``DeepseekV2Config`` sets ``num_key_value_heads``), so its rows are never taken for GQA/MQA rows.
+    What its cache holds is the latent, sized by ``attn.kv_lora_rank``, never by these heads.
+    """
     kv = attn.n_kv_heads
+    if attn.name == "mla":
+        if kv is not None:
+            raise ConfigError(f"attn.n_kv_heads={kv} contradicts attn=mla (its K and V are up-projected per head from "
+                              "one shared latent, sized by attn.kv_lora_rank); leave it null")
+        return n_heads
     if attn.name == "mha":
         if kv not in (None, n_heads):
             raise ConfigError(
@@ -120,8 +155,9 @@ class KVCache:
         return self.k.nbytes + self.v.nbytes
 
     def bytes_per_token(self) -> int:
-        """K and V bytes one token adds over all layers and the whole batch."""
-        return self.nbytes // self.max_seq_len
+        """K and V bytes one stored position takes over all layers and the whole batch: what a token adds while
+        the cache has room for it."""
+        return self.nbytes // self.k.shape[3]
 
     def clone(self) -> KVCache:
         """The same contents and position in newly allocated memory."""
@@ -130,13 +166,95 @@ class KVCache:
         return other
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write this step's K/V at ``pos`` and return views of everything cached so far for ``layer``."""
-        end = self.pos + k.shape[2]
-        if end > self.max_seq_len:
-            raise ValueError(f"KV cache holds {self.max_seq_len} positions; position {end - 1} does not fit")
+        """Write this step's K/V at ``pos`` and return the keys and values its queries may see for ``layer``: here
+        views of every position cached so far, 0..pos + t - 1, in position order."""
+        end = self._end(k.shape[2])
         self.k[layer, :, :, self.pos : end] = k
         self.v[layer, :, :, self.pos : end] = v
         return self.k[layer, :, :, :end], self.v[layer, :, :, :end]
+
+    def keys_rolled(self, t: int, s: int) -> int:
+        """How many places the ``s`` keys ``update`` returned for a step of ``t`` tokens are rolled from position
+        order (key i holds the i-th key in position order rolled right by this much): never, here."""
+        return 0
+
+    def _end(self, t: int) -> int:
+        end = self.pos + t
+        if end > self.max_seq_len:
+            raise ValueError(f"KV cache holds {self.max_seq_len} positions; position {end - 1} does not fit")
+        return end
+
+
+class RollingKVCache(KVCache):
+    """Mistral's rolling buffer: K/V of only the last ``window`` positions, for sliding-window attention.
+
+    No query sees a key more than ``window - 1`` positions before it, so nothing older is ever read again. Storage
+    is (layers, batch, n_kv_heads, slots, head_dim) with ``slots = min(window, max_seq_len)``, however long the
+    context: ``max_seq_len`` only bounds ``pos`` (positions keep counting), and position p lives in slot p % slots.
+
+    A single-token step (decode) writes its K/V into its slot and attends over the filled slots as they lie, with
+    no copy. Slot order does not matter: RoPE was applied to each key before it was cached, so a key carries its
+    position in its values, and softmax(scores) V is a sum over keys, the same in any order of them. Only a score
+    bias that depends on key positions (ALiBi) must follow the slots, which ``keys_rolled`` tells the attention.
+
+    A chunk of t > 1 tokens needs the window mask on true positions, so ``update`` gathers the cached tail its
+    first query sees (the last window - 1 positions, in position order: a copy), appends the new keys, and writes
+    the last ``slots`` new ones back.
+
+    Rewinding ``pos`` by one token and decoding it again is exact (the timing code does this at a fixed context):
+    the step rewrites the one slot it wrote. Rewinding r > 1 tokens gives a step of the same cost, but the r - 1
+    oldest keys of its window were overwritten by later positions. Rewinding to 0 (a prefill again) is exact.
+    """
+
+    def __init__(
+        self,
+        n_layers: int,
+        batch_size: int,
+        n_kv_heads: int,
+        max_seq_len: int,
+        head_dim: int,
+        window: int,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.window = window
+        self.slots = min(window, max_seq_len)
+        super().__init__(n_layers, batch_size, n_kv_heads, self.slots, head_dim, dtype, device)
+        self.max_seq_len = max_seq_len
+
+    @classmethod
+    def for_model(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None,
+                  n_layers: int | None = None, **kw: object) -> RollingKVCache:
+        return cls(n_layers or cfg.model.n_layers, batch_size, cfg.n_kv_heads, max_seq_len or cfg.model.max_seq_len,
+                   cfg.head_dim, cfg.attn.window, **kw)
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write this step's K/V into its slots and return the keys and values its queries may see for ``layer``.
+
+        One token: views of the filled slots, in slot order (``keys_rolled``). A chunk: the cached window - 1
+        positions before it and the chunk itself, in position order, newly allocated.
+        """
+        start, t = self.pos, k.shape[2]
+        end = self._end(t)
+        ks, vs = self.k[layer], self.v[layer]
+        if t == 1:
+            ks[:, :, start % self.slots] = k[:, :, 0]
+            vs[:, :, start % self.slots] = v[:, :, 0]
+            filled = min(end, self.slots)
+            return ks[:, :, :filled], vs[:, :, :filled]
+        # Gathered before the write below, which may overwrite the very slots the first queries read.
+        tail = torch.arange(max(0, start - self.window + 1), start, device=k.device) % self.slots
+        keys, values = torch.cat((ks[:, :, tail], k), dim=2), torch.cat((vs[:, :, tail], v), dim=2)
+        kept = min(t, self.slots)
+        written = torch.arange(end - kept, end, device=k.device) % self.slots
+        ks.index_copy_(2, written, k[:, :, t - kept :])
+        vs.index_copy_(2, written, v[:, :, t - kept :])
+        return keys, values
+
+    def keys_rolled(self, t: int, s: int) -> int:
+        """A single-token step's keys lie in slot order: the first key in position order, at position
+        pos + 1 - s, sits in slot (pos + 1 - s) % slots. A chunk's keys are in position order."""
+        return (self.pos + 1 - s) % self.slots if t == 1 else 0
 
 
 @ATTENTIONS.register("mha")
@@ -145,7 +263,10 @@ class KVCache:
 class CausalSelfAttention(nn.Module):
     """Multi-head causal attention ``softmax(QK^T / sqrt(d_k)) V`` with n_kv_heads K/V heads.
 
-    MHA, GQA and MQA differ only in ``cfg.n_kv_heads``; with n_kv_heads == n_heads this is exactly MHA.
+    MHA, GQA and MQA differ only in ``cfg.n_kv_heads``; with n_kv_heads == n_heads this is exactly MHA. With
+    ``cfg.attn.window`` = W each query sees only its last W keys, its own included (Mistral 7B; the same keys as
+    Hugging Face's ``MistralAttention``: key j is seen by query i iff i - W < j <= i), and decodes with a
+    ``RollingKVCache`` (``new_cache``).
     """
 
     def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
@@ -161,19 +282,35 @@ class CausalSelfAttention(nn.Module):
         # The choices that transform each head's Q and K before the rotation (QK-norm), in declaration order.
         self.qk = nn.ModuleList(hook_modules(cfg, "qk"))
         # Keys a query sees: all earlier ones (None), or only the last ``window`` (a sliding window).
-        self.window: int | None = None
+        self.window: int | None = cfg.attn.window
+
+    @classmethod
+    def new_cache(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None,
+                  n_layers: int | None = None, **kw: object) -> KVCache:
+        """Every position's K/V (``KVCache``), or with a window only the last ``window`` positions'
+        (``RollingKVCache``): what no query will see again need not be kept."""
+        make = KVCache if cfg.attn.window is None else RollingKVCache
+        return make.for_model(cfg, batch_size, max_seq_len, n_layers, **kw)
 
     @classmethod
     def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        """Projections (K/V's outputs are the cache writes), the core over ``step.keys`` keys, and the Q/K
-        transforms of the ``qk`` choices."""
+        """Projections (K/V's outputs are the cache writes), the core, and the Q/K transforms of the ``qk`` choices.
+
+        The core counts every query against ``step.keys`` keys, the full T x S score matrix of the conventions
+        (causal masking is not subtracted); a window of W caps that at W keys a query. So a window at least as long
+        as the context counts exactly as no window, and a decode step counts the min(keys, W) keys it reads. The
+        cache read is every key some query of the step sees, once: the last W - 1 keys before the step and its own.
+        """
         d, h, kv, hd, bias = cfg.model.d_model, cfg.model.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.bias.enabled
-        n = step.tokens
+        n, window = step.tokens, cfg.attn.window
+        per_query, read = step.keys, step.keys
+        if window is not None:
+            per_query, read = min(step.keys, window), min(step.keys, step.seq + window - 1)
         projections = (linear(d, h * hd, n, bias) + 2 * linear(d, kv * hd, n, bias, write_output=False)
                        + linear(h * hd, d, n, bias))
-        core = Work(attention_flops=2 * 2 * step.batch * h * step.seq * step.keys * hd,
+        core = Work(attention_flops=2 * 2 * step.batch * h * step.seq * per_query * hd,
                     attention_activations=2 * n * h * hd,  # reads Q, writes its output
-                    kv_read=2 * step.batch * kv * step.keys * hd, kv_write=2 * n * kv * hd)
+                    kv_read=2 * step.batch * kv * read * hd, kv_write=2 * n * kv * hd)
         return sum((cls_.work(cfg, step) for cls_ in hook_classes(cfg, "qk")), projections + core)
 
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,
@@ -190,11 +327,22 @@ class CausalSelfAttention(nn.Module):
         if cache is not None:
             start = cache.pos
             k, v = cache.update(self.layer, k, v)
-        bias = score_bias(start, t, k.shape[2], q.device) if score_bias is not None else None
-        if bias is None and self.window is None:
-            y = sdpa(q, k, v, start)
+        s = k.shape[2]
+        # The keys end with this step's own, so the first sits at position start + t - s: 0, unless a rolling
+        # cache left out keys no query sees. Every path below aligns queries and keys bottom-right.
+        first = start + t - s
+        bias = None
+        if score_bias is not None:
+            # Shifted so the first key is position 0: the bias depends on the distance i - j alone (ScoreBias).
+            bias = score_bias(start - first, t, s, q.device)
+            if cache is not None and (roll := cache.keys_rolled(t, s)):
+                bias = bias.roll(roll, dims=-1)  # follow the keys into their slots
+        # Only with more keys than the window does a query lose one to it.
+        window = self.window if self.window is not None and s > self.window else None
+        if bias is None and window is None:
+            y = sdpa(q, k, v, s - t)
         else:
-            y = masked_sdpa(q, k, v, start, bias, self.window)
+            y = masked_sdpa(q, k, v, s - t, bias, window)
         return self.out(y.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim))
 
 
@@ -281,7 +429,8 @@ def new_cache(cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None, 
     """The cache ``cfg``'s attention decodes with (``n_layers`` defaults to the model's), from its class's own
     ``new_cache``: what a cache holds per token is the attention's business (K/V heads, a latent, a window).
 
-    Every cache has ``pos``, ``max_seq_len``, ``nbytes``, ``clone()``, ``tensors()`` and ``randomize_()``.
+    Every cache has ``pos``, ``max_seq_len``, ``nbytes``, ``bytes_per_token()``, ``clone()``, ``tensors()``,
+    ``randomize_()`` and ``update(...)``.
     """
     cls = ATTENTIONS.get(cfg.attn.name)
     make = getattr(cls, "new_cache", None)
@@ -290,47 +439,177 @@ def new_cache(cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None, 
     return make(cfg, batch_size, max_seq_len, n_layers, **kw)
 
 
-def _attn_label(arch: ArchConfig) -> str:
+# --- MLA's sizes and checks (the module itself is ``components.mla``; its sizes are read here by the declaration) ---
+
+
+@dataclass(frozen=True)
+class MLASizes:
+    """MLA's widths at a model size. K's non-rotated part and V are ``head_dim`` wide per head (the harness keeps
+    the head size of the MHA it replaces); ``latent`` is what the cache holds per token and layer."""
+
+    head_dim: int
+    kv_lora_rank: int
+    rope_dim: int
+    q_lora_rank: int | None
+
+    @property
+    def latent(self) -> int:
+        return self.kv_lora_rank + self.rope_dim
+
+
+def mla_sizes(attn: AttnConfig, head_dim: int) -> MLASizes:
+    """``attn``'s MLA sizes, each None filled in DeepSeek-V2's proportions to the head size (128 per head there):
+    a latent of 4 heads' width (512) and a decoupled RoPE key of half a head (64, rounded down to an even width of
+    at least 2, since RoPE rotates pairs). ``q_lora_rank`` None keeps a full-rank query projection."""
+    return MLASizes(
+        head_dim=head_dim,
+        kv_lora_rank=attn.kv_lora_rank if attn.kv_lora_rank is not None else 4 * head_dim,
+        rope_dim=attn.qk_rope_head_dim if attn.qk_rope_head_dim is not None else 2 * max(1, head_dim // 4),
+        q_lora_rank=attn.q_lora_rank,
+    )
+
+
+_MLA_KEYS = {
+    "kv_lora_rank": "the latent's width; DeepSeek-V2: 512",
+    "qk_rope_head_dim": "the decoupled RoPE key's width; DeepSeek-V2: 64",
+    "q_lora_rank": "the compressed query's width, or null for a full-rank query; DeepSeek-V2: 1536",
+}
+
+
+def check_mla(attn: AttnConfig, arch: ArchConfig) -> None:
+    """MLA's settings (``AttnConfig.check`` calls this for every attention value).
+
+    Other values have no latent, so an MLA size set on them is refused rather than silently ignored (it would still
+    change the point's identity). With ``attn=mla``: every size a positive integer (the RoPE key's even, as RoPE
+    rotates pairs), ``q_lora_rank`` also null; and two combinations refused. A window: the latent cache keeps every
+    token (DeepSeek-V2 has no window). A ``qk`` transform (QK-norm): the absorbed path never forms a head's K (its
+    up-projection is folded into the query), so a per-head norm of K cannot be applied to the cached latent.
+    """
+    set_keys = [k for k in _MLA_KEYS if getattr(attn, k) is not None]
+    if attn.name != "mla":
+        if set_keys:
+            key = set_keys[0]
+            raise ConfigError(f"attn.{key}={getattr(attn, key)!r} is an attn=mla setting; attn={attn.name} has no "
+                              "latent: leave it null")
+        return
+    for key in set_keys:
+        value = getattr(attn, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"attn.{key}={value!r} must be a positive integer ({_MLA_KEYS[key]})")
+    if attn.qk_rope_head_dim is not None and attn.qk_rope_head_dim % 2:
+        raise ConfigError(f"attn.qk_rope_head_dim={attn.qk_rope_head_dim} must be even (RoPE rotates pairs)")
+    if attn.window is not None:
+        raise ConfigError(f"attn.window={attn.window} is not supported with attn=mla (its latent cache keeps every "
+                          "token; DeepSeek-V2 has no window): use attn.window=null")
+    for c in choices():
+        if c.hook == "qk" and c.registry.get(getattr(arch, c.group).name) is not None:
+            raise ConfigError(f"{c.group}={getattr(arch, c.group).name} is not supported with attn=mla: its decode "
+                              "path never forms a head's K (the up-projection is absorbed into the query), so K "
+                              f"cannot be normalised per head; use {c.group}={c.gpt2}")
+
+
+def _int_or_none(value: object) -> int | None:
+    """A row cell as an int: None for an empty cell (None, or NaN as a table reads it back)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return int(value)
+
+
+def _attn_kind(arch: ArchConfig) -> str:
+    """The attention without its window: ``mha``, ``gqa2``, ``mqa``, ``mla`` (MLA's sizes named where they are not
+    the defaults: ``mla-kv128-rope16-q96``)."""
+    if arch.attn.name == "mla":
+        sizes, default = mla_sizes(arch.attn, arch.head_dim), mla_sizes(AttnConfig("mla"), arch.head_dim)
+        parts = [f"kv{sizes.kv_lora_rank}" if sizes.kv_lora_rank != default.kv_lora_rank else "",
+                 f"rope{sizes.rope_dim}" if sizes.rope_dim != default.rope_dim else "",
+                 f"q{sizes.q_lora_rank}" if sizes.q_lora_rank is not None else ""]
+        return "-".join(["mla", *filter(None, parts)])
     kv, heads = arch.n_kv_heads, arch.model.n_heads
     return "mha" if kv == heads else "mqa" if kv == 1 else f"gqa{kv}"
 
 
+def _attn_label(arch: ArchConfig) -> str:
+    """The kind, and ``-w<window>`` when a window is set (so a point without one keeps the label it always had)."""
+    window = arch.attn.window
+    return _attn_kind(arch) + (f"-w{window}" if window is not None else "")
+
+
 def _attn_matches(arch: ArchConfig, value: str) -> bool:
     """By KV heads: ``gqa`` with every head its own KV head is MHA; GQA is any fewer (Llama-2's GQA at the small
-    quality model's one KV head of four is still its GQA)."""
+    quality model's one KV head of four is still its GQA). MLA by its name: it has a latent, not KV heads.
+
+    A window moves attention off every value (a windowed MHA is not GPT-2's attention), so a windowed point's label
+    names its attention with the window (``mha-w4096``, ``llama2-gqa2-w4096``)."""
+    if arch.attn.window is not None:
+        return False
     kv, heads = arch.n_kv_heads, arch.model.n_heads
     if value == "gqa":
         return arch.attn.name == "gqa" and kv < heads
-    return _attn_label(arch) == value
+    if value == "mla":
+        return arch.attn.name == "mla"
+    return _attn_kind(arch) == value
+
+
+# The row columns beyond ``attn`` and ``n_kv_heads``: the same for every row (empty where they do not apply).
+_ROW_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "q_lora_rank")
 
 
 def _attn_row(arch: ArchConfig) -> dict[str, object]:
-    return {"attn": arch.attn.name, "n_kv_heads": arch.n_kv_heads}
+    """``attn``, ``n_kv_heads``, ``window`` (None: none), and MLA's sizes as built (None for other attention)."""
+    a = arch.attn
+    row: dict[str, object] = {"attn": a.name, "n_kv_heads": arch.n_kv_heads, "window": a.window,
+                              **dict.fromkeys(_ROW_SIZES)}
+    if a.name == "mla":
+        s = mla_sizes(a, arch.head_dim)
+        row.update(kv_lora_rank=s.kv_lora_rank, qk_rope_head_dim=s.rope_dim, q_lora_rank=s.q_lora_rank)
+    return row
 
 
 def _attn_from_row(row: Mapping[str, object]) -> AttnConfig:
-    """By KV heads: a row's ``gqa`` at every head's own KV head is MHA (the kernels and bytes are MHA's)."""
+    """By KV heads: a row's ``gqa`` at every head's own KV head is MHA (the kernels and bytes are MHA's); MLA by its
+    name, with its sizes (null where they are the defaults at the row's head size, as a default point was
+    configured). A row from before windows or MLA has neither column: no window."""
+    window = _int_or_none(row.get("window"))
+    if str(row.get("attn")) == "mla":
+        sizes = {k: _int_or_none(row.get(k)) for k in _ROW_SIZES}
+        if row.get("d_model") is not None and row.get("n_heads") is not None:
+            default = mla_sizes(AttnConfig("mla"), int(row["d_model"]) // int(row["n_heads"]))
+            for key, value in (("kv_lora_rank", default.kv_lora_rank), ("qk_rope_head_dim", default.rope_dim)):
+                if sizes[key] == value:
+                    sizes[key] = None
+        return AttnConfig("mla", window=window, **sizes)
     heads, kv = int(row["n_heads"]), int(row["n_kv_heads"])
     if kv >= heads:
-        return AttnConfig("mha")
-    return AttnConfig("mqa") if str(row.get("attn")) == "mqa" else AttnConfig("gqa", kv)
+        return AttnConfig("mha", window=window)
+    return AttnConfig("mqa", window=window) if str(row.get("attn")) == "mqa" else AttnConfig("gqa", kv, window=window)
 
 
 def _attn_show(row: Mapping[str, object]) -> str:
-    return f"{int(row['n_kv_heads'])} / {int(row['n_heads'])}"
+    """``2 / 8`` (KV heads / query heads); MLA's cached widths, ``latent 256+32`` (and ``q 96`` when the query is
+    compressed); ``, window 4096`` when windowed."""
+    if str(row.get("attn")) == "mla":
+        cell = f"latent {int(row['kv_lora_rank'])}+{int(row['qk_rope_head_dim'])}"
+        q = _int_or_none(row.get("q_lora_rank"))
+        cell += f", q {q}" if q is not None else ""
+    else:
+        cell = f"{int(row['n_kv_heads'])} / {int(row['n_heads'])}"
+    window = _int_or_none(row.get("window"))
+    return cell + (f", window {window}" if window is not None else "")
 
 
 def _attn_sized(cfg: AttnConfig, kv_heads: int) -> AttnConfig:
-    return AttnConfig(cfg.name, kv_heads) if cfg.name == "gqa" and cfg.n_kv_heads is None else cfg
+    """GQA without its own KV heads gets ``kv_heads``; its other settings (a window) are kept."""
+    return replace(cfg, n_kv_heads=kv_heads) if cfg.name == "gqa" and cfg.n_kv_heads is None else cfg
 
 
 ATTN = declare(Choice(
-    display={"mha": "MHA", "gqa": "GQA", "mqa": "MQA"},
+    display={"mha": "MHA", "gqa": "GQA", "mqa": "MQA", "mla": "MLA"},
     group="attn", title="KV heads / query heads", show=_attn_show, config=AttnConfig, registry=ATTENTIONS, gpt2="mha",
     llama2="gqa", hook="attention", order=40,
     rung=4, sized=_attn_sized, flip_values=("gqa",), label=_attn_label, matches=_attn_matches, to_row=_attn_row,
     from_row=_attn_from_row, sweep=False,
-    description="K/V heads: one per query head (MHA), shared by groups of query heads (GQA), or one (MQA)",
+    description="K/V heads: one per query head (MHA), shared by groups of query heads (GQA), or one (MQA); or one "
+                "cached latent per token, up-projected per head (MLA, DeepSeek-V2)",
     claim=Claim(
         "GQA cuts the KV cache 8× at 70B and speeds long-context decode",
         (("arithmetic, Llama-2-70B fp16 at 4096 tokens", "GQA-8: 1.25 GiB; MHA: 10 GiB"),

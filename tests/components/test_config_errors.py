@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from components import ConfigError, UnknownVariantError, build_decoder, build_lm, choices, preset, registries
+from components import (
+    AttnConfig,
+    ConfigError,
+    UnknownVariantError,
+    build_decoder,
+    build_lm,
+    choices,
+    preset,
+    registries,
+)
+from components.qknorm import QKNormConfig
 
 
 def test_error_types_are_value_errors():
@@ -54,6 +64,44 @@ def test_gqa_needs_kv_heads_and_mha_mqa_reject_contradictions(make_cfg):
     make_cfg(attn="mha", n_kv_heads=4).validate()
     make_cfg(attn="mqa", n_kv_heads=1).validate()
     make_cfg(attn="gqa", n_kv_heads=1).validate()
+
+
+@pytest.mark.parametrize(
+    "settings,message",
+    [
+        (dict(kv_lora_rank=0),
+         r"attn\.kv_lora_rank=0 must be a positive integer \(the latent's width; DeepSeek-V2: 512\)"),
+        (dict(kv_lora_rank=-8), r"attn\.kv_lora_rank=-8 must be a positive integer"),
+        (dict(kv_lora_rank=2.5), r"attn\.kv_lora_rank=2\.5 must be a positive integer"),
+        (dict(kv_lora_rank=True), r"attn\.kv_lora_rank=True must be a positive integer"),
+        (dict(qk_rope_head_dim=0), r"attn\.qk_rope_head_dim=0 must be a positive integer"),
+        (dict(qk_rope_head_dim=5), r"attn\.qk_rope_head_dim=5 must be even \(RoPE rotates pairs\)"),
+        (dict(q_lora_rank=0), r"attn\.q_lora_rank=0 must be a positive integer \(.*or null"),
+        (dict(n_kv_heads=2), r"attn\.n_kv_heads=2 contradicts attn=mla"),
+        (dict(n_kv_heads=4), r"attn\.n_kv_heads=4 contradicts attn=mla"),
+        (dict(window=8), r"attn\.window=8 is not supported with attn=mla"),
+    ],
+)
+def test_mla_setting_errors(make_cfg, settings, message):
+    cfg = make_cfg()
+    cfg.attn = AttnConfig("mla", **settings)
+    with pytest.raises(ConfigError, match=message):
+        cfg.validate()
+
+
+def test_mla_refuses_qknorm_and_its_sizes_belong_to_mla(make_cfg):
+    cfg = make_cfg(attn="mla")
+    cfg.validate()
+    cfg.attn = AttnConfig("mla", kv_lora_rank=16, qk_rope_head_dim=2, q_lora_rank=8)
+    cfg.validate()  # every size set, each valid
+    cfg.qknorm = QKNormConfig("on")
+    with pytest.raises(ConfigError, match=r"qknorm=on is not supported with attn=mla"):
+        cfg.validate()
+    for name in ("mha", "mqa"):
+        other = make_cfg(attn=name)
+        other.attn.q_lora_rank = 8
+        with pytest.raises(ConfigError, match=rf"attn\.q_lora_rank=8 is an attn=mla setting; attn={name}"):
+            other.validate()
 
 
 def test_rope_needs_even_head_size(make_cfg):
@@ -123,3 +171,32 @@ def test_decoder_validates_on_construction(make_cfg):
     cfg.model.d_model = 30
     with pytest.raises(ConfigError, match=r"model\.d_model"):
         build_decoder(cfg)
+
+
+@pytest.mark.parametrize("window", [0, -3, True, 2.5, "8"])
+def test_window_must_be_a_positive_integer_or_null(make_cfg, window):
+    cfg = make_cfg(pos="rope")
+    cfg.attn.window = window
+    with pytest.raises(ConfigError, match=r"attn\.window=.* must be a positive integer .* or null") as info:
+        cfg.validate()
+    assert str(info.value).count("\n") == 0
+    cfg.attn.window = None
+    cfg.validate()
+
+
+@pytest.mark.parametrize("window", [64, 65, 1000])
+def test_window_must_slide_within_a_learned_position_table(make_cfg, window):
+    cfg = make_cfg(pos="learned", max_seq_len=64)
+    cfg.attn.window = window
+    with pytest.raises(ConfigError, match=r"attn\.window.*pos=learned.*model\.max_seq_len=64") as info:
+        cfg.validate()
+    assert "1..63" in str(info.value)
+    with pytest.raises(ConfigError, match=r"model\.max_seq_len"):
+        build_lm(cfg, device="meta")
+    cfg.attn.window = 63
+    cfg.validate()
+    # Unbounded positions may be built longer than trained, so there any window is allowed.
+    for pos in ("rope", "alibi", "none"):
+        other = make_cfg(pos=pos, max_seq_len=64)
+        other.attn.window = window
+        other.validate()
