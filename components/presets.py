@@ -2,6 +2,8 @@
 
 GPT-2: Radford et al. 2019 and OpenAI's released checkpoints (vocab 50257, context 1024, tied head).
 Llama-2: Touvron et al. 2023 and Meta's ``params.json`` (vocab 32000, context 4096, untied head).
+Mistral-7B (v0.1): Jiang et al. 2023 and its published ``config.json`` (``MISTRAL_7B_CONFIG``): Llama-2's block with
+GQA, a wider SwiGLU and a sliding window.
 """
 
 from __future__ import annotations
@@ -38,6 +40,35 @@ def llama2(
     return arch.replace(ffn=replace(arch.ffn, multiple_of=multiple_of, multiplier=multiplier))
 
 
+# The file every Mistral-7B number below is read from (hidden_size 4096, num_hidden_layers 32, num_attention_heads 32,
+# num_key_value_heads 8, intermediate_size 14336, vocab_size 32000, max_position_embeddings 32768, sliding_window
+# 4096, rope_theta 10000.0, rms_norm_eps 1e-05, tie_word_embeddings false, hidden_act silu).
+MISTRAL_7B_CONFIG = "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json"
+
+
+def mistral(
+    d_model: int,
+    n_layers: int,
+    n_heads: int,
+    n_kv_heads: int,
+    ffn_hidden: int,
+    window: int,
+    max_seq_len: int,
+    vocab_size: int = 32000,
+) -> ArchConfig:
+    """Mistral's block: every choice at Llama-2's value, GQA at ``n_kv_heads``, SwiGLU at an explicit width (Mistral
+    publishes ``intermediate_size`` itself rather than Llama's rounding rule) and a sliding window of ``window`` keys.
+
+    RoPE at theta 10000 and RMSNorm at eps 1e-5 are Llama-2's own settings, as Mistral's config has them; RoPE keeps
+    Meta's interleaved layout (Mistral's reference code rotates adjacent pairs too; the Hub's weights are permuted to
+    halves, the same math), which changes no count.
+    """
+    model = ModelConfig(d_model, n_layers, n_heads, max_seq_len=max_seq_len, vocab_size=vocab_size,
+                        tie_embeddings=False)
+    arch = llama2_block(model, n_kv_heads)
+    return arch.replace(ffn=replace(arch.ffn, hidden_dim=ffn_hidden), attn=replace(arch.attn, window=window))
+
+
 PRESETS = {
     "gpt2": lambda: gpt2(768, 12, 12),  # 124M
     "gpt2-medium": lambda: gpt2(1024, 24, 16),  # 355M
@@ -46,6 +77,8 @@ PRESETS = {
     "llama2-7b": lambda: llama2(4096, 32, 32),
     "llama2-13b": lambda: llama2(5120, 40, 40),
     "llama2-70b": lambda: llama2(8192, 80, 64, n_kv_heads=8, multiple_of=4096, multiplier=1.3),
+    # 7,241,732,096 parameters; every size from MISTRAL_7B_CONFIG.
+    "mistral-7b": lambda: mistral(4096, 32, 32, n_kv_heads=8, ffn_hidden=14336, window=4096, max_seq_len=32768),
 }
 
 

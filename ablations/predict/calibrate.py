@@ -1,6 +1,6 @@
 """``python -m ablations.predict.calibrate``: measure this machine and write its ``conf/hardware`` entry.
 
-    python -m ablations.predict.calibrate --threads 2            # -> conf/hardware/this_machine.yaml
+    blockbench calibrate --threads 2            # -> conf/hardware/this_machine.yaml
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from pathlib import Path
 import torch
 import yaml
 
+from ablations.errors import command, prog
 from ablations.measure.calibration import calibrate
 from ablations.roofline import HARDWARE_DIR
 
 
+@command("calibrate")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ablations.predict.calibrate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog=prog("calibrate"), description=__doc__.split("\n")[0].split(": ", 1)[1])
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per figure; the best one counts")
     parser.add_argument("--out", type=Path, default=HARDWARE_DIR / "this_machine.yaml")

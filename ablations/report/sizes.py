@@ -2,7 +2,7 @@
 
 Every number is computed: parameters by building the language model on the meta device and counting,
 FLOPs from ``ablations.measure.flops`` (the same analytic count the tests check against ``FlopCounterMode``),
-KV bytes from a meta-device ``KVCache`` of the model's own shape. ``python -m ablations.sizes`` prints
+KV bytes from a meta-device ``KVCache`` of the model's own shape. ``blockbench sizes`` prints
 the table; ``sizes_table()`` gives it to the report.
 
 Conventions: FLOPs are forward matmul FLOPs (a multiply-add is 2) for one token attending to a full
@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 
 from ablations.config.variants import flips_of, llama_like_kv_heads
+from ablations.errors import command, prog
 from ablations.measure.flops import per_token_forward_flops
 from ablations.report.formatting import (
     fmt_bytes,
@@ -200,9 +201,10 @@ def sizes_markdown(table: pd.DataFrame | None = None) -> str:
     ])
 
 
+@command("sizes")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ablations.sizes",
+        prog=prog("sizes"),
         description="Parameters, FLOPs per token and KV-cache bytes of GPT-2 and Llama-2, computed on the meta "
                     "device (no memory), with counterfactuals (Llama-2-70B with MHA, GPT-2 with each Llama-2 choice).",
     )

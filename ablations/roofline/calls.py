@@ -29,10 +29,24 @@ class _OpCounter(TorchDispatchMode):
 
 def replica(cfg: ArchConfig, layers: int) -> ArchConfig:
     """The same choices and head structure (so GQA stays GQA) at 4 dims a head, ``layers`` blocks: what decides the
-    kernel count, not the sizes. An explicit FFN width belongs to the sizes and is dropped."""
+    kernel count, not the sizes. An explicit FFN width belongs to the sizes and is dropped.
+
+    Attention with KV heads is named by them (GQA at every head's own KV head is MHA's kernels). Any other
+    attention (MLA: a latent, not KV heads) keeps its own class, so its own kernels are counted; its explicit sizes
+    belong to the sizes and are dropped, except that a compressed query keeps its extra projection (at 4 wide).
+    """
     heads, kv = cfg.model.n_heads, cfg.n_kv_heads
     model = ModelConfig(d_model=4 * heads, n_layers=layers, n_heads=heads, max_seq_len=16, vocab_size=16)
-    attn = dataclasses.replace(cfg.attn, name="mha" if kv == heads else "gqa", n_kv_heads=None if kv == heads else kv)
+    if cfg.attn.name in ("mha", "gqa", "mqa"):
+        attn = dataclasses.replace(cfg.attn, name="mha" if kv == heads else "gqa",
+                                   n_kv_heads=None if kv == heads else kv)
+    else:
+        attn = dataclasses.replace(cfg.attn, kv_lora_rank=None, qk_rope_head_dim=None,
+                                   q_lora_rank=None if cfg.attn.q_lora_rank is None else 4)
+    if attn.window is not None:
+        # A window keeps its rolling cache, and decodes, as a full-size one does once full (its W slots, no mask),
+        # at a width the replica's 16 positions allow whatever the position scheme (a table refuses W >= 16).
+        attn = dataclasses.replace(attn, window=min(attn.window, 8))
     return cfg.replace(model=model, attn=attn, ffn=dataclasses.replace(cfg.ffn, hidden_dim=None, multiplier=None,
                                                                        multiple_of=1))
 

@@ -7,6 +7,10 @@ about twice the activations).
 
 N = batch x T new tokens. The language model's head (d x vocab) and embedding lookup (N rows) are added
 only when asked (``lm_head``): the harness times the decoder alone.
+
+Memory (``kv_cache_bytes``, ``largest_batch``) is the cache the attention itself allocates, read off a meta-device
+cache from ``components.new_cache``: what a token costs is the attention's business (K and V of its KV heads, MLA's
+latent, a sliding window's rolling buffer of at most W positions), never a formula repeated here.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, fields
 
-from components import ArchConfig, Decoder, build_decoder, build_lm, count_parameters
+import torch
+
+from components import ArchConfig, Decoder, build_decoder, build_lm, count_parameters, new_cache
 from components.work import Step
 
 MODES = ("forward", "train", "prefill", "decode")
@@ -100,11 +106,28 @@ def lm_params(cfg: ArchConfig) -> int:
 
 
 def kv_cache_bytes(cfg: ArchConfig, batch: int, context: int, elem: int) -> int:
-    """K and V of ``context`` tokens per sequence over every layer."""
-    return 2 * cfg.model.n_layers * batch * cfg.n_kv_heads * context * cfg.head_dim * elem
+    """Bytes the attention's own cache holds for ``batch`` sequences of ``context`` tokens, over every layer.
+
+    Built on the meta device (no memory), so each attention answers for itself: MHA/GQA/MQA hold K and V of their
+    KV heads per token, MLA its latent and RoPE key (``kv_lora_rank + qk_rope_head_dim`` values per token and layer),
+    a sliding window at most its W positions however long the context. Counted in elements (float32, 4 bytes, on
+    meta) and priced at ``elem`` bytes each, so any dtype's size can be asked for.
+    """
+    if context <= 0:  # nothing cached (a training step); a cache of 0 positions would mean the model's default
+        return 0
+    cache = new_cache(cfg, batch, context, dtype=torch.float32, device="meta")
+    return cache.nbytes // 4 * elem
+
+
+def kv_bytes_per_token(cfg: ArchConfig, elem: int) -> int:
+    """Bytes one more token adds to one sequence's cache while it has room (a window's buffer stops growing at W)."""
+    return kv_cache_bytes(cfg, 1, 1, elem)
 
 
 def largest_batch(cfg: ArchConfig, context: int, elem: int, memory_bytes: float) -> int:
-    """Sequences whose KV cache at ``context`` fits in memory beside the weights (activations not counted)."""
+    """Sequences whose KV cache at ``context`` fits in memory beside the weights (activations not counted), the
+    cache as the attention holds it (``kv_cache_bytes``: a window's at most W positions, MLA's latent)."""
+    if context < 1:
+        raise ValueError(f"largest_batch needs a context of at least one token, not {context}")
     free = memory_bytes - lm_params(cfg) * elem
     return max(0, int(free // kv_cache_bytes(cfg, 1, context, elem)))

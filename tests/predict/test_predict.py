@@ -24,7 +24,7 @@ def test_hardware_group_has_the_datasheet_machines_with_sources():
 def test_bad_input_is_one_line_and_exit_2(capsys, args, allowed):
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert err.startswith("ablations.predict: error: ") and allowed in err and err.count("\n") == 1
+    assert err.startswith("blockbench predict: error: ") and allowed in err and err.count("\n") == 1
 
 
 def test_70b_on_h100_names_its_sources_and_what_bounds_each_scenario(capsys):
@@ -32,11 +32,14 @@ def test_70b_on_h100_names_its_sources_and_what_bounds_each_scenario(capsys):
     out = capsys.readouterr().out
     assert "Predicted (not measured): llama2_70b on h100_sxm" in out
     assert "NVIDIA H100 Tensor Core GPU datasheet" in out and "Databricks 2023" in out
+    header = next(line.split("|") for line in out.splitlines() if line.startswith("| scenario"))
+    col = {h.strip(): i for i, h in enumerate(header)}
     rows = {(c[1].strip(), c[2].strip()): c for c in (line.split("|") for line in out.splitlines()
                                                        if line.startswith("| decode"))}
-    assert rows[("decode, context 4,096, batch 1", "gqa8")][5].strip() == "memory"
-    assert rows[("decode, context 4,096, batch 1", "gqa8")][6].strip() == "1.25 GiB"  # the published 8x cut
-    assert rows[("decode, context 4,096, batch 1", "gpt2")][6].strip() == "10 GiB"
+    assert rows[("decode, context 4,096, batch 1", "gqa8")][col["bound"]].strip() == "memory"
+    assert rows[("decode, context 4,096, batch 1", "gqa8")][col["KV cache"]].strip() == "1.25 GiB"  # the 8x cut
+    assert rows[("decode, context 4,096, batch 1", "gpt2")][col["KV cache"]].strip() == "10 GiB"
+    assert rows[("decode, context 4,096, batch 1", "gqa8")][col["against"]].strip() == "gpt2"
 
 
 def test_flips_move_one_choice_each_at_the_preset_sizes():
