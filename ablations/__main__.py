@@ -1,4 +1,6 @@
-"""``python -m ablations +sweep=norm``: see README.md."""
+"""``python -m ablations +sweep=norm`` (or ``blockbench run +sweep=norm``): see README.md."""
+
+import sys
 
 from ablations.tuned_malloc import reexec_with_tuned_malloc
 
@@ -6,4 +8,4 @@ reexec_with_tuned_malloc("ablations")
 
 from ablations.cli import main  # noqa: E402
 
-main()
+sys.exit(main())

@@ -66,7 +66,7 @@ def _build_report(folder: Path) -> None:
     except Exception as exc:
         reason = " ".join(str(exc).split())  # one line, whatever the exception's message spans
         raise Fault(f"the report could not be built ({type(exc).__name__}: {reason}); the measurements are in "
-                    f"{folder / 'results.csv'}: rebuild with python -m ablations.report {folder}") from None
+                    f"{folder / 'results.csv'}: rebuild with blockbench report {folder}") from None
 
 
 class SweepCallback(Callback):

@@ -1,11 +1,11 @@
-"""The ``python -m ablations`` entry: check every point first, then hand over to Hydra.
+"""``blockbench run`` (``python -m ablations``): check every point first, then hand over to Hydra.
 
 Hydra reports a bad override over several lines and only composes a sweep's points one batch at a time;
 our cross-field rules would otherwise fail at the first bad point after the good ones had run. So the
 whole sweep is expanded and checked up front, exactly as Hydra's basic sweeper will expand it, and so are
 the output folders; the first problem is printed as one line naming the key, with exit status 2 and no
 traceback. A fault of the environment once work has started (a full disk, a corpus gone) stops the run
-with one line and exit status 1 (``ablations.errors``).
+with one line and exit status 1 (``ablations.errors``: ``blockbench run: error: ...``).
 """
 
 from __future__ import annotations
@@ -35,12 +35,13 @@ from ablations.config.schema import (
     register_configs,
 )
 from ablations.config.variants import BASELINES
-from ablations.errors import Fault, UsageError, os_error_line
+from ablations.errors import Fault, UsageError, command, os_error_line
+from ablations.paths import conf_dir
 from ablations.results.durable import probe_folder
 from ablations.runner import check_point
 from components import choices
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+CONF_DIR = conf_dir()
 CONFIG_NAME = "config"
 # Flags with which Hydra prints something instead of running; nothing to check then.
 _INFO_FLAGS = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--resolve", "--shell-completion", "-sc")
@@ -199,6 +200,7 @@ def hydra_main(cfg: DictConfig) -> str:
         raise Fault(os_error_line(exc)) from None
 
 
+@command("run")
 def main(argv: list[str] | None = None) -> None:
     argv = with_baseline_variant(sys.argv[1:] if argv is None else argv)
     from ablations import callbacks
@@ -212,8 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.raiseExceptions = False
     try:
         hydra_main()
-    except BrokenPipeError:  # ``--help | head``: the reader left; say nothing more
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(1) from None
+    except BrokenPipeError:
+        raise  # ``--help | head``: the reader left (``command`` says nothing more)
     except OSError as exc:
         raise Fault(os_error_line(exc)) from None

@@ -189,16 +189,17 @@ def test_a_neutral_setting_at_its_default_stays_out_of_the_identity(monkeypatch)
     assert identity._without_neutral(WithWindow, {"name": "mha", "n_kv_heads": None, "window": 8})["window"] == 8
 
 
-def test_a_sweep_into_a_folder_with_points_of_another_configuration_is_refused(tmp_path, capsys):
+def test_a_sweep_into_a_folder_with_points_of_another_configuration_is_refused(tmp_path):
     from ablations.cli import prevalidate
+    from ablations.errors import UsageError
 
     points = tmp_path / "points"
     points.mkdir()
     args = ["+sweep=norm", "profile=smoke", f"hydra.sweep.dir={tmp_path}"]
     assert prevalidate(args) == 2
     (points / "gpt2-000000000000.csv").write_text("sweep\n")
-    with pytest.raises(SystemExit) as exit_info:
+    with pytest.raises(UsageError) as exit_info:
         prevalidate(args)
     assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
+    err = exit_info.value.message
     assert err.count("\n") == 0 and "1 point file(s) of another configuration" in err and "gpt2-000000000000" in err

@@ -1,6 +1,6 @@
 """The pipeline's layout stays true: no import cycle in ``ablations/``, and every stage imports only the
 stages below it (config <- results <- measure, quality <- report; tools read results; the entry modules
-on top, and nothing imports the CLI)."""
+on top, and nothing imports the CLI; ``errors`` and ``paths`` below everything)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent / "ablations"
 
 # What each stage may import from ``ablations`` (itself always). The entry layer (``__main__``, ``cli``,
-# ``runner``, ``callbacks``, ``tuned_malloc``, the command modules ``compare``, ``repeat``, ``sizes``, and each
-# stage's ``__main__``) may import any stage.
+# ``commands``, ``runner``, ``callbacks``, ``tuned_malloc``, and each stage's ``__main__``) may import any stage.
 ALLOWED = {
     "config": set(),
     "roofline": set(),
@@ -25,6 +24,9 @@ ALLOWED = {
     "regress": {"config", "results", "measure"},
     "predict": {"config", "results", "measure", "roofline", "report"},
 }
+# Below every stage, and importable from each: the commands' one error type and line (``errors``) and where
+# ``conf/`` is (``paths``). They import nothing of ``ablations``.
+FOUNDATION = {"ablations.errors", "ablations.paths"}
 # Named in the layout issue: the directions that must never appear, whatever ALLOWED grows into.
 FORBIDDEN = [("quality", "measure"), ("measure", "report"), ("roofline", "measure"), ("report", "predict")]
 
@@ -100,7 +102,11 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
     for src, targets in graph.items():
         for dst in targets:
             s, d = stage(src), stage(dst, importing=False)
-            if dst.endswith(".cli") and not src.endswith(".__main__"):
+            if src in FOUNDATION:
+                bad.append(f"{src} -> {dst}: {src} must import nothing of ablations")
+            elif dst in FOUNDATION:
+                continue
+            elif dst.endswith(".cli") and not src.endswith(".__main__"):
                 bad.append(f"{src} -> {dst}: nothing but __main__ imports the CLI")
             elif s != "entry" and s != d and d not in ALLOWED[s]:
                 bad.append(f"{src} -> {dst}: {s} may import only {sorted(ALLOWED[s]) or 'nothing'} of ablations")
@@ -136,6 +142,8 @@ def broken_tree(tmp_path: Path) -> Path:
     (root / "results" / "rows.py").write_text("def f():\n    from ablations.config.checks import x\n")
     (root / "quality" / "run.py").write_text("from ablations.measure.point import Rows\nimport ablations.cli\n")
     (root / "measure" / "point.py").write_text("")
+    (root / "errors.py").write_text("from ablations.config import checks\n")  # below every stage: imports nothing
+    (root / "results" / "table.py").write_text("from ablations.errors import UsageError\n")  # allowed anywhere
     return root
 
 
@@ -146,3 +154,5 @@ def test_the_checks_catch_a_cycle_and_forbidden_imports(broken_tree: Path):
     assert "ablations.quality.run -> ablations.measure.point: quality -> measure is forbidden" in found
     assert "ablations.quality.run -> ablations.cli: nothing but __main__ imports the CLI" in found
     assert "ablations.config.checks -> ablations.results.rows: config may import only nothing" in found
+    assert "ablations.errors -> ablations.config.checks: ablations.errors must import nothing of ablations" in found
+    assert "ablations.results.table" not in found

@@ -17,15 +17,14 @@ Hand-written configs stay files in ``conf/`` (sizes, profiles, the ``kv``, ``sca
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
 from ablations.config.variants import BASELINES
+from ablations.paths import conf_dir
 from components import Choice, choices, ladder_choices, llama2_choices
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 BASELINE = "gpt2"
 LLAMA2 = "llama2"
 TIED = "llama2_tied"
@@ -150,7 +149,7 @@ def sweeps() -> list[Sweep]:
 def file_sweeps() -> dict[str, str]:
     """The sweeps written as files, each with its ``# help:`` line as what it runs (a test checks each has one)."""
     out = {}
-    for path in sorted((CONF_DIR / "sweep").glob("*.yaml")):
+    for path in sorted((conf_dir() / "sweep").glob("*.yaml")):
         lines = [ln for ln in path.read_text().splitlines() if ln.startswith("# help:")]
         out[path.stem] = lines[0].removeprefix("# help:").strip() if lines else ""
     return out
@@ -161,7 +160,7 @@ def sweep_lines() -> dict[str, str]:
     return {**{s.name: s.what for s in sweeps()}, **file_sweeps()}
 
 
-HELP_HEADER = """blockbench: python -m ablations
+HELP_HEADER = """blockbench run (python -m ablations)
 What each GPT-2 -> Llama-2 block design choice buys: every variant timed paired against the GPT-2 block
 (latency, memory, FLOPs, decode), and a small byte-level LM trained per seed for the loss.
 """
@@ -186,8 +185,8 @@ def help_node() -> dict[str, Any]:
     choice_text = "\n".join(f"  {c.group:<{width}} {_values_text(c)}" for c in choices())
     template = (
         "${hydra.help.header}\n"
-        "Usage: python -m ablations [+sweep=NAME] [GROUP=OPTION ...] [KEY=VALUE ...] [hydra.sweep.dir=DIR]\n"
-        "       python -m ablations -m GROUP=A,B KEY=X,Y ...     (any grid, Hydra's own syntax)\n\n"
+        "Usage: blockbench run [+sweep=NAME] [GROUP=OPTION ...] [KEY=VALUE ...] [hydra.sweep.dir=DIR]\n"
+        "       blockbench run -m GROUP=A,B KEY=X,Y ...     (any grid, Hydra's own syntax)\n\n"
         "== Sweeps (+sweep=NAME; each runs all its points, no -m needed) ==\n"
         f"{sweeps_text}\n\n"
         "== Design choices (each a group: GROUP=OPTION) ==\n"
@@ -202,7 +201,7 @@ def help_node() -> dict[str, Any]:
 
 
 def _check_no_file(group: str, name: str) -> None:
-    if (CONF_DIR / group / f"{name}.yaml").exists():
+    if (conf_dir() / group / f"{name}.yaml").exists():
         raise RuntimeError(f"conf/{group}/{name}.yaml duplicates the generated {group} {name!r}: delete the file")
 
 

@@ -1,17 +1,19 @@
-"""``python -m ablations.quality DIR [DIR ...]``: the seed summary of finished sweeps, as text.
+"""``blockbench quality DIR [DIR ...]`` (``python -m ablations.quality``): the seed summary of finished sweeps.
 
-Per sweep: final validation loss (mean ± 95% CI over seeds; the paired difference to each reference with its
+Per sweep, as text: final validation loss (mean ± 95% CI over seeds; the paired difference to each reference with its
 interval at the Holm-adjusted level, p and Holm p, verdict and minimum detectable effect), extrapolation loss per
 evaluation length, and the summed wall time of the sweep's quality runs.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 import pandas as pd
 
+from ablations.errors import UsageError, command, prog
 from ablations.quality.inference import ALPHA
 from ablations.quality.stats import summarize
 from ablations.quality.widths import by_variant_then_width, several_widths
@@ -60,18 +62,19 @@ def report(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
+@command("quality")
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog("quality"), description=__doc__.split("\n\n")[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folders", nargs="+", type=Path, metavar="DIR", help="sweep folder(s) holding results.csv")
+    args = parser.parse_args(argv)
     try:
-        tables = [load(Path(a)) for a in argv]
+        tables = [load(folder) for folder in args.folders]
     except TableError as exc:
-        print(f"ablations.quality: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     print(report(pd.concat(tables, ignore_index=True)))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    sys.exit(main())

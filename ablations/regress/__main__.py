@@ -1,4 +1,4 @@
-"""``python -m ablations.regress``: see ``ablations.regress.cli``."""
+"""``python -m ablations.regress`` (or ``blockbench regress``): see ``ablations.regress.cli``."""
 
 import sys
 

@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ablations.paths import ROOT
+
 WARMUP_CALLS = 2
 # Counts repeat to ~0.01% between calls of the same code, so a few calls are enough.
 DEFAULT_NUMBER = 3
@@ -45,7 +47,7 @@ def start(root: Path, names: list[str], out: Path, number: int = DEFAULT_NUMBER)
            str(root), str(out), str(number), *names]
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     with (out / "valgrind.log").open("w") as log:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=Path(__file__).parents[2])
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
 
 
 def finish(proc: subprocess.Popen, out: Path) -> dict[str, float]:

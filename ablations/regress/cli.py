@@ -1,9 +1,9 @@
-"""The command ``python -m ablations.regress BASE``: is the working tree's timed library slower than git revision BASE?
+"""``blockbench regress BASE`` (``python -m ablations.regress``): is the working tree's timed library slower than BASE?
 
-    python -m ablations.regress HEAD~1                       # the default cases, threshold 5%
-    python -m ablations.regress origin/main -k block --threshold 3
-    python -m ablations.regress HEAD --cases ci --honour-marker   # what CI runs
-    python -m ablations.regress --history results/runs/regress block/llama2/train
+    blockbench regress HEAD~1                       # the default cases, threshold 5%
+    blockbench regress origin/main -k block --threshold 3
+    blockbench regress HEAD --cases ci --honour-marker   # what CI runs
+    blockbench regress --history results/runs/regress block/llama2/train
 
 Both revisions' ``components`` are imported into this one process and timed paired, round by round (see
 ``ablations.regress.paired``); the norms', positions' and attention decode's cases are also counted in
@@ -24,21 +24,18 @@ from pathlib import Path
 
 import torch
 
+from ablations.errors import UsageError, command, prog
 from ablations.regress import callgrind, summary
 from ablations.regress.cases import CASE_SETS, Case, all_cases, select
 from ablations.regress.paired import case_confidence, median_interval, time_case, verdict
 from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree
 from ablations.results.provenance import malloc_setting
 
-PROG = "python -m ablations.regress"
+PROG = prog("regress")
 DEFAULT_OUT = REPO / "results" / "runs" / "regress"
 # A commit whose message carries this says its slowdown is intended: with --honour-marker the check reports
 # the regression and exits 0.
 INTENDED_MARKER = "[perf-intended]"
-
-
-class UsageError(Exception):
-    pass
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -218,6 +215,7 @@ def run_history(folder: Path, case: str, threshold: float, out: Path | None) -> 
     return 0
 
 
+@command("regress")
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(sys.argv[1:] if argv is None else argv)
@@ -227,6 +225,5 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(c.name for c in chosen_cases(args)))
             return 0
         return run_check(args)
-    except (UsageError, SetupError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+    except SetupError as exc:
+        raise UsageError(str(exc)) from None

@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from ablations.paths import ROOT
+
 # The packages whose code is timed; everything else (torch, the harness, the case definitions) is shared.
 TIMED_PACKAGES = ("components",)
-REPO = Path(__file__).resolve().parents[2]
+REPO = ROOT  # the repository: regress needs a source checkout
 
 
 class SetupError(Exception):

@@ -3,5 +3,5 @@
 ``tables`` (load, combine, split) -> ``comparison`` (one row per variant, numbers) -> ``sections`` (each
 section's table) and ``claims`` (the four claims against published figures) -> ``markdown`` (REPORT.md);
 ``figures`` (seaborn) and ``sizes`` (meta-device parameter, FLOP and KV counts) beside them; ``formatting``
-turns numbers into cells. ``python -m ablations.report`` is ``__main__``.
+turns numbers into cells. ``blockbench report`` (``python -m ablations.report``) is ``__main__``.
 """

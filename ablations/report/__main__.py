@@ -1,7 +1,7 @@
-"""``python -m ablations.report DIR [DIR ...] [--out OUT]``: REPORT.md and figures from sweep folders.
+"""``blockbench report DIR [DIR ...] [--out OUT]`` (``python -m ablations.report``): REPORT.md and figures.
 
-    python -m ablations.report DIR                      # DIR/REPORT.md and DIR/figures/
-    python -m ablations.report DIR1 DIR2 ... --out OUT  # several sweeps in one report (OUT/results.csv too)
+    blockbench report DIR                      # DIR/REPORT.md and DIR/figures/
+    blockbench report DIR1 DIR2 ... --out OUT  # several sweeps in one report (OUT/results.csv too)
 """
 
 from __future__ import annotations
@@ -10,16 +10,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from ablations.errors import os_error_line
+from ablations.errors import Fault, UsageError, command, os_error_line, prog
 from ablations.report.markdown import build_report
 from ablations.report.tables import ReportError, combine, load_table
 from ablations.results.durable import write_atomic
 from ablations.results.table import TABLE
 
 
+@command("report")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ablations.report",
+        prog=prog("report"),
         description="Build REPORT.md and figures (PNG, SVG) from one or more sweep folders' results.csv.",
     )
     parser.add_argument("folders", nargs="+", type=Path, metavar="DIR", help="sweep folder(s) holding results.csv")
@@ -29,8 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tables = [load_table(f) for f in args.folders]
     except ReportError as exc:
-        print(f"ablations.report: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     out = args.out or args.folders[0]
     table = combine(tables)
     try:
@@ -38,8 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             write_atomic(out / TABLE, lambda f: table.to_csv(f, index=False))
         report = build_report(out, table, sources=args.folders)
     except OSError as exc:  # a full disk, a read-only folder: the earlier report, if any, stays whole
-        print(f"ablations.report: error: {os_error_line(exc)}", file=sys.stderr)
-        return 1
+        raise Fault(os_error_line(exc)) from None
     print(report.resolve())
     return 0
 

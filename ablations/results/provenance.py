@@ -10,7 +10,9 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+from ablations.paths import ROOT
+
+REPO = ROOT  # git runs here: the checkout's revision, "unknown" where the package is not in one
 
 
 @functools.cache

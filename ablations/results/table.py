@@ -1,7 +1,7 @@
 """Reading results tables: the one way every tool loads a sweep folder's table or a CSV file.
 
 Kept apart from ``store`` (which derives the row columns from the declared choices, and so imports ``torch``):
-``python -m ablations.compare`` reads tables without importing the model code.
+``blockbench compare`` reads tables without importing the model code.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Compare two results tables of the harness and fail when a metric got worse past its threshold.
 
-    python -m ablations.compare OLD NEW [--threshold METRIC=PCT ...] [--verbose]
+    blockbench compare OLD NEW [--threshold METRIC=PCT ...] [--verbose]
 
 OLD and NEW are ``results.csv`` files or run folders (holding ``results.csv`` or ``points/*.csv``). Rows
 are matched on (sweep, variant, baseline, metric, mode, batch, seq_len), plus step and position for quality rows
@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from ablations.errors import UsageError, command, prog
 from ablations.results.table import TableError, load
 
 KEY = ["sweep", "variant", "baseline", "metric", "mode", "batch", "seq_len"]
@@ -223,8 +223,9 @@ def parse_threshold(text: str) -> tuple[str, float]:
     return metric, value
 
 
+@command("compare")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ablations.compare", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=prog("compare"), description=__doc__.split("\n\n")[0])
     parser.add_argument("old", type=Path, help="baseline results.csv or run folder")
     parser.add_argument("new", type=Path, help="results.csv or run folder to check")
     parser.add_argument("--threshold", "-t", type=parse_threshold, action="append", default=[], metavar="METRIC=PCT",
@@ -234,8 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         changes, notes = compare(load_table(args.old), load_table(args.new), args.threshold)
     except InputError as exc:
-        print(f"ablations.compare: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     return report(changes, notes, args.verbose)
 
 

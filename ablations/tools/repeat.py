@@ -1,6 +1,6 @@
 """How well two runs of the same sweep agree: the repeatability of its paired ratios.
 
-    python -m ablations.repeat RUN_A RUN_B [--metric GLOB ...] [--tolerance PCT] [--all]
+    blockbench repeat RUN_A RUN_B [--metric GLOB ...] [--tolerance PCT] [--all]
 
 RUN_A and RUN_B are ``results.csv`` files or run folders of the same sweep, run separately (two
 processes, ideally at different times). Each ratio metric (``latency_ratio``, ``decode_latency_ratio``,
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import sys
 from pathlib import Path
 
 import pandas as pd
 
+from ablations.errors import UsageError, command, prog
 from ablations.tools.compare import KEY, InputError, load_table, medians
 
 DEFAULT_METRICS = ("latency_ratio", "decode_latency_ratio", "prefill_latency_ratio")
@@ -37,8 +37,9 @@ def agreement(a: pd.DataFrame, b: pd.DataFrame, metrics: list[str]) -> pd.DataFr
     return both.sort_values("diff_pct", ascending=False, ignore_index=True)
 
 
+@command("repeat")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ablations.repeat", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=prog("repeat"), description=__doc__.split("\n\n")[0])
     parser.add_argument("run_a", type=Path)
     parser.add_argument("run_b", type=Path)
     parser.add_argument("--metric", action="append", metavar="GLOB",
@@ -50,11 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         table = agreement(load_table(args.run_a), load_table(args.run_b), args.metric or list(DEFAULT_METRICS))
     except InputError as exc:
-        print(f"ablations.repeat: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     if table.empty:
-        print("ablations.repeat: error: the two runs share no ratio rows (same sweep and shapes?)", file=sys.stderr)
-        return 2
+        raise UsageError("the two runs share no ratio rows (same sweep and shapes?)")
     shown = table if args.all else table.head(15)
     with pd.option_context("display.width", 200, "display.max_rows", None):
         print(shown.round({"value_a": 3, "value_b": 3, "diff_pct": 2}).to_string(index=False))

@@ -57,4 +57,4 @@ def verify(library: object, candidate: object) -> None:
 
 if __name__ == "__main__":
     install()
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

@@ -99,7 +99,7 @@ def test_bad_baseline_is_one_line_before_any_work(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "ablations: error: Could not find 'baseline/gpt3' (available options in 'baseline': gpt2, llama2)"]
+        "blockbench run: error: Could not find 'baseline/gpt3' (available options in 'baseline': gpt2, llama2)"]
     assert not any(Path(tmp_path).iterdir())
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from ablations.cli import prevalidate
 from ablations.config.generated import all_sweep, ladder, leave_one_out, modern, sweep_lines
+from ablations.errors import UsageError
 from components import choices, llama2_choices
 
 # The sweeps written as files; the generated ones follow from the declarations.
@@ -68,21 +69,20 @@ def test_single_run_and_cli_multirun_compose():
         (["+sweep=kv", "model.n_heads=12", "model.d_model=768"], "attn.n_kv_heads=16"),
     ],
 )
-def test_bad_input_is_one_line_naming_the_key(args, expected, capsys):
-    with pytest.raises(SystemExit) as exit_info:
+def test_bad_input_is_one_line_naming_the_key(args, expected):
+    with pytest.raises(UsageError) as exit_info:
         prevalidate(args)
     assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
+    err = exit_info.value.message
     assert err.count("\n") == 0, err
-    assert err.startswith("ablations: error: ")
     assert expected in err
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-CUDA message")
-def test_cuda_without_cuda_is_refused(capsys):
-    with pytest.raises(SystemExit):
+def test_cuda_without_cuda_is_refused():
+    with pytest.raises(UsageError) as exit_info:
         prevalidate(["device=cuda"])
-    assert "device=cuda but no CUDA device is available" in capsys.readouterr().err
+    assert "device=cuda but no CUDA device is available" in exit_info.value.message
 
 
 def test_cli_exits_nonzero_without_traceback(tmp_path):
@@ -93,7 +93,7 @@ def test_cli_exits_nonzero_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "ablations: error: model.d_model=1000 must be divisible by model.n_heads=16"
+        "blockbench run: error: model.d_model=1000 must be divisible by model.n_heads=16"
     ]
     assert not (tmp_path / "points").exists()  # nothing ran
 

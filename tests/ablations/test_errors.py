@@ -1,7 +1,8 @@
 """Bad input and faults of the environment: each is one line on stderr and an exit status, never a traceback,
 and nothing already written is lost.
 
-Input and environment checked before any work (exit status 2) run in-process through ``ablations.cli.main``;
+Every line is ``blockbench run: error: ...`` (``ablations.errors``). Input and environment checked before any
+work (exit status 2) run in-process through ``ablations.cli.main``;
 faults met during a run (exit status 1) run a real sweep in a subprocess with the fault injected
 (``inject/sitecustomize.py``), and a rerun shows the points written before it were kept.
 """
@@ -19,6 +20,7 @@ import pandas as pd
 import pytest
 
 from ablations import cli
+from ablations.errors import Fault, error_line
 from ablations.results import durable
 from ablations.results.store import point_done
 from ablations.results.table import POINTS_DIR
@@ -52,16 +54,11 @@ def cli_result(capsys, monkeypatch):
 
 
 def _stopped(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-    with pytest.raises(SystemExit) as stop:
-        cli.main(argv)
-    code = stop.value.code
-    err = capsys.readouterr().err
-    if isinstance(code, str):  # a Fault: the interpreter prints it and exits with 1
-        return 1, (err + code).strip().splitlines()
-    return code, err.strip().splitlines()
+    status = cli.main(argv)
+    return status, capsys.readouterr().err.strip().splitlines()
 
 
-# (arguments, the whole stderr line after "ablations: error: "; {tmp} is the test's folder)
+# (arguments, the whole stderr line after "blockbench run: error: "; {tmp} is the test's folder)
 BAD_INPUT = {
     "unknown top-level key": (
         ["+no_such_key=1"],
@@ -129,7 +126,7 @@ def test_bad_input_is_one_line_and_exit_2(args, line, tmp, cli_result):
     argv = [a.format(tmp=tmp) for a in args]
     if not any(a.startswith(("hydra.sweep.dir", "hydra.run.dir")) for a in argv):
         argv += [f"hydra.sweep.dir={tmp}/sweep", f"hydra.run.dir={tmp}/run"]
-    assert cli_result(argv) == (2, [f"ablations: error: {line.format(tmp=tmp)}"])
+    assert cli_result(argv) == (2, [error_line("run", line.format(tmp=tmp))])
     assert not (tmp / "sweep").exists() and not (tmp / "run").exists()  # nothing ran, nothing was left
 
 
@@ -166,7 +163,7 @@ def test_an_existing_folder_that_refuses_writes(err, problem, tmp_path, cli_resu
 
     monkeypatch.setattr(durable.tempfile, "NamedTemporaryFile", refuse)
     status, lines = cli_result(["+sweep=norm", f"hydra.sweep.dir={tmp_path}"])
-    assert (status, lines) == (2, [f"ablations: error: hydra.sweep.dir={tmp_path}: {problem}"])
+    assert (status, lines) == (2, [f"blockbench run: error: hydra.sweep.dir={tmp_path}: {problem}"])
     assert (tmp_path / POINTS_DIR / "gpt2-0123456789ab.csv").read_text() == "status\nok\n"
 
 
@@ -177,7 +174,7 @@ def test_a_read_only_folder_for_real(tmp_path, cli_result):
         status, lines = cli_result(["+sweep=norm", f"hydra.sweep.dir={tmp_path}"])
     finally:
         tmp_path.chmod(0o700)
-    assert (status, lines) == (2, [f"ablations: error: hydra.sweep.dir={tmp_path}: cannot write in the output "
+    assert (status, lines) == (2, [f"blockbench run: error: hydra.sweep.dir={tmp_path}: cannot write in the output "
                                    "folder (Permission denied)"])
 
 
@@ -190,7 +187,7 @@ def run(args: list[str], folder: Path, fault: str = "") -> subprocess.CompletedP
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
     assert "Traceback" not in proc.stderr, proc.stderr
-    return [ln for ln in proc.stderr.splitlines() if ln.startswith("ablations: error:")]
+    return [ln for ln in proc.stderr.splitlines() if ln.startswith("blockbench run: error:")]
 
 
 def leftovers(folder: Path) -> list[Path]:
@@ -204,7 +201,7 @@ def test_a_job_folder_hydra_cannot_create_is_one_line(tmp_path):
     (tmp_path / "0").write_text("")
     proc = run(QUICK, tmp_path)
     assert proc.returncode == 1
-    assert error_lines(proc) == [f"ablations: error: {tmp_path / '0'}: File exists"]
+    assert error_lines(proc) == [f"blockbench run: error: {tmp_path / '0'}: File exists"]
     assert not (tmp_path / POINTS_DIR).exists()
 
 
@@ -215,7 +212,7 @@ def test_disk_full_at_a_point_keeps_the_earlier_point_and_a_rerun_reuses_it(tmp_
     points = tmp_path / POINTS_DIR
     [kept] = points.glob("gpt2-*.csv")
     [line] = error_lines(proc)
-    assert re.fullmatch(rf"ablations: error: {re.escape(str(points))}/rmsnorm-[0-9a-f]{{12}}\.csv: cannot write "
+    assert re.fullmatch(rf"blockbench run: error: {re.escape(str(points))}/rmsnorm-[0-9a-f]{{12}}\.csv: cannot write "
                         r"\(No space left on device\)", line), line
     assert proc.stderr.strip().splitlines()[-1] == line  # the last word, not followed by a summary of "ok"s
     assert [p.name for p in points.iterdir()] == [kept.name]  # no temporary file, no part of the failed point
@@ -252,7 +249,7 @@ def test_a_fault_during_the_run_is_one_line_and_exit_1(fault, line, points, tmp_
     sweep = tmp_path / "sweep"
     proc = run([*QUICK, f"data.path={corpus}"], sweep, fault=fault.format(corpus=corpus))
     assert proc.returncode == 1
-    assert error_lines(proc) == [f"ablations: error: {line.format(sweep=sweep, corpus=corpus)}"]
+    assert error_lines(proc) == [f"blockbench run: error: {line.format(sweep=sweep, corpus=corpus)}"]
     assert leftovers(sweep) == []
     written = sorted((sweep / POINTS_DIR).glob("*.csv"))
     assert len(written) == points and all(point_done(p) for p in written)
@@ -270,9 +267,9 @@ def test_a_report_that_fails_is_one_line_exit_1_and_keeps_the_table(tmp_path, mo
         raise ValueError("no column 'x'\nin the table")
 
     monkeypatch.setattr(markdown, "build_report", broken)
-    with pytest.raises(SystemExit) as stop:
+    with pytest.raises(Fault) as stop:
         callbacks.finish(tmp_path, ["ok"], cfg=object())
-    assert stop.value.code == (
-        f"ablations: error: the report could not be built (ValueError: no column 'x' in the table); the measurements "
-        f"are in {tmp_path / 'results.csv'}: rebuild with python -m ablations.report {tmp_path}")
+    assert stop.value.code == 1 and stop.value.message == (
+        f"the report could not be built (ValueError: no column 'x' in the table); the measurements "
+        f"are in {tmp_path / 'results.csv'}: rebuild with blockbench report {tmp_path}")
     assert set(pd.read_csv(tmp_path / "results.csv")["point"]) == {"gpt2"}

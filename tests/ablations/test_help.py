@@ -36,7 +36,7 @@ def section(text: str, title: str) -> list[str]:
 
 
 def test_help_names_the_app(help_text):
-    assert help_text.splitlines()[0] == "blockbench: python -m ablations"
+    assert help_text.splitlines()[0] == "blockbench run (python -m ablations)"
     assert "powered by Hydra" not in help_text
 
 

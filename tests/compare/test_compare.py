@@ -1,4 +1,4 @@
-"""``python -m ablations.compare``: direction-aware regression checks between two results tables."""
+"""``blockbench compare``: direction-aware regression checks between two results tables."""
 
 from __future__ import annotations
 
@@ -129,11 +129,11 @@ def test_missing_or_bad_input_exits_2_with_one_line(tmp_path):
     (tmp_path / "empty").mkdir()
     for old, needle in ((tmp_path / "nope.csv", "no such file"), (tmp_path / "bad.csv", "missing column"),
                         (tmp_path / "empty", "no results.csv")):
-        proc = subprocess.run([sys.executable, "-m", "ablations.compare", str(old), str(good)],
+        proc = subprocess.run([sys.executable, "-m", "ablations.commands", "compare", str(old), str(good)],
                               capture_output=True, text=True)
         assert proc.returncode == 2
         lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("ablations.compare: error:") and needle in lines[0]
+        assert len(lines) == 1 and lines[0].startswith("blockbench compare: error:") and needle in lines[0]
         assert proc.stdout == ""
 
 

@@ -1,4 +1,4 @@
-"""``python -m ablations.repeat``: do two runs of one sweep quote the same paired ratios?"""
+"""``blockbench repeat``: do two runs of one sweep quote the same paired ratios?"""
 
 from __future__ import annotations
 

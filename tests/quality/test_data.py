@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from ablations.cli import prevalidate
+from ablations.errors import UsageError
 from ablations.quality import data
 from ablations.quality.data import load_corpus, min_bytes, stdlib_files
 from tests.quality.helpers import quality_rows
@@ -26,11 +27,11 @@ def test_stdlib_corpus_is_sorted_hashed_and_split():
 
 
 def _error(args: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as exit_info:
+    with pytest.raises(UsageError) as exit_info:
         prevalidate(args)
     assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and err.startswith("ablations: error: data.path="), err
+    err = exit_info.value.message
+    assert err.count("\n") == 0 and err.startswith("data.path="), err
     return err
 
 
@@ -83,7 +84,7 @@ def test_cli_refuses_before_any_work(tmp_path):
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"ablations: error: data.path={tmp_path / 'nope.txt'} does not exist; give a readable text file "
+        f"blockbench run: error: data.path={tmp_path / 'nope.txt'} does not exist; give a readable text file "
         "(empty = the Python stdlib)"
     ]
     assert not (tmp_path / "points").exists()

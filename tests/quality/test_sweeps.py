@@ -13,6 +13,7 @@ from hydra.types import RunMode
 
 from ablations.cli import CONF_DIR, expand_jobs, prevalidate
 from ablations.config.variants import match_params, variant_label
+from ablations.errors import UsageError
 from ablations.quality.arch import map_kv_heads, quality_arch
 from ablations.quality.stats import _rung, summarize
 from ablations.runner import check_point as check_run
@@ -114,10 +115,10 @@ def test_learned_table_is_exactly_the_training_context():
     (["train.steps=0"], "train.steps=0 must be a positive integer"),
     (["data.val_fraction=1.5"], "data.val_fraction=1.5"),
 ])
-def test_bad_training_settings_are_one_line(args, expected, capsys):
-    with pytest.raises(SystemExit):
+def test_bad_training_settings_are_one_line(args, expected):
+    with pytest.raises(UsageError) as exit_info:
         prevalidate(args)
-    err = capsys.readouterr().err.strip()
+    err = exit_info.value.message
     assert err.count("\n") == 0 and expected in err, err
 
 

@@ -173,7 +173,7 @@ def test_setup_problems_are_one_line_and_exit_2(args, message, capsys):
     assert cli.main(args) == 2
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("python -m ablations.regress: error: ") and message in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("blockbench regress: error: ") and message in lines[0]
     assert captured.out == ""  # nothing was timed
 
 
@@ -182,7 +182,7 @@ def test_a_report_folder_that_cannot_be_written_is_a_setup_problem(tmp_path, cap
     blocker.write_text("")
     assert cli.main(["HEAD", "-k", "norm/rmsnorm/forward", "--out", str(blocker)]) == 2
     captured = capsys.readouterr()
-    assert captured.err.strip().splitlines()[-1] == (f"python -m ablations.regress: error: --out {blocker}: cannot "
+    assert captured.err.strip().splitlines()[-1] == (f"blockbench regress: error: --out {blocker}: cannot "
                                                     "write the reports there (File exists)")
     assert captured.out == ""
 
@@ -191,7 +191,7 @@ def test_the_command_exits_2_with_one_line():
     proc = subprocess.run([*PROG, "no-such-rev"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        f"python -m ablations.regress: error: BASE='no-such-rev' is not a git revision of {REPO} "
+        f"blockbench regress: error: BASE='no-such-rev' is not a git revision of {REPO} "
         "(try HEAD~1, origin/main, a tag or a commit)"]
 
 

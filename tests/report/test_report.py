@@ -238,7 +238,7 @@ def test_the_real_stats_module_feeds_the_report(synthetic, sizes):
 def test_cli_missing_folder_is_one_line_and_exit_2(tmp_path, capsys):
     assert report_main([str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("ablations.report: error: ") and "is not a folder" in err
+    assert err.count("\n") == 1 and err.startswith("blockbench report: error: ") and "is not a folder" in err
 
 
 def test_cli_folder_without_a_table_is_one_line_and_exit_2(tmp_path, capsys):
@@ -323,5 +323,5 @@ def test_cli_a_disk_that_refuses_the_report_is_one_line_and_exit_1(synthetic, tm
 
     monkeypatch.setattr(report_cli, "build_report", refuse)
     assert report_main([str(folder)]) == 1
-    assert capsys.readouterr().err == (f"ablations.report: error: {folder / 'REPORT.md'}: cannot write "
+    assert capsys.readouterr().err == (f"blockbench report: error: {folder / 'REPORT.md'}: cannot write "
                                        "(No space left on device)\n")

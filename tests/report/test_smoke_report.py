@@ -35,4 +35,4 @@ def test_cli_error_in_a_subprocess(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "ablations.report", str(tmp_path / "missing")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [f"ablations.report: error: {tmp_path / 'missing'} is not a folder"]
+    assert proc.stderr.strip().splitlines() == [f"blockbench report: error: {tmp_path / 'missing'} is not a folder"]
