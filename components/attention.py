@@ -598,16 +598,22 @@ def _attn_show(row: Mapping[str, object]) -> str:
 
 
 def _attn_sized(cfg: AttnConfig, kv_heads: int) -> AttnConfig:
-    """GQA without its own KV heads gets ``kv_heads``; its other settings (a window) are kept."""
-    return replace(cfg, n_kv_heads=kv_heads) if cfg.name == "gqa" and cfg.n_kv_heads is None else cfg
+    """GQA without its own KV heads gets ``kv_heads``; its other settings (a window) are kept. Any other value's KV
+    heads follow from the value (MHA: every head, MQA: one, MLA: none but a latent), so a count carried over from
+    the GQA it was flipped from (Llama-2's block flipped to MLA) is dropped rather than contradicting it."""
+    if cfg.name != "gqa":
+        return replace(cfg, n_kv_heads=None) if cfg.n_kv_heads is not None else cfg
+    return replace(cfg, n_kv_heads=kv_heads) if cfg.n_kv_heads is None else cfg
 
 
 ATTN = declare(Choice(
     display={"mha": "MHA", "gqa": "GQA", "mqa": "MQA", "mla": "MLA"},
     group="attn", title="KV heads / query heads", show=_attn_show, config=AttnConfig, registry=ATTENTIONS, gpt2="mha",
     llama2="gqa", hook="attention", order=40,
-    rung=4, sized=_attn_sized, flip_values=("gqa",), label=_attn_label, matches=_attn_matches, to_row=_attn_row,
-    from_row=_attn_from_row, sweep=False,
+    rung=4, sized=_attn_sized, flip_values=("gqa", "mla"), label=_attn_label, matches=_attn_matches,
+    to_row=_attn_row, from_row=_attn_from_row, sweep=False,
+    # 64 of the small model's 1024 tokens: a window that the kv sweep's contexts (up to 4096) run well past.
+    setting_flips={"window": {"window": 64}},
     description="K/V heads: one per query head (MHA), shared by groups of query heads (GQA), or one (MQA); or one "
                 "cached latent per token, up-projected per head (MLA, DeepSeek-V2)",
     claim=Claim(
@@ -616,4 +622,21 @@ ATTN = declare(Choice(
          ("Ainslie et al. 2023, Table 1",
           "time/sample MHA-XXL 1.51 s, GQA-8 0.28 s, MQA 0.24 s; score 47.2 / 47.1 / 46.6")),
     ),
+    value_claims={
+        "mla": Claim(
+            "MLA caches a small latent per token instead of K and V, at no loss of quality",
+            (("DeepSeek-AI 2024 (DeepSeek-V2), abstract",
+              "KV cache reduced by 93.3% against DeepSeek 67B (two different models as deployed, not attention "
+              "alone)"),
+             ("DeepSeek-AI 2024 (DeepSeek-V2), Table 1 and §2.1",
+              "per token and layer: MHA 2·n_h·d_h elements, GQA 2·n_g·d_h, MLA (d_c + d_h^R) = 4.5·d_h "
+              "(d_c 512, d_h^R 64, d_h 128)")),
+        ),
+        "window": Claim(
+            "A sliding window bounds the KV cache at W positions however long the context, without hurting quality",
+            (("Jiang et al. 2023 (Mistral 7B), §2",
+              "window W = 4096; a rolling buffer cache of W positions: on a sequence of 32k tokens, cache memory "
+              "8× smaller, without impacting model quality"),),
+        ),
+    },
 ))

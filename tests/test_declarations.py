@@ -132,6 +132,12 @@ def test_every_value_is_a_regression_and_a_benchmark_case():
             assert any(o.get(c.group) == value for o in blocks.values()), (c.group, value)
             if c.sweep:
                 assert value in SWEEPS[c.group], (c.group, value)
+        for settings in c.setting_flips.values():  # a setting flip: on GPT-2's block, and on Llama-2's in modern
+            dotted = {f"{c.group}.{k}": v for k, v in settings.items()}
+            assert any(dotted.items() <= o.items() for o in blocks.values()), (c.group, settings)
+            assert any(dotted.items() <= o.items() for o in SWEEPS["modern"].values()), (c.group, settings)
+        for value in c.after_llama2:
+            assert any(o.get(c.group) == value for o in SWEEPS["modern"].values()), (c.group, value)
     assert {f"block/{name}/decode" for name in blocks} <= names
 
 
@@ -140,7 +146,11 @@ def test_the_generated_variants_move_what_their_names_say():
     for v in all_variants():
         arch = arch_from(compose_cfg([f"variant={v.name}"]))
         for c in choices():
-            assert c.has(arch, v.values.get(c.group, c.gpt2)), (v.name, c.group)
+            settings = v.settings.get(c.group, {})
+            if settings:  # a setting flip (a window) moves the group off every value: its settings say what it is
+                assert all(getattr(getattr(arch, c.group), k) == x for k, x in settings.items()), (v.name, c.group)
+            else:
+                assert c.has(arch, v.values.get(c.group, c.gpt2)), (v.name, c.group)
     llama = arch_from(compose_cfg(["variant=llama2"]))
     assert variant_label(llama) == "llama2" and not llama.model.tie_embeddings
     for v in leave_one_out()[1:-1]:  # each reverts exactly one Llama-2 choice

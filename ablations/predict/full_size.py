@@ -293,7 +293,8 @@ def notes(sizes: list[AtSize]) -> list[str]:
             seen.add(said)
             if declared:
                 source = full_size_settings(c, declared[0])[1]
-                where = (f"the {source} preset's (components/presets.py cites its published config)"
+                shown = SHOWN.get(source.replace("-", "_"), source)
+                where = (f"{shown}'s own (components/presets.py cites its published config)"
                          if source != "declared" else "the declared value (no published preset here has one)")
                 small = ", ".join(f"{k}={v}" for k, v in c.setting_flips[declared[0]].items())
                 out.append(f"{said} at full size: {where}; the harness's small model flips {small}.")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -36,7 +36,8 @@ GQA_KV_HEADS = (4, 2)
 
 
 def _values(c: Choice) -> list[dict[str, object]]:
-    """Each value of choice ``c`` other than GPT-2's, as overrides (GQA at each of ``GQA_KV_HEADS``)."""
+    """Each value of choice ``c`` other than GPT-2's, as overrides (GQA at each of ``GQA_KV_HEADS``), then each of
+    its setting flips on GPT-2's value (``{"attn": "mha", "attn.window": 64}``)."""
     out: list[dict[str, object]] = []
     for value in c.values[1:]:
         # A value the declaration sizes by its KV heads (GQA): one case per KV-head count.
@@ -44,15 +45,31 @@ def _values(c: Choice) -> list[dict[str, object]]:
             out += [{c.group: value, "kv": kv} for kv in GQA_KV_HEADS]
         else:
             out.append({c.group: value})
+    for settings in c.setting_flips.values():
+        out.append({c.group: c.gpt2, **{f"{c.group}.{k}": v for k, v in settings.items()}})
     return out
 
 
+def split_overrides(overrides: Mapping[str, object]) -> tuple[dict[str, tuple[str, dict[str, object]]], int]:
+    """Overrides as ``{group: (value, settings)}`` and the KV heads (0: none given): a dotted key is a setting of its
+    group (``attn.window``), the way Hydra spells it; ``kv`` sizes GQA."""
+    groups: dict[str, tuple[str, dict[str, object]]] = {}
+    for key, value in overrides.items():
+        if key != "kv" and "." not in key:
+            groups[key] = (str(value), {})
+    for key, value in overrides.items():
+        group, dot, setting = key.partition(".")
+        if dot:
+            groups[group][1][setting] = value
+    return groups, int(overrides.get("kv") or 0)
+
+
 def _name(overrides: dict[str, object]) -> str:
-    """The case's variant name, as a sweep point's label names it (``rmsnorm``, ``gqa2``, ``nobias``)."""
-    values = {k: v for k, v in overrides.items() if k != "kv"}
-    groups = {g: choice(g).at_size(v, int(overrides.get("kv") or 0)) for g, v in values.items()}
-    a = ArchConfig(model=ModelConfig(d_model=D_MODEL, n_layers=1, n_heads=N_HEADS), **groups)
-    return "+".join(choice(g).name_in(a) for g in values)
+    """The case's variant name, as a sweep point's label names it (``rmsnorm``, ``gqa2``, ``nobias``, ``mha-w64``)."""
+    groups, kv = split_overrides(overrides)
+    configs = {g: choice(g).at_size(v, kv, **s) for g, (v, s) in groups.items()}
+    a = ArchConfig(model=ModelConfig(d_model=D_MODEL, n_layers=1, n_heads=N_HEADS), **configs)
+    return "+".join(choice(g).name_in(a) for g in groups)
 
 
 def block_variants() -> dict[str, dict[str, object]]:
@@ -120,13 +137,17 @@ class Case:
 _LEGACY = {"pos": "PosConfig", "norm": "NormConfig", "ffn": "FFNConfig", "attn": "AttnConfig", "bias": "BiasConfig"}
 
 
-def arch(c: ModuleType, kv: int | None = None, **values: str) -> object:
-    """One block with the given choices at the given values (GPT-2's for the rest), from tree ``c``'s own classes.
-    A tree that lacks a group raises, and the regression check then leaves the case ``not compared``."""
+def arch(c: ModuleType, kv: int | None = None, **values: object) -> object:
+    """One block with the given choices at the given values (GPT-2's for the rest; a dotted key is a setting,
+    ``attn.window``), from tree ``c``'s own classes. A tree that lacks a group or a setting raises, and the
+    regression check then leaves the case ``not compared``."""
     sizes = dict(d_model=D_MODEL, n_layers=1, n_heads=N_HEADS, max_seq_len=MAX_SEQ_LEN)
     if callable(getattr(c, "choice", None)):
-        groups = {g: c.choice(g).at_size(v, kv or 0) for g, v in values.items()}
+        split, _ = split_overrides(values)
+        groups = {g: c.choice(g).at_size(v, kv or 0, **s) for g, (v, s) in split.items()}
         return c.ArchConfig(model=c.ModelConfig(**sizes), **groups)
+    if any("." in key for key in values):
+        raise ValueError("this tree has no setting flips")
     unknown = set(values) - set(_LEGACY)
     if unknown:
         raise ValueError(f"this tree has no choice group {', '.join(sorted(unknown))}")

@@ -9,7 +9,8 @@ takes tens of ms.
 
 from __future__ import annotations
 
-from ablations.config.generated import all_variants, sweeps
+from ablations.config.generated import all_variants, modern, sweeps
+from ablations.regress.cases import split_overrides
 from components import ArchConfig, ModelConfig, choice, choices
 
 D_MODEL = 512
@@ -39,7 +40,9 @@ def _one_choice(group: str) -> dict[str, dict[str, object]]:
 def _named(variant: str) -> dict[str, object]:
     """A generated variant's overrides (GQA at ``GQA_KV_HEADS``)."""
     v = next(v for v in all_variants() if v.name == variant)
-    return {**v.values, **({"kv": GQA_KV_HEADS} if "attn" in v.values else {})}
+    groups = {c.group for c in choices()}
+    settings = {f"{g}.{k}": x for g, kv in v.settings.items() if g in groups for k, x in kv.items()}
+    return {**v.values, **settings, **({"kv": GQA_KV_HEADS} if "attn" in v.values else {})}
 
 
 def _sweeps() -> dict[str, dict[str, dict[str, object]]]:
@@ -48,10 +51,13 @@ def _sweeps() -> dict[str, dict[str, dict[str, object]]]:
     out["kv"] = {f"kv{k}": {"attn": "gqa", "kv": k} for k in range(N_HEADS, 0, -1) if N_HEADS % k == 0}
     all_sweep = next(s for s in sweeps() if s.name == "all")
     out["all"] = {name: _named(name) for name in all_sweep.params["variant"].split(",")}
+    # Llama-2's block and each choice after it flipped alone on it (values and setting flips), as +sweep=modern.
+    out["modern"] = {v.name: _named(v.name) for v in modern()}
     return out
 
 
-# sweep -> variant -> overrides of the GPT-2 baseline (keys: choice groups, and kv for GQA's KV heads).
+# sweep -> variant -> overrides of the GPT-2 baseline (keys: choice groups, their settings as ``group.key``, and kv
+# for GQA's KV heads).
 SWEEPS: dict[str, dict[str, dict[str, object]]] = _sweeps()
 
 # attention variant -> n_kv_heads (None: the variant's own).
@@ -64,12 +70,12 @@ def arch(
     d_model: int = D_MODEL,
     n_heads: int = N_HEADS,
     max_seq_len: int = MAX_SEQ_LEN,
-    **values: str,
+    **values: object,
 ) -> ArchConfig:
-    """One block (n_layers=1) with the given choices at the given values (GPT-2's by default), benchmark sizes."""
-    groups = {g: choice(g).at_size(v, kv or 0) for g, v in values.items()}
-    if kv is not None and "attn" in groups:
-        groups["attn"].n_kv_heads = kv
+    """One block (n_layers=1) with the given choices at the given values (GPT-2's by default; a dotted key is a
+    setting, ``attn.window``), benchmark sizes."""
+    split, _ = split_overrides(values)
+    groups = {g: choice(g).at_size(v, kv or 0, **s) for g, (v, s) in split.items()}
     return ArchConfig(model=ModelConfig(d_model=d_model, n_layers=1, n_heads=n_heads, max_seq_len=max_seq_len),
                       **groups)
 

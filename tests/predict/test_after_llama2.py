@@ -1,15 +1,14 @@
 """The predictor beyond Llama-2: Mistral-7B's preset, the flips on Llama-2's block (values after Llama-2, named
 settings), MLA's latent and a window's rolling cache at full size, and the largest batch on H100 and H200.
 
-Rows must come from the declarations alone. ``declared`` makes sure attention declares MLA as a flip and its sliding
-window as a setting flip (as ``components/attention.py`` is to declare them: ``setting_flips={"window": {"window":
-64}}``), adding only what the declaration does not have yet, so these tests read the same once it does.
+Rows must come from the declarations alone: attention declares MLA as a flip and its sliding window as a setting
+flip (``components/attention.py``), and the predictor finds both through ``Choice.after_llama2`` and
+``Choice.setting_flips``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,16 +25,6 @@ from components.presets import MISTRAL_7B_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 BF16 = 2
-
-
-@pytest.fixture
-def declared(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Attention with MLA among its flips and the window among its setting flips (what it declares, or will)."""
-    registry = sys.modules["components.choice"]._DECLARED
-    attn = registry["attn"]
-    monkeypatch.setitem(registry, "attn", dataclasses.replace(
-        attn, flip_values=tuple(dict.fromkeys([*attn.flips, "mla"])),
-        setting_flips=attn.setting_flips or {"window": {"window": 64}}))
 
 
 def with_attn(name: str, model: str) -> object:
@@ -152,10 +141,7 @@ def expected_flips() -> list[tuple[str, str]]:
     return [(c.group, v) for c in choices() for v in [*c.after_llama2, *c.setting_flips]]
 
 
-@pytest.mark.parametrize("with_declared", [False, True])
-def test_every_after_llama2_value_and_setting_flip_is_predicted_against_llama2(request, with_declared):
-    if with_declared:
-        request.getfixturevalue("declared")
+def test_every_after_llama2_value_and_setting_flip_is_predicted_against_llama2():
     model = preset("llama2-70b").model
     p = predicted(model, 8, "llama2_70b")
     on_llama2 = [name for name, against in p.against.items() if against == "llama2"]
@@ -167,11 +153,10 @@ def test_every_after_llama2_value_and_setting_flip_is_predicted_against_llama2(r
                                                                if full_size_settings(c, k)[0] == settings)))
     assert sorted(found) == sorted(expected_flips())
     assert p.against["llama2"] == "gpt2" and all(p.against[n] == "gpt2" for n in p.variants if n not in on_llama2)
-    if with_declared:
-        assert ("attn", "mla") in found and ("attn", "window") in found
+    assert ("attn", "mla") in found and ("attn", "window") in found
 
 
-def test_full_size_window_is_mistrals_and_mla_is_deepseek_v2s(declared):
+def test_full_size_window_is_mistrals_and_mla_is_deepseek_v2s():
     attn = choice("attn")
     assert full_size_settings(attn, "window") == ({"window": 4096}, "mistral-7b")
     for name, kv in (("llama2_7b", 32), ("llama2_70b", 8)):
@@ -183,7 +168,7 @@ def test_full_size_window_is_mistrals_and_mla_is_deepseek_v2s(declared):
         assert window.attn.window == 4096 and window.attn.name == flipped["llama2"].attn.name
 
 
-def test_mistral_flips_keep_its_window_out_of_every_other_flip(declared):
+def test_mistral_flips_keep_its_window_out_of_every_other_flip():
     p = predicted(preset("mistral-7b").model, 8, "mistral_7b")
     windowed = [n for n, a in p.variants.items() if a.attn.window is not None]
     assert windowed == ["llama2-gqa8-w4096"]  # the window flip alone; with it Llama-2's block is Mistral-7B
@@ -197,7 +182,7 @@ def test_mistral_is_llama2s_block_at_its_sizes_with_its_own_window():
     s = at_size("mistral_7b")
     assert [r.label for r in s.rows] == ["Llama-2 block (baseline)", "attn.window: none → 4096 (= Mistral-7B)"]
     assert s.rows[1].arch.attn == preset("mistral-7b").attn and s.published_context == s.predicted_context == 32768
-    assert any("Mistral-7B's own setting" in line for line in notes([s]))
+    assert any("attn.window=4096" in line and "Mistral-7B's own" in line for line in notes([s]))
 
 
 def test_cli_predicts_past_max_seq_len_only_when_asked(capsys):
@@ -216,7 +201,7 @@ def test_cli_predicts_past_max_seq_len_only_when_asked(capsys):
         n for n, a in predicted(preset("llama2-7b").model, 32, "llama2_7b").against.items() if a == "llama2"}
 
 
-def test_full_size_tables_have_every_flip_on_llama2s_block(declared):
+def test_full_size_tables_have_every_flip_on_llama2s_block():
     sizes = [at_size(m) for m in AFTER_LLAMA2_MODELS]
     by_model = {s.model: s for s in sizes}
     for model in ("llama2_7b", "llama2_70b"):
@@ -231,14 +216,14 @@ def test_full_size_tables_have_every_flip_on_llama2s_block(declared):
     ratio = dict(zip(decode["context"], decode["ratio"], strict=True))
     assert ratio[32768] < 0.5 and ratio[4096] == pytest.approx(1, abs=0.01)  # the window only bites past 4096
     text = "\n".join(notes(sizes))
-    assert "counterfactual context" in text and "mistral-7b preset" in text
+    assert "counterfactual context" in text and "Mistral-7B's own" in text
     assert "DeepSeek's own models are mixtures of experts, which this harness does not model" in text
     memory = memory_table(sizes)
     assert "GQA → MLA ‡ [mla] | 36 KiB" in memory  # 32 layers x 576 x 2 bytes
     assert "largest batch, h200 (141 GB), 32,768" in memory and "largest batch, h100_sxm (80 GB), 4,096" in memory
 
 
-def test_full_size_main_marks_everything_predicted(capsys, declared):
+def test_full_size_main_marks_everything_predicted(capsys):
     from ablations.predict.full_size import main as full_size_main
 
     assert full_size_main([]) == 0
@@ -250,7 +235,7 @@ def test_full_size_main_marks_everything_predicted(capsys, declared):
     assert "training memory not modelled" in out
 
 
-def test_custom_sizes_need_no_preset(declared):
+def test_custom_sizes_need_no_preset():
     p = predicted(ModelConfig(d_model=64, n_layers=2, n_heads=4, max_seq_len=256, vocab_size=100,
                               tie_embeddings=False), 2, "custom")
     assert sum(a == "llama2" for a in p.against.values()) == len(expected_flips())
