@@ -33,8 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 import components  # noqa: E402
 from ablations.measure.flops import analytic_forward_flops  # noqa: E402
+from ablations.measure.intervals import median_interval  # noqa: E402
 from ablations.regress.cases import BLOCK_SHAPE, D_MODEL, arch  # noqa: E402
-from ablations.regress.paired import case_confidence, median_interval  # noqa: E402
+from ablations.regress.paired import case_confidence  # noqa: E402
 
 # The GPT-2 block's forward FLOPs per token at the check's block shape (d=512, 1x256).
 BLOCK_FLOPS = analytic_forward_flops(arch(components), *BLOCK_SHAPE) // (BLOCK_SHAPE[0] * BLOCK_SHAPE[1])

@@ -16,11 +16,12 @@ from omegaconf import DictConfig
 from torch import nn
 from tqdm.auto import tqdm
 
-from ablations.config.checks import Shape, parse_shape
+from ablations.config.checks import Shape, parse_shape, precision_of
 from ablations.config.variants import baseline_from
 from ablations.measure import flops as F
 from ablations.measure.backends import sdpa_backends
 from ablations.measure.ceilings import Ceilings, measure_ceilings
+from ablations.measure.intervals import Precision
 from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
 from ablations.measure.timing import PairedTiming, time_call, time_paired
 from ablations.measure.work_rows import add_backend_rows, add_ceiling_rows, add_work_rows
@@ -28,9 +29,27 @@ from ablations.results.rows import Rows, Summary
 from components import ArchConfig, Decoder, KVCache, build_decoder, count_parameters, new_cache
 
 
-def add_paired(rows: Rows, prefix: str, mode: str, shape: Shape, paired: PairedTiming, tokens: int) -> Summary:
-    """Rows for one paired timing: latency of both, the ratio (the headline) and tokens/s."""
+def paired_with(rule: Precision, fn_a: Callable[[], object], fn_b: Callable[[], object],
+                **timed: object) -> PairedTiming:
+    """``time_paired`` under ``rule``: its budget as the rounds, stopping at a look once the ratio's interval is
+    narrow enough (fixed rounds when the rule has one look)."""
+    return time_paired(fn_a, fn_b, rounds=rule.max_rounds, until=rule.done if len(rule.looks) > 1 else None,
+                       **timed)
+
+
+def add_paired(rows: Rows, prefix: str, mode: str, shape: Shape, paired: PairedTiming, tokens: int,
+               rule: Precision | None = None) -> Summary:
+    """Rows for one paired timing: latency of both, the ratio (the headline) with its quartiles, the ratio's 95%
+    interval (``{prefix}ratio_interval``: its relative half-width as the value, the bounds as lo/hi, the rounds
+    used as n, and in ``note`` whether it stopped on its target, its round budget, or ran fixed rounds), and
+    tokens/s."""
     a, b, ratio = Summary.of(paired.a), Summary.of(paired.b), Summary.of(paired.ratios)
+    rule = rule or Precision(len(paired.ratios), len(paired.ratios))
+    if len(paired.ratios) >= 2:
+        iv = rule.interval(paired.ratios)
+        rows.add(f"{prefix}ratio_interval", iv.halfwidth, "fraction", mode=mode, shape=shape,
+                 statistic=f"ci{100 * rule.confidence:g}", lo=iv.lo, hi=iv.hi, n=len(paired.ratios),
+                 note=f"stopped: {rule.stopped_on(paired.ratios)}")
     rows.add(f"{prefix}latency", a.median, "s", mode=mode, shape=shape, statistic="median", summary=a)
     rows.add(f"{prefix}baseline_latency", b.median, "s", mode=mode, shape=shape, statistic="median", summary=b)
     rows.add(f"{prefix}latency_ratio", ratio.median, "x", mode=mode, shape=shape, statistic="median",
@@ -100,6 +119,7 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
     decode_points = [(c, b) for c in p.decode_contexts for b in p.decode_batch_sizes] if p.decode else []
     steps = len(shapes) * (int(p.forward) + int(p.train_step) + int(p.flops) + int(p.memory)) + len(decode_points)
     timed = dict(rounds=p.rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device)
+    rule = precision_of(p)
 
     ceilings = None
     if timing:
@@ -127,8 +147,9 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                         seconds = first_forward[1] if mode == "forward" else time_call(make(variant, x), device)[1]
                         rows.add("first_call_time", seconds, "s", mode=mode, shape=shape,
                                  note="includes torch.compile for this shape")
-                    paired = time_paired(make(variant, x), make(baseline, x), **timed)
-                    latency[mode] = add_paired(rows, "", mode, shape, paired, tokens)
+                    paired = paired_with(rule, make(variant, x), make(baseline, x),
+                                         **{k: v for k, v in timed.items() if k != "rounds"})
+                    latency[mode] = add_paired(rows, "", mode, shape, paired, tokens, rule)
                 if shape == shapes[0]:
                     add_backend_rows(rows, mode, sdpa_backends(make(variant, x)))
                 add_work_rows(rows, mode, shape, variant.arch, baseline.arch, latency=latency.get(mode), **ctx)
@@ -226,10 +247,11 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     finite_or_raise(step(0)(), "the variant's decode step")
     if record_backends:
         add_backend_rows(rows, "decode", sdpa_backends(step(0)))
-    timed = dict(rounds=p.decode_rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device,
-                 prepare=fresh_memory)
-    paired = time_paired(step(0), step(1), **timed)
-    add_work_rows(rows, "decode", shape, latency=add_paired(rows, "decode_", "decode", shape, paired, batch), **work)
+    timed = dict(min_run_time=p.min_run_time, warmup=p.warmup, device=device, prepare=fresh_memory)
+    rule = precision_of(p, p.decode_rounds)
+    paired = paired_with(rule, step(0), step(1), **timed)
+    add_work_rows(rows, "decode", shape, latency=add_paired(rows, "decode_", "decode", shape, paired, batch, rule),
+                  **work)
     if prefills:
         prompt = torch.randn(batch, context, d, device=device, dtype=dtype)
 
@@ -243,6 +265,8 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
 
         if record_backends:
             add_backend_rows(rows, "prefill", sdpa_backends(prefill(0)))
-        paired = time_paired(prefill(0), prefill(1), **dict(timed, rounds=max(2, math.ceil(p.decode_rounds / 2))))
-        latency = add_paired(rows, "prefill_", "prefill", shape, paired, batch * context)
+        # A prefill is many times a decode step's work and steadier: half the decode rounds when fixed.
+        rule = precision_of(p, max(2, math.ceil(p.decode_rounds / 2)))
+        paired = paired_with(rule, prefill(0), prefill(1), **timed)
+        latency = add_paired(rows, "prefill_", "prefill", shape, paired, batch * context, rule)
         add_work_rows(rows, "prefill", shape, latency=latency, **work)

@@ -91,6 +91,7 @@ def time_paired(
     prepare: Callable[[tuple[int, int]], None] | None = None,
     statistic: str = "median",
     clock: Callable[[], float] = time.perf_counter,
+    until: Callable[[list[float]], bool] | None = None,
 ) -> PairedTiming:
     """Time ``fn_a`` and ``fn_b`` interleaved; each round gives each a median over ``min_run_time``.
 
@@ -101,6 +102,9 @@ def time_paired(
     ``statistic`` is each round's figure per side: ``median`` (the harness) or ``min`` (see ``_measure``).
     ``clock`` is what a second is: wall time (the harness), or ``time.thread_time``, the CPU time of this
     thread, which time spent descheduled by another process does not reach (one torch thread only).
+    ``until(ratios)``, when given, is asked after every round and ends the run early when it says so: ``rounds``
+    is then the budget (``ablations.measure.intervals.Precision.done`` is the rule that keeps the interval's
+    coverage under such stopping).
     """
     if prepare is not None:
         prepare((0, 1))
@@ -121,6 +125,8 @@ def time_paired(
             (a if i == 0 else b).append(_measure(timers[i], fns[i], slow[i], min_run_time, device, statistic, clock))
         if device.type == "cpu":
             share.append((time.process_time() - cpu) / ((time.perf_counter() - wall) * threads))
+        if until is not None and until([x / y for x, y in zip(a, b, strict=True)]):
+            break
     return PairedTiming(a, b, share)
 
 

@@ -25,10 +25,11 @@ from pathlib import Path
 import torch
 
 from ablations.errors import UsageError, command, prog
+from ablations.measure.intervals import Precision
 from ablations.regress import callgrind, summary
 from ablations.regress.cases import CASE_SETS, Case, all_cases, select
-from ablations.regress.paired import case_confidence, median_interval, time_case, verdict
-from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree
+from ablations.regress.paired import case_confidence, decided, time_case, verdict
+from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree, resolve
 from ablations.results.provenance import malloc_setting
 
 PROG = prog("regress")
@@ -42,6 +43,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("base", nargs="?", help="git revision to compare the working tree against (HEAD~1, origin/main)")
+    p.add_argument("--merge-base", action="store_true",
+                   help="compare against the merge base of BASE and HEAD (what a pull request changes), not BASE")
     p.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
                    help="time: regression when the 95%% interval of head/base lies above 1 + PCT%% (default 5)")
     p.add_argument("--callgrind-threshold", type=float, default=1.0, metavar="PCT",
@@ -49,7 +52,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cases", choices=CASE_SETS, default="default", help="case set (default: all; ci: six cases)")
     p.add_argument("-k", dest="patterns", action="append", default=[], metavar="PATTERN",
                    help="only cases whose name contains PATTERN (or matches it as a glob); repeatable")
-    p.add_argument("--rounds", type=int, default=12, help="paired rounds per case (default 12, at least 6)")
+    p.add_argument("--rounds", type=int, default=12,
+                   help="paired rounds per case, the budget when --min-rounds is given (default 12, at least 6)")
+    p.add_argument("--min-rounds", type=int, metavar="N",
+                   help="sequential: stop a case once its interval straddles neither threshold edge, looking first "
+                        "at N rounds and then at planned counts up to --rounds; each look's interval is widened "
+                        "so the case's coverage holds under that stopping (default: off, exactly --rounds)")
     p.add_argument("--min-run-time", type=float, default=0.01, metavar="S",
                    help="seconds each side is timed per round (default 0.01)")
     p.add_argument("--warmup", type=int, default=2, help="calls of each side before timing (default 2)")
@@ -70,6 +78,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
             raise UsageError(f"--{key.replace('_', '-')}={value:g} must be a percentage in (0, 100)")
     if args.rounds < 6:
         raise UsageError(f"--rounds={args.rounds} must be at least 6 (a 95% interval of a median needs 6 rounds)")
+    if args.min_rounds is not None:
+        problem = Precision(args.min_rounds, args.rounds).problem()
+        if problem:
+            raise UsageError(f"--min-rounds={args.min_rounds}: {problem.split(' ', 1)[1]}")
     if args.min_run_time <= 0 or args.warmup < 0 or args.threads < 1:
         raise UsageError("--min-run-time must be > 0, --warmup >= 0 and --threads >= 1")
     return args
@@ -107,13 +119,27 @@ def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace,
             row["error"] = f"the {tree.label} cannot run it: {type(exc).__name__}: {exc}"
             row["verdict"] = "not compared" if tree is base else "failure"
             return row, {}
+    rule = rounds_rule(args, confidence)
+    threshold = args.threshold / 100
+
+    def until(ratios: list[float]) -> bool:
+        return len(ratios) in rule.looks and decided(rule.interval(ratios), threshold)
+
     timed = time_case(subjects["head"], subjects["base"], rounds=args.rounds, min_run_time=args.min_run_time,
-                      warmup=args.warmup)
-    iv = median_interval(timed.ratios, confidence)
-    row.update(ratio=iv.median, lo=iv.lo, hi=iv.hi, coverage=iv.coverage, verdict=verdict(iv, args.threshold / 100),
+                      warmup=args.warmup, until=until if args.min_rounds is not None else None)
+    iv = rule.interval(timed.ratios)
+    row.update(ratio=iv.median, lo=iv.lo, hi=iv.hi, coverage=iv.coverage, verdict=verdict(iv, threshold),
+               rounds=len(timed.ratios), stopped=("decided" if decided(iv, threshold) else "budget")
+               if args.min_rounds is not None else "fixed",
                base_median_s=statistics.median(timed.b), head_median_s=statistics.median(timed.a),
                ratios=timed.ratios, cpu_share=timed.cpu_share)
     return row, {"base": timed.b, "head": timed.a}
+
+
+def rounds_rule(args: argparse.Namespace, confidence: float) -> Precision:
+    """The case's rounds: exactly ``--rounds``, or sequential from ``--min-rounds`` with the looks' intervals held
+    at the case's Bonferroni level. The stopping test is ``decided`` (the verdict), not a width."""
+    return Precision(args.rounds if args.min_rounds is None else args.min_rounds, args.rounds, confidence=confidence)
 
 
 def count_instructions(rows: list[dict], base: Tree, head: Tree, args: argparse.Namespace, out: Path) -> str:
@@ -157,17 +183,31 @@ def writable(out: Path) -> Path:
     return out
 
 
+def merge_base(rev: str) -> str:
+    """The commit where HEAD left ``rev``'s line: what a pull request's own changes are measured against."""
+    resolve(rev)  # an unknown revision is named as such, not as a merge-base failure
+    try:
+        return git("merge-base", rev, "HEAD")
+    except Exception:
+        raise SetupError(f"BASE={rev!r} and HEAD have no merge base (unrelated histories?)") from None
+
+
 def run_check(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    of = args.base if args.merge_base else None
     cases = chosen_cases(args)
     confidence = case_confidence(len(cases))
+    asked = merge_base(args.base) if args.merge_base else args.base
     with tempfile.TemporaryDirectory(prefix="regress-base-") as tmp:
-        base = base_tree(args.base, Path(tmp)).load()
+        base = base_tree(asked, Path(tmp)).load()
         head = head_tree().load()
         out = writable(args.out or DEFAULT_OUT / time.strftime("%Y-%m-%d_%H-%M-%S"))
         torch.set_num_threads(args.threads)
-        print(f"{PROG}: {len(cases)} case(s), head {head.revision[:12]} vs base {base.revision[:12]} "
-              f"({args.base}), {args.rounds} paired rounds each", file=sys.stderr)
+        sides = (f"{summary.head_text(head.revision)} against "
+                 f"{summary.base_text({'revision': base.revision, 'asked': args.base, 'merge_base_of': of})}")
+        each = f"{args.rounds}" if args.min_rounds is None else f"{args.min_rounds} to {args.rounds}"
+        print(f"{PROG}: {len(cases)} case(s), {sides.replace('`', '')}, {each} paired rounds each",
+              file=sys.stderr)
         rows, times = [], {"base": {}, "head": {}}
         for i, case in enumerate(cases, 1):
             row, sides = measure(case, base, head, args, confidence)
@@ -180,9 +220,11 @@ def run_check(args: argparse.Namespace) -> int:
         note = count_instructions(rows, base, head, args, out)
     marked = intended(head) if args.honour_marker else None
     report = {
-        "base": {"asked": args.base, "revision": base.revision}, "head": {"revision": head.revision},
+        "base": {"asked": args.base, "revision": base.revision, "merge_base_of": of},
+        "head": {"revision": head.revision}, "machine": summary.machine(),
         "threshold_pct": args.threshold, "callgrind_threshold_pct": args.callgrind_threshold,
-        "rounds": args.rounds, "case_confidence": confidence, "min_run_time": args.min_run_time,
+        "rounds": args.rounds, "min_rounds": args.min_rounds, "case_confidence": confidence,
+        "min_run_time": args.min_run_time,
         "warmup": args.warmup, "threads": args.threads,
         "torch": torch.__version__, "malloc": malloc_setting(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "callgrind_note": note, "cases": rows, "wall_s": time.monotonic() - started,

@@ -13,49 +13,19 @@ twenty runs here (a memory-bound decode step whose rounds moved by ±20% beside 
 
 from __future__ import annotations
 
-import statistics
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import torch
-from scipy import stats
 
+from ablations.measure.intervals import CONFIDENCE, Interval
 from ablations.measure.timing import PairedTiming, time_paired
 from ablations.regress.cases import Subject
-
-CONFIDENCE = 0.95
 
 
 def case_confidence(cases: int, confidence: float = CONFIDENCE) -> float:
     """Each case's level so that all ``cases`` intervals hold together with ``confidence`` (Bonferroni)."""
     return 1 - (1 - confidence) / max(1, cases)
-
-
-@dataclass(frozen=True)
-class Interval:
-    median: float
-    lo: float
-    hi: float
-    coverage: float  # the interval's exact coverage (order statistics give a little more than asked)
-
-
-def median_interval(values: list[float], confidence: float = CONFIDENCE) -> Interval:
-    """Median with the order-statistic interval [x_(k), x_(n-k+1)] covering it with at least ``confidence``.
-
-    With n values, the number below the true median is Binomial(n, 1/2); k is the largest rank with
-    P(B <= k-1) <= (1 - confidence) / 2. Too few values for that (n < 6 at 95%) give [min, max] and the
-    coverage they have.
-    """
-    if not values:
-        raise ValueError("no rounds to summarise")
-    xs, n = sorted(values), len(values)
-    tail = (1 - confidence) / 2
-    k = int(stats.binom.ppf(tail, n, 0.5))  # smallest k with P(B <= k) >= tail
-    while k >= 1 and stats.binom.cdf(k - 1, n, 0.5) > tail:
-        k -= 1
-    k = max(k, 1)
-    coverage = 1 - 2 * stats.binom.cdf(k - 1, n, 0.5)
-    return Interval(statistics.median(xs), xs[k - 1], xs[n - k], float(coverage))
 
 
 def verdict(interval: Interval, threshold: float) -> str:
@@ -68,7 +38,14 @@ def verdict(interval: Interval, threshold: float) -> str:
     return "unchanged"
 
 
-def time_case(head: Subject, base: Subject, *, rounds: int, min_run_time: float, warmup: int) -> PairedTiming:
+def decided(interval: Interval, threshold: float) -> bool:
+    """Whether more rounds could not change the verdict's reading: the interval straddles neither 1 + threshold
+    nor 1 - threshold. A case whose interval straddles one is the one that needs more rounds."""
+    return not any(interval.lo <= edge <= interval.hi for edge in (1 + threshold, 1 - threshold))
+
+
+def time_case(head: Subject, base: Subject, *, rounds: int, min_run_time: float, warmup: int,
+              until: Callable[[list[float]], bool] | None = None) -> PairedTiming:
     """What the code costs, not how often a neighbour preempted it: with one torch thread each call is timed
     in this thread's CPU time (``time.thread_time``), and each round's figure per side is its fastest block.
     With more threads the work leaves this thread, so wall time is used (and load shows). ``a`` is the head,
@@ -81,4 +58,4 @@ def time_case(head: Subject, base: Subject, *, rounds: int, min_run_time: float,
             subjects[i].renew()
 
     return time_paired(head.call, base.call, rounds=rounds, min_run_time=min_run_time, warmup=warmup,
-                       device=torch.device("cpu"), prepare=fresh_memory, statistic="min", clock=clock)
+                       device=torch.device("cpu"), prepare=fresh_memory, statistic="min", clock=clock, until=until)

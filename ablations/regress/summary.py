@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import platform
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +18,40 @@ SIDE_JSON = "{side}.benchmark.json"  # pytest-benchmark's format: `pytest-benchm
 
 def fmt_interval(c: dict) -> str:
     return f"{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]"
+
+
+def rounds_text(report: dict) -> str:
+    """``12 paired rounds``, or the sequential rule: from the first look up to the budget."""
+    low = report.get("min_rounds")
+    if low is None or low >= report["rounds"]:
+        return f"{report['rounds']} paired rounds"
+    return (f"{low} to {report['rounds']} paired rounds (a case stops at a planned look once its interval straddles "
+            "neither threshold edge; each look's interval widened so the coverage holds under that stopping)")
+
+
+def head_text(revision: str) -> str:
+    """What was timed as the head, truthfully: a commit, or the working tree with its uncommitted changes."""
+    commit, _, dirty = revision.partition("+")
+    return f"working tree with uncommitted changes on `{commit[:12]}`" if dirty else f"head `{commit[:12]}`"
+
+
+def base_text(base: dict) -> str:
+    """The base and how it was asked for: a revision, or the merge base of a branch and the head."""
+    of = base.get("merge_base_of")
+    how = f"merge base of `{of}` and HEAD" if of else f"`{base['asked']}`"
+    return f"base `{base['revision'][:12]}` ({how})"
+
+
+def machine() -> str:
+    """The series a stored run belongs to, by the hardware it ran on: CPU model, logical cores, architecture
+    (host names of CI runners change every run; the hardware is what a ratio depends on)."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{model or platform.processor() or 'unknown CPU'}, {os.cpu_count()} cores, {platform.machine()}"
 
 
 def regression_lines(report: dict) -> list[str]:
@@ -40,24 +75,25 @@ def markdown(report: dict) -> str:
     head = (f"**{len(regressions)} regression(s)**" if regressions else "**no regression**")
     pct = f"{report['threshold_pct']:g}%"
     lines = [
-        f"## Performance check: head `{report['head']['revision'][:12]}` against base "
-        f"`{report['base']['revision'][:12]}` (`{report['base']['asked']}`)", "",
-        f"{head} over {len(report['cases'])} case(s). Time: median head/base ratio over {report['rounds']} paired "
-        f"rounds with its distribution-free interval, 95% family-wise over the cases (each at "
+        f"## Performance check: {head_text(report['head']['revision'])} against {base_text(report['base'])}", "",
+        f"{head} over {len(report['cases'])} case(s). Time: median head/base ratio over {rounds_text(report)} "
+        f"with its distribution-free interval, 95% family-wise over the cases (each at "
         f"{100 * report['case_confidence']:.3g}%, Bonferroni); a regression when the interval's low end is above "
         f"1 + {pct}, an improvement when its high end is below 1 − {pct}. "
         f"{report['callgrind_note']}", "",
-        "| case | time head/base [95% CI] | verdict | base ms | instructions head/base | verdict |",
-        "|---|---|---|---|---|---|",
+        "| case | time head/base [95% CI] | verdict | rounds | base ms | instructions head/base | verdict |",
+        "|---|---|---|---|---|---|---|",
     ]
     for c in report["cases"]:
         if "error" in c:
-            lines.append(f"| `{c['name']}` | — | {c['verdict']}: {c['error']} | — | — | — |")
+            lines.append(f"| `{c['name']}` | — | {c['verdict']}: {c['error']} | — | — | — | — |")
             continue
         cg = c.get("callgrind") or {}
         cg_ratio = f"{cg['ratio']:.4f}" if "ratio" in cg else "—"
-        lines.append(f"| `{c['name']}` | {fmt_interval(c)} | {c['verdict']} | {1e3 * c['base_median_s']:.3g} | "
-                     f"{cg_ratio} | {cg.get('verdict', '—')} |")
+        # Sequential rounds: a case that ran out of rounds with its interval still across a threshold edge says so.
+        rounds = f"{c.get('rounds', report['rounds'])}{' (budget)' if c.get('stopped') == 'budget' else ''}"
+        lines.append(f"| `{c['name']}` | {fmt_interval(c)} | {c['verdict']} | {rounds} | "
+                     f"{1e3 * c['base_median_s']:.3g} | {cg_ratio} | {cg.get('verdict', '—')} |")
     lines += ["", f"Wall time {report['wall_s']:.0f} s; torch {report['torch']}, {report['threads']} thread(s); "
               f"{report['intended_note']}".rstrip("; "), ""]
     return "\n".join(lines)
@@ -113,8 +149,10 @@ def history_table(folder: Path, case: str) -> pd.DataFrame:
         report = json.loads(path.read_text())
         for c in report.get("cases", []):
             if c["name"] == case and "ratio" in c:
+                series = f"{report.get('machine', 'machine not recorded')}; torch {report.get('torch', '?')}"
                 rows.append({"run": path.parent.name, "time": report["time"], "head": report["head"]["revision"][:12],
-                             "ratio": c["ratio"], "lo": c["lo"], "hi": c["hi"], "verdict": c["verdict"]})
+                             "series": series, "ratio": c["ratio"], "lo": c["lo"], "hi": c["hi"],
+                             "verdict": c["verdict"]})
     return pd.DataFrame(rows).sort_values("time", ignore_index=True) if rows else pd.DataFrame()
 
 
@@ -128,6 +166,12 @@ def history_figure(table: pd.DataFrame, case: str, threshold_pct: float, path: P
     sns.set_theme(style="whitegrid")
     fig, ax = plt.subplots(figsize=(max(5.0, 0.45 * len(table) + 2), 3.6))
     x = range(len(table))
+    # Runs on different machines or torch versions are different series (a ratio moves with either): each its
+    # own line, never one line joining them.
+    series = list(dict.fromkeys(table["series"]))
+    for i, name in enumerate(series):
+        own = [j for j in x if table["series"].iloc[j] == name]
+        ax.plot(own, table["ratio"].iloc[own], color=f"C{i}", lw=1, alpha=0.6, label=name)
     ax.errorbar(x, table["ratio"], yerr=[table["ratio"] - table["lo"], table["hi"] - table["ratio"]], fmt="none",
                 ecolor="0.55", capsize=3)
     sns.scatterplot(x=list(x), y=table["ratio"], hue=table["verdict"], ax=ax, s=40, zorder=3,
@@ -138,6 +182,7 @@ def history_figure(table: pd.DataFrame, case: str, threshold_pct: float, path: P
                   rotation=45, ha="right")
     ax.set_ylabel("head / base time (median, 95% CI)")
     ax.set_title(f"{case}: paired ratio per stored run (dashed: ±{threshold_pct:g}%)", fontsize=10)
+    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)

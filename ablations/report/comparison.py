@@ -77,6 +77,7 @@ def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, fl
     b, t = shape if shape else (None, None)
     for mode, key in (("forward", "fwd"), ("train", "train")):
         _put(r, key, pick(g, "latency_ratio", mode, b, t), spread=True)
+        _precision(r, key, g, "ratio_interval", mode, b, t)
         _put(r, f"{key}_tps", pick(g, "throughput", mode, b, t))
         _put(r, f"{key}_flops", pick(g, "flops", mode, b, t))
         _put(r, f"{key}_util", pick(g, "utilisation", mode, b, t))
@@ -84,6 +85,7 @@ def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, fl
     r["decode_batch"], r["decode_ctx"] = decode if decode else (np.nan, np.nan)
     db, dc = decode if decode else (None, None)
     _put(r, "decode", pick(g, "decode_latency_ratio", "decode", db, dc), spread=True)
+    _precision(r, "decode", g, "decode_ratio_interval", "decode", db, dc)
     _put(r, "decode_s", pick(g, "decode_latency", "decode", db, dc))
     # What the design moved (bytes, the roofline ratio) beside what this machine's kernels made of it.
     _put(r, "decode_bytes", pick(g, "bytes_moved", "decode", db, dc))
@@ -92,6 +94,21 @@ def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, fl
     kv = pick(g, "kv_cache_bytes", "decode", db, dc)
     r["kv_per_token"] = kv["value"] / (db * dc) if kv is not None else np.nan
     return r
+
+
+def _precision(r: dict, key: str, g: pd.DataFrame, metric: str, mode: str, batch: float | None,
+               seq: float | None) -> None:
+    """How precise the ratio ``key`` turned out: its 95% interval's relative half-width (``{key}_ci``), the rounds
+    it took (``{key}_rounds``), and whether it stopped on its round budget before reaching its target
+    (``{key}_budget``). NaN where the table predates the interval rows."""
+    stat = pick(g, metric, mode, batch, seq)
+    sel = (g["metric"] == metric) & (g["mode"] == mode)
+    if batch is not None:
+        sel &= (g["batch"] == batch) & (g["seq_len"] == seq)
+    rows = g[sel]
+    r[f"{key}_ci"] = np.nan if stat is None else stat["value"]
+    r[f"{key}_rounds"] = rows["n"].max() if not rows.empty else np.nan
+    r[f"{key}_budget"] = bool(rows["note"].astype(str).str.contains("budget").any()) if not rows.empty else False
 
 
 def _put(r: dict, key: str, stat: pd.Series | None, spread: bool = False) -> None:

@@ -61,6 +61,14 @@ def fmt_spread(v: float, lo: float, hi: float) -> str:
     return f"{v:.3f}× [{lo:.3f}, {hi:.3f}]"
 
 
+def fmt_precision(halfwidth: float, rounds: float, budget: bool) -> str:
+    """``±1.2% (16)``: a ratio's 95% interval as a relative half-width, and the rounds it took; ``‡`` when the
+    rounds ran out before the interval reached its target."""
+    if pd.isna(halfwidth):
+        return "—"
+    return f"±{100 * halfwidth:.1f}% ({int(rounds)}{', ‡' if is_true(budget) else ''})"
+
+
 def fmt_x(v: float) -> str:
     """Three decimals: a 0.5% FLOPs difference must not print as 1×."""
     return "—" if pd.isna(v) else f"{v:.3f}×"

@@ -111,7 +111,9 @@ def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
     if not c.empty:
         lines += ["### Speed, paired with the baseline in the same process", "",
                   f"Ratio = variant time / `{paired}` time (below 1 is faster): median [p25, p75] over paired "
-                  "rounds, at the largest measured shape (batch x sequence); decode at the longest context.", "",
+                  "rounds, at the largest measured shape (batch x sequence); decode at the longest context. "
+                  "Where shown, ±95% is the half-width of the ratio's distribution-free 95% interval relative to it, "
+                  "with the rounds it took (‡: its round budget ran out before the profile's target_halfwidth).", "",
                   speed_table(c), "", "### Size and work", "", work_table(c), "",
                   "⚠ marks a parameter count that differs from the baseline's; read its ratios with that in mind.",
                   ""]

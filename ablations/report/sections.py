@@ -16,6 +16,7 @@ from ablations.report.formatting import (
     fmt_p,
     fmt_params_delta,
     fmt_pct,
+    fmt_precision,
     fmt_rate,
     fmt_spread,
     fmt_verdict,
@@ -48,7 +49,7 @@ def speed_table(c: pd.DataFrame) -> str:
     shape = c["shape"].iloc[0]
     decode = "decode ×" if c["decode_ctx"].isna().all() else (
         f"decode × (B={int(c['decode_batch'].iloc[0])}, context {int(c['decode_ctx'].iloc[0]):,})")
-    return markdown_table(pd.DataFrame({
+    columns = {
         "variant": c["case"],
         f"forward × ({shape})": [fmt_spread(*v) for v in c[["fwd", "fwd_lo", "fwd_hi"]].to_numpy()],
         f"train × ({shape})": [fmt_spread(*v) for v in c[["train", "train_lo", "train_hi"]].to_numpy()],
@@ -56,7 +57,14 @@ def speed_table(c: pd.DataFrame) -> str:
         "train tokens/s": c["train_tps"].map(fmt_rate),
         decode: [fmt_spread(*v) for v in c[["decode", "decode_lo", "decode_hi"]].to_numpy()],
         "decode ms/step": c["decode_s"].map(lambda s: "—" if pd.isna(s) else f"{1e3 * s:.3g}"),
-    }))
+    }
+    # How precise each ratio turned out (its 95% interval's half-width, the rounds it took; ‡ stopped on its round
+    # budget short of the target): absent from tables written before the interval rows.
+    for key, name in (("fwd", "forward"), ("train", "train"), ("decode", "decode")):
+        if f"{key}_ci" in c and c[f"{key}_ci"].notna().any():
+            columns[f"{name} ±95% (rounds)"] = [fmt_precision(*v) for v in
+                                                c[[f"{key}_ci", f"{key}_rounds", f"{key}_budget"]].to_numpy()]
+    return markdown_table(pd.DataFrame(columns))
 
 
 def work_table(c: pd.DataFrame) -> str:

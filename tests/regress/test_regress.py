@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
+from ablations.measure.intervals import Interval, median_interval
 from ablations.regress import callgrind, cli, summary
 from ablations.regress.cases import CI_CASES, all_cases, select
-from ablations.regress.paired import Interval, median_interval, verdict
-from ablations.regress.trees import REPO, SetupError, Tree, base_tree, resolve
+from ablations.regress.paired import verdict
+from ablations.regress.trees import REPO, SetupError, Tree, base_tree, head_tree, resolve
 
 PROG = [sys.executable, "-m", "ablations.regress"]
 
@@ -162,8 +163,11 @@ def test_unknown_revision_is_a_setup_error():
 
 @pytest.mark.parametrize("args,message", [
     (["no-such-rev", "--no-callgrind"], "BASE='no-such-rev' is not a git revision of"),
+    (["no-such-rev", "--merge-base"], "BASE='no-such-rev' is not a git revision of"),
     (["HEAD", "-k", "zzz"], "-k zzz matches no case of --cases default"),
     (["HEAD", "--rounds", "3"], "--rounds=3 must be at least 6"),
+    (["HEAD", "--min-rounds", "4", "--rounds", "40"], "--min-rounds=4: is too few for a 95% interval held over"),
+    (["HEAD", "--min-rounds", "20", "--rounds", "12"], "--min-rounds=20: is more than max_rounds=12"),
     (["HEAD", "--threshold", "0"], "--threshold=0 must be a percentage in (0, 100)"),
     (["HEAD", "--callgrind-threshold", "150"], "--callgrind-threshold=150 must be a percentage in (0, 100)"),
     ([], "BASE is required"),
@@ -234,7 +238,7 @@ def test_a_case_the_head_cannot_run_fails_the_check_and_one_the_base_cannot_is_n
     case = Case("norm", "broken", "forward", breaks_on_purpose, (1,))
     tree = head_tree().load()
     other = Tree("base", tree.root, tree.revision, tree.modules)
-    args = argparse.Namespace(rounds=6, min_run_time=0.01, warmup=1, threshold=5.0)
+    args = argparse.Namespace(rounds=6, min_rounds=None, min_run_time=0.01, warmup=1, threshold=5.0)
     row, _ = cli.measure(case, other, tree, args, 0.95)
     assert row["verdict"] == "not compared" and "the base cannot run it: TypeError" in row["error"]
 
@@ -270,6 +274,62 @@ def test_reports_are_written_and_the_side_json_is_pytest_benchmark_compatible(tm
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "norm/rmsnorm/forward" in proc.stdout
+
+
+def test_the_summary_names_what_was_timed_truthfully():
+    # A check of uncommitted changes against HEAD is not "head X against base X".
+    assert summary.head_text("b" * 40 + "+working tree") == f"working tree with uncommitted changes on `{'b' * 12}`"
+    assert summary.head_text("b" * 40) == f"head `{'b' * 12}`"
+    assert summary.base_text({"revision": "a" * 40, "asked": "HEAD"}) == f"base `{'a' * 12}` (`HEAD`)"
+    merged = {"revision": "a" * 40, "asked": "origin/main", "merge_base_of": "origin/main"}
+    assert summary.base_text(merged) == f"base `{'a' * 12}` (merge base of `origin/main` and HEAD)"
+    report = fake_report()
+    report["head"]["revision"] += "+working tree"
+    assert summary.markdown(report).splitlines()[0] == (
+        f"## Performance check: working tree with uncommitted changes on `{'b' * 12}` against base `{'a' * 12}` "
+        "(`HEAD~1`)")
+
+
+def test_sequential_rounds_stop_a_decided_case_early_and_give_a_straddling_one_its_budget():
+    import argparse
+
+    from ablations.regress.paired import decided
+
+    assert decided(Interval(1.2, 1.1, 1.3, 0.99), 0.05) and decided(Interval(1.0, 0.99, 1.01, 0.99), 0.05)
+    assert not decided(Interval(1.05, 1.02, 1.08, 0.99), 0.05)  # straddles 1 + 5%: more rounds could settle it
+    rule = cli.rounds_rule(argparse.Namespace(rounds=40, min_rounds=10), 0.99)
+    assert rule.looks[0] == 10 and rule.looks[-1] == 40 and rule.look_confidence > 0.99
+    assert cli.rounds_rule(argparse.Namespace(rounds=12, min_rounds=None), 0.99).looks == [12]
+    case = next(c for c in all_cases() if c.name == "norm/rmsnorm/forward")
+    tree = head_tree().load()
+    args = argparse.Namespace(rounds=40, min_rounds=10, min_run_time=0.001, warmup=1, threshold=50.0)
+    base = Tree("base", tree.root, tree.revision, tree.modules)
+    row, _ = cli.measure(case, base, tree, args, 0.95)  # identical code, a 50% threshold: decided at once
+    assert row["rounds"] == 10 and row["stopped"] == "decided" and row["verdict"] == "unchanged"
+    text = summary.markdown({**fake_report(), "min_rounds": 10, "rounds": 40,
+                             "cases": [{**fake_report()["cases"][0], "rounds": 40, "stopped": "budget"}]})
+    assert "10 to 40 paired rounds" in text and "| 40 (budget) |" in text
+
+
+def test_merge_base_is_where_head_left_the_branch():
+    assert cli.merge_base("HEAD") == resolve("HEAD")
+    assert cli.merge_base("HEAD~1") == resolve("HEAD~1")
+
+
+def test_history_keeps_machines_and_torch_versions_apart(tmp_path):
+    runs = [("cpu A, 2 cores, x86_64", "2.13", 1.0), ("cpu B, 16 cores, x86_64", "2.13", 1.3),
+            ("cpu A, 2 cores, x86_64", "2.14", 1.1), ("cpu A, 2 cores, x86_64", "2.13", 1.01)]
+    for i, (machine, version, ratio) in enumerate(runs):
+        report = fake_report(ratio, ratio - 0.01, ratio + 0.01)
+        report.update(machine=machine, torch=version, time=f"2026-12-0{i + 1}T00:00:00+0000")
+        summary.write_all(report, {}, tmp_path / f"run{i}")
+    table = summary.history_table(tmp_path, "norm/rmsnorm/forward")
+    assert list(table["series"]) == ["cpu A, 2 cores, x86_64; torch 2.13", "cpu B, 16 cores, x86_64; torch 2.13",
+                                     "cpu A, 2 cores, x86_64; torch 2.14", "cpu A, 2 cores, x86_64; torch 2.13"]
+    assert table["series"].nunique() == 3
+    png = summary.history_figure(table, "norm/rmsnorm/forward", 5.0, tmp_path / "h.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert summary.machine().count(",") >= 2  # model, cores, architecture
 
 
 def test_history_draws_a_case_over_stored_runs(tmp_path):
