@@ -9,6 +9,7 @@ non-zero when decoding with a KV cache.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -150,24 +151,38 @@ class RotaryPositions(NoPositions):
         return Rotation(cos[offset : offset + seq_len], sin[offset : offset + seq_len], self.layout)
 
 
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """ALiBi's head slopes, fp64 on the CPU, as the paper's code and BLOOM build them.
+
+    For a power-of-two count n, head h = 1..n has ``2 ** (-8 * h / n)``. For any other count, the largest power of
+    two below it, p, gives its p slopes, and the rest are the odd-numbered slopes of the sequence for 2p
+    (``2 ** (-4 * h / p)`` for h = 1, 3, 5, ...): so 12 heads get 8's slopes then 4 of 16's, not a sequence of
+    their own. (A closed form ``2 ** (-8 * h / n)`` for every n differs from BLOOM's at 6 or 12 heads.)
+    """
+    closest = 2 ** math.floor(math.log2(n_heads))
+    heads = torch.arange(1, closest + 1, dtype=torch.float64)
+    slopes = torch.pow(2.0, -8.0 * heads / closest)
+    if closest < n_heads:
+        odd = torch.arange(1, 2 * (n_heads - closest), 2, dtype=torch.float64)
+        slopes = torch.cat([slopes, torch.pow(2.0, -4.0 * odd / closest)])
+    return slopes
+
+
 @POSITIONS.register("alibi")
 class ALiBiPositions(NoPositions):
     """ALiBi (Press et al. 2022, "Train Short, Test Long"): no position vector and no rotation; each head's
     attention scores get ``-m_h * (i - j)`` for query position i and key position j, a penalty linear in distance.
 
-    Head h = 1..n_heads has slope ``m_h = 2 ** (-8 * h / n_heads)``: 2^-1 .. 2^-8 for 8 heads. That is the paper's
-    sequence for a power-of-two head count; for other counts its code interleaves two such sequences instead, while
-    this applies the same closed form to every count. The bias depends only on absolute positions (start..start+t-1
-    for the queries, 0..s-1 for the keys), so a chunk or a single token decoded through the KV cache gets exactly the
-    rows of the full sequence's bias: cached keys need nothing recomputed.
+    Slopes are the paper's (``alibi_slopes``): 2^-1 .. 2^-8 for 8 heads. The bias depends only on absolute
+    positions (start..start+t-1 for the queries, 0..s-1 for the keys), so a chunk or a single token decoded through
+    the KV cache gets exactly the rows of the full sequence's bias: cached keys need nothing recomputed.
     """
 
     def __init__(self, cfg: ArchConfig) -> None:
         super().__init__(cfg)
         # On the CPU whatever device the module is built on (meta, cuda), in fp64, then stored fp32: exact for
         # powers of two, one rounding otherwise.
-        heads = torch.arange(1, cfg.model.n_heads + 1, dtype=torch.float64, device="cpu")
-        self.slopes = torch.pow(2.0, -8.0 * heads / cfg.model.n_heads).to(torch.float32)
+        self.slopes = alibi_slopes(cfg.model.n_heads).to(torch.float32)
         # A plain dict, not a buffer: ``model.to(bfloat16)`` must not round the slopes; filled per device.
         self._slopes: dict[torch.device, torch.Tensor] = {}
 

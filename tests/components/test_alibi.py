@@ -34,7 +34,14 @@ def _x(shape, seed=0):
 
 
 def slopes_ref(n_heads):
-    return torch.tensor([2.0 ** (-8.0 * h / n_heads) for h in range(1, n_heads + 1)], dtype=torch.float64)
+    """Press et al.'s ``get_slopes``, written out: a power-of-two count's geometric sequence, else the closest
+    power of two's and every other slope of twice that count's."""
+    def power_of_two(n):
+        return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
+
+    closest = 2 ** int(math.log2(n_heads))
+    extra = power_of_two(2 * closest)[0::2][: n_heads - closest]
+    return torch.tensor(power_of_two(closest) + extra, dtype=torch.float64)
 
 
 def alibi_attention_ref(attn, x, slopes=None):

@@ -275,10 +275,11 @@ def bloom_attention(hf, x):
     return out
 
 
-@pytest.mark.parametrize("n_heads", [8, 16])
-def test_alibi_slopes_equal_bloom_for_powers_of_two(make_cfg, n_heads):
-    ours = ALiBiPositions(make_cfg(pos="alibi", d_model=64, n_heads=n_heads))
-    # Measured max |diff| 0 for 8 heads (powers of 1/2) and 3e-8 for 16 (BLOOM raises fp32 2^-0.5 to each power).
+@pytest.mark.parametrize("n_heads", [8, 16, 6, 12, 20])
+def test_alibi_slopes_equal_bloom_for_every_head_count(make_cfg, n_heads):
+    ours = ALiBiPositions(make_cfg(pos="alibi", d_model=4 * n_heads, n_heads=n_heads))
+    # Measured max |diff| 0 for 8 heads (powers of 1/2) and 3e-8 for 16 (BLOOM raises fp32 2^-0.5 to each power);
+    # 6, 12 and 20 heads: BLOOM's interleaved sequence for a count that is not a power of two.
     torch.testing.assert_close(ours.slopes, bloom_slopes(n_heads), atol=0, rtol=1e-6)
     # Our bias -m (i - j) and BLOOM's m j differ by -m i: constant along each query's keys, which softmax ignores.
     bias = ours.distance_bias(0, SEQ, SEQ)
