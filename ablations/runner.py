@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from ablations.config.checks import check_run, resolve_device, resolve_dtype
 from ablations.config.variants import variant_label
+from ablations.measure.intervals import precision_of
 from ablations.measure.point import measure_point
 from ablations.quality.arch import check_quality
 from ablations.quality.data import check_data, load_corpus
@@ -46,6 +47,7 @@ def launcher_name() -> str:
 def check_point(cfg: DictConfig) -> ArchConfig:
     """Every rule for one point: the measurement's, then the quality run's when it trains."""
     arch = check_run(cfg)
+    precision_of(cfg.profile)  # the rounds rule's settings, refused here before any work
     if cfg.train.enabled:
         check_quality(cfg, arch)
         check_data(cfg.data.path, cfg.train.context, max(cfg.train.extrapolation), cfg.data.val_fraction)

@@ -15,7 +15,6 @@ from omegaconf.errors import ConfigKeyError
 
 from ablations.config.schema import RunConfig
 from ablations.config.variants import arch_from, baseline_from
-from ablations.measure.intervals import Precision
 from components import ArchConfig
 from components.config import ConfigError
 
@@ -103,7 +102,6 @@ def check_run(cfg: DictConfig) -> ArchConfig:
             raise ConfigError(f"profile.{key}={p[key]} must be {'>= 0' if key == 'warmup' else '>= 1'}")
     if p.min_run_time <= 0:
         raise ConfigError(f"profile.min_run_time={p.min_run_time} must be > 0 seconds")
-    precision_of(p)
     limit = arch.model.max_seq_len
     for text in p.shapes:
         shape = parse_shape(text, "profile.shapes")
@@ -125,23 +123,3 @@ def check_run(cfg: DictConfig) -> ArchConfig:
         raise ConfigError("measure=false and train.enabled=false leave nothing to run; enable one of them")
     return arch
 
-
-def precision_of(p: DictConfig, fixed_rounds: int | None = None) -> Precision:
-    """The rounds rule of a profile: sequential when ``profile.target_halfwidth`` is set (``min_rounds`` and
-    ``max_rounds`` then required), else exactly ``fixed_rounds`` (the profile's ``rounds`` by default)."""
-    keys = ("target_halfwidth", "min_rounds", "max_rounds")
-    target, low, high = (p.get(k) for k in keys)
-    if target is None:
-        if low is not None or high is not None:
-            raise ConfigError("profile.min_rounds and profile.max_rounds apply with profile.target_halfwidth "
-                              "(e.g. 0.02); set it, or leave both null for the fixed profile.rounds")
-        rounds = int(p.rounds if fixed_rounds is None else fixed_rounds)
-        return Precision(rounds, rounds)
-    if low is None or high is None:
-        raise ConfigError(f"profile.target_halfwidth={target} needs profile.min_rounds and profile.max_rounds "
-                          "(e.g. 8 and 48)")
-    precision = Precision(int(low), int(high), target_halfwidth=float(target))
-    problem = precision.problem()
-    if problem:
-        raise ConfigError(f"profile.{problem}")
-    return precision

@@ -23,7 +23,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from omegaconf import DictConfig
 from scipy import stats
+
+from components.config import ConfigError
 
 CONFIDENCE = 0.95
 
@@ -130,3 +133,24 @@ class Precision:
         if len(self.looks) == 1 or self.target_halfwidth is None:
             return "fixed"
         return "target" if self.interval(ratios).halfwidth <= self.target_halfwidth else "budget"
+
+
+def precision_of(p: DictConfig, fixed_rounds: int | None = None) -> Precision:
+    """The rounds rule of a profile: sequential when ``profile.target_halfwidth`` is set (``min_rounds`` and
+    ``max_rounds`` then required), else exactly ``fixed_rounds`` (the profile's ``rounds`` by default)."""
+    keys = ("target_halfwidth", "min_rounds", "max_rounds")
+    target, low, high = (p.get(k) for k in keys)
+    if target is None:
+        if low is not None or high is not None:
+            raise ConfigError("profile.min_rounds and profile.max_rounds apply with profile.target_halfwidth "
+                              "(e.g. 0.02); set it, or leave both null for the fixed profile.rounds")
+        rounds = int(p.rounds if fixed_rounds is None else fixed_rounds)
+        return Precision(rounds, rounds)
+    if low is None or high is None:
+        raise ConfigError(f"profile.target_halfwidth={target} needs profile.min_rounds and profile.max_rounds "
+                          "(e.g. 8 and 48)")
+    precision = Precision(int(low), int(high), target_halfwidth=float(target))
+    problem = precision.problem()
+    if problem:
+        raise ConfigError(f"profile.{problem}")
+    return precision

@@ -16,12 +16,12 @@ from omegaconf import DictConfig
 from torch import nn
 from tqdm.auto import tqdm
 
-from ablations.config.checks import Shape, parse_shape, precision_of
+from ablations.config.checks import Shape, parse_shape
 from ablations.config.variants import baseline_from
 from ablations.measure import flops as F
 from ablations.measure.backends import sdpa_backends
 from ablations.measure.ceilings import Ceilings, measure_ceilings
-from ablations.measure.intervals import Precision
+from ablations.measure.intervals import Precision, precision_of
 from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
 from ablations.measure.timing import PairedTiming, time_call, time_paired
 from ablations.measure.work_rows import add_backend_rows, add_ceiling_rows, add_work_rows

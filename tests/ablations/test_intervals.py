@@ -14,8 +14,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from ablations.config.checks import precision_of
-from ablations.measure.intervals import Precision, fewest_rounds, median_interval
+from ablations.measure.intervals import Precision, fewest_rounds, median_interval, precision_of
 from ablations.measure.timing import time_paired
 from components.config import ConfigError
 

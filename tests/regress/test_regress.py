@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from scipy import stats
 
 from ablations.measure.intervals import Interval, median_interval
+from ablations.measure.timing import PairedTiming
 from ablations.regress import callgrind, cli, summary
 from ablations.regress.cases import CI_CASES, all_cases, select
 from ablations.regress.paired import verdict
@@ -290,7 +292,7 @@ def test_the_summary_names_what_was_timed_truthfully():
         "(`HEAD~1`)")
 
 
-def test_sequential_rounds_stop_a_decided_case_early_and_give_a_straddling_one_its_budget():
+def test_sequential_rounds_stop_a_decided_case_early_and_give_a_straddling_one_its_budget(monkeypatch):
     import argparse
 
     from ablations.regress.paired import decided
@@ -302,10 +304,30 @@ def test_sequential_rounds_stop_a_decided_case_early_and_give_a_straddling_one_i
     assert cli.rounds_rule(argparse.Namespace(rounds=12, min_rounds=None), 0.99).looks == [12]
     case = next(c for c in all_cases() if c.name == "norm/rmsnorm/forward")
     tree = head_tree().load()
-    args = argparse.Namespace(rounds=40, min_rounds=10, min_run_time=0.001, warmup=1, threshold=50.0)
     base = Tree("base", tree.root, tree.revision, tree.modules)
-    row, _ = cli.measure(case, base, tree, args, 0.95)  # identical code, a 50% threshold: decided at once
+
+    def rounds_of(ratio_at: Callable[[int], float]) -> Callable[..., PairedTiming]:
+        """A stand-in for the timer: round i's head/base ratio is ``ratio_at(i)``; asks ``until`` as the real one."""
+        def time_case(head: object, base: object, *, rounds: int, until: Callable | None = None,
+                      **_: object) -> PairedTiming:
+            a: list[float] = []
+            for i in range(rounds):
+                a.append(ratio_at(i))
+                if until is not None and until(list(a)):
+                    break
+            return PairedTiming(a, [1.0] * len(a))
+        return time_case
+
+    args = argparse.Namespace(rounds=40, min_rounds=10, min_run_time=0.001, warmup=1, threshold=5.0)
+    monkeypatch.setattr(cli, "time_case", rounds_of(lambda i: 1.0 + 0.01 * (-1) ** i))  # clearly within ±5%
+    row, _ = cli.measure(case, base, tree, args, 0.95)
     assert row["rounds"] == 10 and row["stopped"] == "decided" and row["verdict"] == "unchanged"
+    monkeypatch.setattr(cli, "time_case", rounds_of(lambda i: 1.05 + 0.02 * (-1) ** i))  # straddles 1.05 throughout
+    row, _ = cli.measure(case, base, tree, args, 0.95)
+    assert row["rounds"] == 40 and row["stopped"] == "budget"
+    monkeypatch.setattr(cli, "time_case", rounds_of(lambda i: 1.0))
+    row, _ = cli.measure(case, base, tree, argparse.Namespace(**{**vars(args), "min_rounds": None}), 0.95)
+    assert row["rounds"] == 40 and row["stopped"] == "fixed"
     text = summary.markdown({**fake_report(), "min_rounds": 10, "rounds": 40,
                              "cases": [{**fake_report()["cases"][0], "rounds": 40, "stopped": "budget"}]})
     assert "10 to 40 paired rounds" in text and "| 40 (budget) |" in text
