@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -97,6 +98,17 @@ class Subject:
 
 
 @contextmanager
+def phase(rows: Rows, name: str, shape: Shape | None = None) -> Iterator[None]:
+    """A ``phase_seconds`` row with the wall time the block took (``mode`` names the phase): where a point's
+    minutes go, so that a faster sweep is found where the time is, not guessed."""
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        rows.add("phase_seconds", time.perf_counter() - began, "s", mode=name, shape=shape, statistic="wall")
+
+
+@contextmanager
 def _progress(total: int, desc: str) -> Iterator[Callable[[str], None]]:
     bar = tqdm(total=total, desc=desc, leave=False, disable=not sys.stderr.isatty(), unit="step")
     try:
@@ -110,8 +122,9 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
     """Every measurement family the profile enables, appended to ``rows``."""
     p = cfg.profile
     seed = int(cfg.seed)
-    variant = Subject(arch, device, dtype, seed, bool(cfg.compile))
-    baseline = Subject(baseline_from(cfg, arch), device, dtype, seed, bool(cfg.compile))
+    with phase(rows, "build"):
+        variant = Subject(arch, device, dtype, seed, bool(cfg.compile))
+        baseline = Subject(baseline_from(cfg, arch), device, dtype, seed, bool(cfg.compile))
     rows.base.update(params=variant.params, params_baseline=baseline.params, baseline_kv_heads=baseline.arch.n_kv_heads)
     rows.add("params", variant.params, "count")
     rows.add("param_bytes", parameter_bytes(variant.model), "B")
@@ -124,7 +137,8 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
     ceilings = None
     if timing:
         buffer = int(p.bandwidth_buffer_mib) << 20
-        ceilings = measure_ceilings(dtype, int(p.peak_matmul_n), buffer, **timed)
+        with phase(rows, "ceilings"):
+            ceilings = measure_ceilings(dtype, int(p.peak_matmul_n), buffer, **timed)
         add_ceiling_rows(rows, ceilings, int(p.peak_matmul_n), buffer)
     peak = ceilings.matmul_peak if ceilings and p.flops else None
     elem = torch.empty((), dtype=dtype).element_size()
@@ -142,37 +156,40 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                                         ("train", p.train_step, Subject.train_step)):
                 if not enabled:
                     continue
-                if timing:
-                    if cfg.compile:
-                        seconds = first_forward[1] if mode == "forward" else time_call(make(variant, x), device)[1]
-                        rows.add("first_call_time", seconds, "s", mode=mode, shape=shape,
-                                 note="includes torch.compile for this shape")
-                    paired = paired_with(rule, make(variant, x), make(baseline, x),
-                                         **{k: v for k, v in timed.items() if k != "rounds"})
-                    latency[mode] = add_paired(rows, "", mode, shape, paired, tokens, rule)
-                if shape == shapes[0]:
-                    add_backend_rows(rows, mode, sdpa_backends(make(variant, x)))
-                add_work_rows(rows, mode, shape, variant.arch, baseline.arch, latency=latency.get(mode), **ctx)
+                with phase(rows, mode, shape):
+                    if timing:
+                        if cfg.compile:
+                            seconds = first_forward[1] if mode == "forward" else time_call(make(variant, x), device)[1]
+                            rows.add("first_call_time", seconds, "s", mode=mode, shape=shape,
+                                     note="includes torch.compile for this shape")
+                        paired = paired_with(rule, make(variant, x), make(baseline, x),
+                                             **{k: v for k, v in timed.items() if k != "rounds"})
+                        latency[mode] = add_paired(rows, "", mode, shape, paired, tokens, rule)
+                    if shape == shapes[0]:
+                        add_backend_rows(rows, mode, sdpa_backends(make(variant, x)))
+                    add_work_rows(rows, mode, shape, variant.arch, baseline.arch, latency=latency.get(mode), **ctx)
                 tick(f"{mode} {shape}")
             if p.flops:
-                fwd = F.count_flops(variant.forward(x))
-                fwd_bwd = F.count_flops(variant.train_step(x))
-                for mode, count in (("forward", fwd), ("train", fwd_bwd)):
-                    rows.add("flops", count, "FLOP", mode=mode, shape=shape)
-                    if mode in latency:
-                        rate = count / latency[mode].median
-                        rows.add("flop_rate", rate, "FLOP/s", mode=mode, shape=shape, statistic="median")
-                        if peak:
-                            rows.add("utilisation", rate / peak, "fraction of matmul peak", mode=mode,
-                                     shape=shape, statistic="median")
+                with phase(rows, "flops", shape):
+                    fwd = F.count_flops(variant.forward(x))
+                    fwd_bwd = F.count_flops(variant.train_step(x))
+                    for mode, count in (("forward", fwd), ("train", fwd_bwd)):
+                        rows.add("flops", count, "FLOP", mode=mode, shape=shape)
+                        if mode in latency:
+                            rate = count / latency[mode].median
+                            rows.add("flop_rate", rate, "FLOP/s", mode=mode, shape=shape, statistic="median")
+                            if peak:
+                                rows.add("utilisation", rate / peak, "fraction of matmul peak", mode=mode,
+                                         shape=shape, statistic="median")
                 tick(f"flops {shape}")
             if p.memory:
-                step = variant.train_step(x)
-                rows.add("activation_bytes", saved_activation_bytes(variant.model, step), "B", mode="train",
-                         shape=shape)
-                peak_bytes = cuda_peak_bytes(step, device)
-                if peak_bytes is not None:
-                    rows.add("peak_memory_bytes", peak_bytes, "B", mode="train", shape=shape)
+                with phase(rows, "memory", shape):
+                    step = variant.train_step(x)
+                    rows.add("activation_bytes", saved_activation_bytes(variant.model, step), "B", mode="train",
+                             shape=shape)
+                    peak_bytes = cuda_peak_bytes(step, device)
+                    if peak_bytes is not None:
+                        rows.add("peak_memory_bytes", peak_bytes, "B", mode="train", shape=shape)
                 tick(f"memory {shape}")
         for i, (context, batch) in enumerate(decode_points):
             _measure_decode(rows, variant, baseline, context, batch, cfg, device, dtype, timing, ceilings,
@@ -249,7 +266,8 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
         add_backend_rows(rows, "decode", sdpa_backends(step(0)))
     timed = dict(min_run_time=p.min_run_time, warmup=p.warmup, device=device, prepare=fresh_memory)
     rule = precision_of(p, p.decode_rounds)
-    paired = paired_with(rule, step(0), step(1), **timed)
+    with phase(rows, "decode", shape):
+        paired = paired_with(rule, step(0), step(1), **timed)
     add_work_rows(rows, "decode", shape, latency=add_paired(rows, "decode_", "decode", shape, paired, batch, rule),
                   **work)
     if prefills:
@@ -267,6 +285,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
             add_backend_rows(rows, "prefill", sdpa_backends(prefill(0)))
         # A prefill is many times a decode step's work and steadier: half the decode rounds when fixed.
         rule = precision_of(p, max(2, math.ceil(p.decode_rounds / 2)))
-        paired = paired_with(rule, prefill(0), prefill(1), **timed)
+        with phase(rows, "prefill", shape):
+            paired = paired_with(rule, prefill(0), prefill(1), **timed)
         latency = add_paired(rows, "prefill_", "prefill", shape, paired, batch * context, rule)
         add_work_rows(rows, "prefill", shape, latency=latency, **work)

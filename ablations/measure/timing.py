@@ -1,18 +1,24 @@
-"""Paired, interleaved timing with ``torch.utils.benchmark``.
+"""Paired, interleaved timing.
 
 A ratio of two medians taken minutes apart carries every change of machine load in between. Here the
 variant (A) and the baseline (B) alternate within one process, ABBA order round by round, so slow
 drifts cancel in each round's A/B ratio; the headline is the median of those ratios with its spread.
+
+Each round times blocks of calls, synchronised on CUDA around each block and with the garbage collector off
+inside it, as ``torch.utils.benchmark.Timer`` does; the block size is fixed once per measurement (``_measure``
+says why Timer's per-call sizing is not used per round).
 """
 
 from __future__ import annotations
 
+import gc
+import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils.benchmark import Timer
 
 from ablations.results.rows import Summary
 
@@ -37,11 +43,6 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _timer(fn: Callable[[], object], label: str, clock: Callable[[], float] = time.perf_counter) -> Timer:
-    # num_threads must be passed: Timer otherwise runs the statement single-threaded.
-    return Timer(stmt="fn()", globals={"fn": fn}, label=label, num_threads=torch.get_num_threads(), timer=clock)
-
-
 def time_call(fn: Callable[[], object], device: torch.device,
               clock: Callable[[], float] = time.perf_counter) -> tuple[object, float]:
     """One call of ``fn``, synchronised on both sides: its result and the seconds it took.
@@ -61,23 +62,46 @@ def _warm(fn: Callable[[], object], warmup: int, device: torch.device) -> float:
     return [time_call(fn, device)[1] for _ in range(max(1, warmup))][-1]
 
 
-def _measure(timer: Timer, fn: Callable[[], object], slow: bool, min_run_time: float,
-             device: torch.device, statistic: str = "median", clock: Callable[[], float] = time.perf_counter) -> float:
-    """Seconds per call for one round.
+def block_size(call_seconds: float) -> int:
+    """Calls per timed block: enough that the clock's own cost (about a microsecond, ``Timer``'s 1e-4 bound
+    on it) stays under 0.01% of the block, and no more, so a round holds as many blocks as it can."""
+    return max(1, math.ceil(1e-2 / max(call_seconds, 1e-9)))
 
-    ``blocked_autorange`` first runs the statement once just to size its blocks (and ``Timer.timeit``
-    warms up twice); for a call that alone outlasts ``min_run_time`` that discarded call was half of all
-    training-step time here, and the block it sizes is a single call anyway. Such a call is timed once,
-    directly and synchronised, where the timer's own overhead (microseconds) is lost in the call.
 
-    ``statistic="min"`` takes the fastest block of the round instead of the median block (and the faster of
-    two calls on the slow path): on a loaded machine another process only ever adds time, so the least a
-    side took is the steadiest figure of its own cost, where the median carries whatever preemption hit.
+def _block(fn: Callable[[], object], number: int, device: torch.device, clock: Callable[[], float]) -> float:
+    # As timeit does: a collection that lands inside a block is the interpreter's cost, not the call's.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        synchronize(device)
+        start = clock()
+        for _ in range(number):
+            fn()
+        synchronize(device)
+        return (clock() - start) / number
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _measure(fn: Callable[[], object], number: int, min_run_time: float, device: torch.device,
+             statistic: str = "median", clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds per call for one round: blocks of ``number`` calls (``block_size``, fixed at warm-up) until
+    ``min_run_time`` is spent, summarised by ``statistic``.
+
+    The block size is sized once per measurement, not per round: ``Timer.blocked_autorange`` sizes it afresh on
+    every call by running the statement first at one call and then at ten, which for a 4 ms decode step at
+    ``min_run_time=0.01`` was 21 calls where 3 were asked for. A call that alone outlasts ``min_run_time`` is
+    one block of one call (two under ``min``: the faster of two).
+
+    ``statistic="min"`` takes the fastest block of the round instead of the median block: on a loaded machine
+    another process only ever adds time, so the least a side took is the steadiest figure of its own cost,
+    where the median carries whatever preemption hit.
     """
-    if slow:
-        return min(time_call(fn, device, clock)[1] for _ in range(2 if statistic == "min" else 1))
-    m = timer.blocked_autorange(min_run_time=min_run_time)
-    return min(m.times) if statistic == "min" else m.median
+    times: list[float] = []
+    while sum(times) * number < min_run_time or (statistic == "min" and len(times) < 2):
+        times.append(_block(fn, number, device, clock))
+    return min(times) if statistic == "min" else statistics.median(times)
 
 
 def time_paired(
@@ -95,7 +119,7 @@ def time_paired(
 ) -> PairedTiming:
     """Time ``fn_a`` and ``fn_b`` interleaved; each round gives each a median over ``min_run_time``.
 
-    ``Timer`` synchronises CUDA itself around each block, so kernels are counted to completion.
+    Each block is synchronised on CUDA, so kernels are counted to completion.
     ``prepare(order)``, when given, runs before each round (and before the warm-up) with that round's
     order, (0, 1) = a first: it rebuilds state the two callables read, such as their KV caches, so that
     where that state lands in memory is drawn afresh every round instead of once for the whole run.
@@ -109,8 +133,7 @@ def time_paired(
     if prepare is not None:
         prepare((0, 1))
     fns = (fn_a, fn_b)
-    slow = [_warm(fn, warmup, device) >= min_run_time for fn in fns]
-    timers = (_timer(fn_a, "a", clock), _timer(fn_b, "b", clock))
+    numbers = [block_size(_warm(fn, warmup, device)) for fn in fns]
     a: list[float] = []
     b: list[float] = []
     share: list[float] = []
@@ -122,7 +145,7 @@ def time_paired(
             prepare(order)
         wall, cpu = time.perf_counter(), time.process_time()
         for i in order:
-            (a if i == 0 else b).append(_measure(timers[i], fns[i], slow[i], min_run_time, device, statistic, clock))
+            (a if i == 0 else b).append(_measure(fns[i], numbers[i], min_run_time, device, statistic, clock))
         if device.type == "cpu":
             share.append((time.process_time() - cpu) / ((time.perf_counter() - wall) * threads))
         if until is not None and until([x / y for x, y in zip(a, b, strict=True)]):
@@ -133,6 +156,5 @@ def time_paired(
 def time_one(fn: Callable[[], object], *, rounds: int, min_run_time: float, warmup: int,
              device: torch.device) -> Summary:
     """Unpaired timing (for things with no baseline, such as the matmul peak)."""
-    slow = _warm(fn, warmup, device) >= min_run_time
-    timer = _timer(fn, "one")
-    return Summary.of([_measure(timer, fn, slow, min_run_time, device) for _ in range(rounds)])
+    number = block_size(_warm(fn, warmup, device))
+    return Summary.of([_measure(fn, number, min_run_time, device) for _ in range(rounds)])
