@@ -56,12 +56,13 @@ def inject(worktree: Path, width: int) -> None:
         return
     src = path.read_text()
     init_end = "        self.ffn = build_ffn(cfg)\n"
-    ret = "        return x + self.ffn(self.norm2(x))\n"
+    ret = "        return self.residual.forward(self, x, lambda h: self.attn(h, rotation, cache, score_bias))\n"
     if init_end not in src or ret not in src:
         raise SystemExit(f"regress_power: {BLOCK} changed shape; update inject()")
     buffer = f"        self.register_buffer('_waste', torch.zeros(cfg.model.d_model, {width}), persistent=False)\n"
     src = src.replace(init_end, init_end + buffer)
-    src = src.replace(ret, "        x = x + (x @ self._waste) @ self._waste.T  # injected extra work\n" + ret)
+    src = src.replace(ret, ret.replace("return", "x =", 1)
+                      + "        return x + (x @ self._waste) @ self._waste.T  # injected extra work\n")
     path.write_text(src)
 
 

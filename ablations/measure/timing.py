@@ -99,7 +99,7 @@ def _measure(fn: Callable[[], object], number: int, min_run_time: float, device:
     where the median carries whatever preemption hit.
     """
     times: list[float] = []
-    while sum(times) * number < min_run_time or (statistic == "min" and len(times) < 2):
+    while not times or sum(times) * number < min_run_time or (statistic == "min" and len(times) < 2):
         times.append(_block(fn, number, device, clock))
     return min(times) if statistic == "min" else statistics.median(times)
 

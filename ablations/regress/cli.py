@@ -1,6 +1,6 @@
 """``blockbench regress BASE`` (``python -m ablations.regress``): is the working tree's timed library slower than BASE?
 
-    blockbench regress HEAD~1                       # the default cases, threshold 5%
+    blockbench regress HEAD~1                       # the default cases, threshold 2%
     blockbench regress origin/main -k block --threshold 3
     blockbench regress HEAD --cases ci --honour-marker   # what CI runs
     blockbench regress --history results/runs/regress block/llama2/train
@@ -45,8 +45,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("base", nargs="?", help="git revision to compare the working tree against (HEAD~1, origin/main)")
     p.add_argument("--merge-base", action="store_true",
                    help="compare against the merge base of BASE and HEAD (what a pull request changes), not BASE")
-    p.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
-                   help="time: regression when the 95%% interval of head/base lies above 1 + PCT%% (default 5)")
+    # 2, not 5: 20 same-code runs of all 79 default cases flagged nothing even at 1% (docs/regression.md), and at 5%
+    # a slowdown of about 5% is at the edge by construction and was caught in none of 9 runs.
+    p.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
+                   help="time: regression when the 95%% interval of head/base lies above 1 + PCT%% (default 2)")
     p.add_argument("--callgrind-threshold", type=float, default=1.0, metavar="PCT",
                    help="instructions per call: regression when head/base is above 1 + PCT%% (default 1)")
     p.add_argument("--cases", choices=CASE_SETS, default="default", help="case set (default: all; ci: six cases)")

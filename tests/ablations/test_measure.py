@@ -124,6 +124,43 @@ def test_a_call_longer_than_min_run_time_is_timed_once_per_round():
     assert all(t >= 0.02 for t in paired.a)
 
 
+def test_a_fast_call_is_timed_in_blocks_sized_once_not_every_round():
+    import time
+
+    from ablations.measure.timing import block_size
+
+    calls = {"a": 0, "b": 0}
+
+    def step(side: str) -> callable:
+        def fn() -> None:
+            calls[side] += 1
+            time.sleep(0.004)
+        return fn
+
+    time_paired(step("a"), step("b"), rounds=5, min_run_time=0.01, warmup=1, device=torch.device("cpu"))
+    # 4 ms calls: blocks of 3 (>= 10 ms), one block per round covers min_run_time (a sleep that overshoots makes
+    # the block smaller, never larger). Timer.blocked_autorange per round ran 1 + 10 sizing calls before its
+    # block: 21 calls a round.
+    assert block_size(0.004) == 3
+    assert 1 + 5 <= calls["a"] <= 1 + 5 * 3 and 1 + 5 <= calls["b"] <= 1 + 5 * 3
+    assert block_size(2.0) == 1 and block_size(1e-6) == 10_000
+
+
+def test_min_statistic_takes_the_faster_of_at_least_two_blocks():
+    from ablations.measure.timing import _measure
+
+    durations = iter([0.03, 0.01, 0.05])
+    clock_now = [0.0]
+
+    def clock() -> float:
+        return clock_now[0]
+
+    def fn() -> None:
+        clock_now[0] += next(durations)
+
+    assert _measure(fn, 1, 0.02, torch.device("cpu"), "min", clock) == pytest.approx(0.01)
+
+
 def test_variant_labels():
     base = ModelConfig(64, 1, 16, 128)
     assert variant_label(ArchConfig(base)) == "gpt2"

@@ -51,6 +51,11 @@ def test_smoke_norm_sweep_default_model_writes_the_table(tmp_path):
         modes = set(table[table.metric == metric]["mode"])
         assert modes == {"forward", "train", "decode", "prefill"}, (metric, modes)
     assert set(table[table.metric == "sdpa_backend_calls"]["note"]) <= {"flash", "math", "memory-efficient", "cudnn"}
+    # Where each point's time went: every phase, per shape where it has one.
+    phases = table[table.metric == "phase_seconds"]
+    assert set(phases["mode"]) == {"build", "ceilings", "forward", "train", "flops", "memory", "decode", "prefill"}
+    assert (phases["value"] >= 0).all() and (phases["unit"] == "s").all()
+    assert len(phases[(phases.variant == "gpt2") & (phases["mode"] == "train")]) == 2  # the smoke profile's shapes
 
 
 def test_every_value_of_every_choice_runs_end_to_end(tmp_path):
