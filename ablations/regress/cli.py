@@ -46,7 +46,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--merge-base", action="store_true",
                    help="compare against the merge base of BASE and HEAD (what a pull request changes), not BASE")
     # 2, not 5: 20 same-code runs of all 79 default cases flagged nothing even at 1% (docs/regression.md), and at 5%
-    # a slowdown of about 5% is at the edge by construction and was caught in none of 9 runs.
+    # a slowdown of about 5% is at the edge by construction and was caught in none of 10 runs.
     p.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                    help="time: regression when the 95%% interval of head/base lies above 1 + PCT%% (default 2)")
     p.add_argument("--callgrind-threshold", type=float, default=1.0, metavar="PCT",
