@@ -34,13 +34,16 @@ sys.path.insert(0, str(REPO))
 import components  # noqa: E402
 from ablations.measure.flops import analytic_forward_flops  # noqa: E402
 from ablations.measure.intervals import median_interval  # noqa: E402
-from ablations.regress.cases import BLOCK_SHAPE, D_MODEL, arch  # noqa: E402
-from ablations.regress.paired import case_confidence  # noqa: E402
+from ablations.regress.cases import BLOCK_SHAPE, D_MODEL, arch, select  # noqa: E402
+from ablations.regress.paired import case_confidence, pooled_rows, tests_in  # noqa: E402
 
 # The GPT-2 block's forward FLOPs per token at the check's block shape (d=512, 1x256).
 BLOCK_FLOPS = analytic_forward_flops(arch(components), *BLOCK_SHAPE) // (BLOCK_SHAPE[0] * BLOCK_SHAPE[1])
 
 THRESHOLDS = (1.0, 2.0, 3.0, 5.0, 10.0)
+# Every run is read at the default check's family-wise level (its cases and groups), also a run that timed a few
+# cases with -k: what the default check would have said of those cases' rounds.
+DEFAULT_LEVEL = case_confidence(tests_in([c.name for c in select("default")]))
 BLOCK = "components/block.py"
 
 
@@ -83,12 +86,15 @@ def check(worktree: Path, out: Path, extra: list[str]) -> dict:
     return {"exit": proc.returncode, "wall_s": wall, "report": report}
 
 
-def flagged(report: dict, threshold: float) -> list[str]:
-    """Cases the time signal flags at ``threshold`` (percent), from each case's stored rounds with the
-    interval the library computes now (family-wise over the run's cases)."""
-    level = case_confidence(len(report["cases"]))
-    return [c["name"] for c in report["cases"]
-            if "ratios" in c and median_interval(c["ratios"], level).lo > 1 + threshold / 100]
+def flagged(report: dict, threshold: float, groups: bool = True) -> list[str]:
+    """Cases and groups the time signal flags at ``threshold`` (percent), from each case's stored rounds with the
+    intervals the library computes now (``groups=False``: the cases' own verdicts alone)."""
+    cases = [c["name"] for c in report["cases"]
+             if "ratios" in c and median_interval(c["ratios"], DEFAULT_LEVEL).lo > 1 + threshold / 100]
+    if not groups:
+        return cases
+    pooled = pooled_rows(report["cases"], threshold / 100, DEFAULT_LEVEL, first=report.get("min_rounds"))
+    return cases + [g["name"] for g in pooled if g["verdict"] == "regression"]
 
 
 def ratio_of(report: dict, name: str) -> float | None:
@@ -115,6 +121,8 @@ def summarise(label: str, width: int | None, reports: list[dict], walls: list[fl
         "block_forward_ratio": [ratio_of(r, "block/gpt2/forward") for r in reports],
         "flagged_runs": {f"{t:g}%": sum(bool(flagged(r, t)) for r in reports) for t in THRESHOLDS},
         "flagged_cases": {f"{t:g}%": sum(len(flagged(r, t)) for r in reports) for t in THRESHOLDS},
+        "flagged_runs_cases_alone": {f"{t:g}%": sum(bool(flagged(r, t, groups=False)) for r in reports)
+                                     for t in THRESHOLDS},
         "cases_per_run": len(reports[0]["cases"]) if reports else 0,
         "callgrind_flags": sum(1 for r in reports for c in r["cases"]
                                if (c.get("callgrind") or {}).get("verdict") == "regression"),
@@ -190,7 +198,8 @@ def report_summaries(summaries: list[dict]) -> None:
     for s in summaries:
         ratios = [r for r in s["block_forward_ratio"] if r is not None]
         print(f"{s['label']}: {s['runs']} runs x {s['cases_per_run']} cases; runs flagged by time at each threshold "
-              f"{s['flagged_runs']} (cases {s['flagged_cases']}); block/gpt2/forward head/base median "
+              f"{s['flagged_runs']} (cases and groups flagged {s['flagged_cases']}; runs flagged by a case's own "
+              f"verdict {s['flagged_runs_cases_alone']}); block/gpt2/forward head/base median "
               f"{statistics.median(ratios) if ratios else float('nan'):.3f} (range {min(ratios, default=0):.3f}-"
               f"{max(ratios, default=0):.3f}); wall {statistics.median(s['wall_s']):.0f} s median, "
               f"{max(s['wall_s']):.0f} s max; callgrind flags {s['callgrind_flags']}")

@@ -6,10 +6,11 @@
     blockbench regress --history results/runs/regress block/llama2/train
 
 Both revisions' ``components`` are imported into this one process and timed paired, round by round (see
-``ablations.regress.paired``); the norms', positions' and attention decode's cases are also counted in
-instructions under callgrind. Exit status: 0 no regression, 1 a regression (one line per case and signal),
-2 a setup problem (unknown revision, a tree that does not import, a filter that matches nothing), decided
-before any timing.
+``ablations.regress.paired``); each group of cases (``block/*/forward``) also gets a verdict from its cases'
+rounds pooled, which sees a slowdown of shared code that one case's rounds cannot; the norms', positions'
+and attention decode's cases are also counted in instructions under callgrind. Exit status: 0 no regression,
+1 a regression (one line per case, group and signal), 2 a setup problem (unknown revision, a tree that does not
+import, a filter that matches nothing), decided before any timing.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ablations.errors import UsageError, command, prog
 from ablations.measure.intervals import Precision
 from ablations.regress import callgrind, summary
 from ablations.regress.cases import CASE_SETS, Case, all_cases, select
-from ablations.regress.paired import case_confidence, decided, time_case, verdict
+from ablations.regress.paired import case_confidence, decided, pooled_rows, tests_in, time_case, verdict
 from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree, resolve
 from ablations.results.provenance import malloc_setting
 
@@ -198,7 +199,7 @@ def run_check(args: argparse.Namespace) -> int:
     started = time.monotonic()
     of = args.base if args.merge_base else None
     cases = chosen_cases(args)
-    confidence = case_confidence(len(cases))
+    confidence = case_confidence(tests_in([c.name for c in cases]))
     asked = merge_base(args.base) if args.merge_base else args.base
     with tempfile.TemporaryDirectory(prefix="regress-base-") as tmp:
         base = base_tree(asked, Path(tmp)).load()
@@ -220,6 +221,7 @@ def run_check(args: argparse.Namespace) -> int:
             shown = summary.fmt_interval(row) + " " + row["verdict"] if "ratio" in row else row["error"]
             print(f"[{i}/{len(cases)}] {case.name}: {shown} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
         note = count_instructions(rows, base, head, args, out)
+    groups = pooled_rows(rows, args.threshold / 100, confidence, first=args.min_rounds)
     marked = intended(head) if args.honour_marker else None
     report = {
         "base": {"asked": args.base, "revision": base.revision, "merge_base_of": of},
@@ -229,7 +231,7 @@ def run_check(args: argparse.Namespace) -> int:
         "min_run_time": args.min_run_time,
         "warmup": args.warmup, "threads": args.threads,
         "torch": torch.__version__, "malloc": malloc_setting(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "callgrind_note": note, "cases": rows, "wall_s": time.monotonic() - started,
+        "callgrind_note": note, "cases": rows, "groups": groups, "wall_s": time.monotonic() - started,
         "intended_note": f"regressions intended: {INTENDED_MARKER} in commit {marked}" if marked else "",
     }
     report["regressions"] = summary.regression_lines(report)

@@ -7,18 +7,29 @@ the round's head/base ratio. The headline is the median of those ratios with a d
 neighbour process spoiled moves it by at most one rank.
 
 One check asks the same question of every case, so the 95% is family-wise: each case's interval is at
-1 - 0.05 / cases (Bonferroni). At 95% per case, 48 cases of identical code gave a false alarm in two of
-twenty runs here (a memory-bound decode step whose rounds moved by ±20% beside other jobs).
+1 - 0.05 / tests (Bonferroni over the cases and the groups below). At 95% per case, 48 cases of identical
+code gave a false alarm in two of twenty runs here (a memory-bound decode step whose rounds moved by ±20%
+beside other jobs).
+
+That level costs power: at 79 cases a case's 12 rounds give [min, max], so one low round hides a slowdown of
+a few percent. A slowdown in code every variant runs (the block's residual path, the attention core, a shared
+kernel) moves every case of that component and mode, so each **group** (``block/*/forward``: every block
+variant's forward) also gets a verdict from its cases' rounds pooled: 16 cases x 12 rounds give 192 ratios,
+whose order-statistic interval at the same family-wise level is a few tenths of a percent wide. Under
+identical code every round's ratio is above or below 1 with even odds whichever case it came from, so the
+pooled interval keeps its coverage there. Where cases differ in their true slowdown the pooled median is
+their typical one, and each case keeps its own verdict. With sequential rounds only each case's first
+``min_rounds`` are pooled: how many more a case took depends on what its rounds showed.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
-from ablations.measure.intervals import CONFIDENCE, Interval
+from ablations.measure.intervals import CONFIDENCE, Interval, median_interval
 from ablations.measure.timing import PairedTiming, time_paired
 from ablations.regress.cases import Subject
 
@@ -26,6 +37,41 @@ from ablations.regress.cases import Subject
 def case_confidence(cases: int, confidence: float = CONFIDENCE) -> float:
     """Each case's level so that all ``cases`` intervals hold together with ``confidence`` (Bonferroni)."""
     return 1 - (1 - confidence) / max(1, cases)
+
+
+def group_name(case_name: str) -> str:
+    """The group a case pools into: its component and mode with any variant (``block/*/forward``)."""
+    component, _, rest = case_name.partition("/")
+    return f"{component}/*/{rest.rpartition('/')[2]}"
+
+
+def groups_of(case_names: Sequence[str]) -> dict[str, list[str]]:
+    """The groups with two cases or more, in case order (a group of one is that case's own verdict)."""
+    out: dict[str, list[str]] = {}
+    for name in case_names:
+        out.setdefault(group_name(name), []).append(name)
+    return {g: names for g, names in out.items() if len(names) > 1}
+
+
+def tests_in(case_names: Sequence[str]) -> int:
+    """How many intervals one check reads, the family its 95% is spread over: each case and each group."""
+    return len(case_names) + len(groups_of(case_names))
+
+
+def pooled_rows(rows: Sequence[dict], threshold: float, confidence: float, first: int | None = None) -> list[dict]:
+    """A verdict per group from its timed cases' rounds pooled (each case's first ``first`` rounds when given);
+    a case that was not timed (an error) leaves the group with the others."""
+    by_name = {r["name"]: r for r in rows}
+    out = []
+    for group, names in groups_of([r["name"] for r in rows]).items():
+        timed = [by_name[n]["ratios"][:first] for n in names if by_name[n].get("ratios")]
+        if len(timed) < 2:
+            continue
+        pooled = [x for ratios in timed for x in ratios]
+        iv = median_interval(pooled, confidence)
+        out.append({"name": group, "cases": len(timed), "rounds": len(pooled), "ratio": iv.median, "lo": iv.lo,
+                    "hi": iv.hi, "coverage": iv.coverage, "verdict": verdict(iv, threshold)})
+    return out
 
 
 def verdict(interval: Interval, threshold: float) -> str:

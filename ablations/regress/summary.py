@@ -67,17 +67,22 @@ def regression_lines(report: dict) -> list[str]:
         if cg.get("verdict") == "regression":
             lines.append(f"regression: {c['name']}: instructions head/base {cg['ratio']:.4f} "
                          f"(> 1 + {report['callgrind_threshold_pct']:g}%)")
+    for g in report.get("groups", []):
+        if g["verdict"] == "regression":
+            lines.append(f"regression: {g['name']} ({g['cases']} cases, {g['rounds']} rounds pooled): time head/base "
+                         f"{fmt_interval(g)} (> 1 + {report['threshold_pct']:g}%)")
     return lines
 
 
 def markdown(report: dict) -> str:
     regressions = regression_lines(report)
+    groups = report.get("groups", [])
     head = (f"**{len(regressions)} regression(s)**" if regressions else "**no regression**")
     pct = f"{report['threshold_pct']:g}%"
     lines = [
         f"## Performance check: {head_text(report['head']['revision'])} against {base_text(report['base'])}", "",
-        f"{head} over {len(report['cases'])} case(s). Time: median head/base ratio over {rounds_text(report)} "
-        f"with its distribution-free interval, 95% family-wise over the cases (each at "
+        f"{head} over {len(report['cases'])} case(s) and {len(groups)} group(s). Time: median head/base ratio over "
+        f"{rounds_text(report)} with its distribution-free interval, 95% family-wise over cases and groups (each at "
         f"{100 * report['case_confidence']:.3g}%, Bonferroni); a regression when the interval's low end is above "
         f"1 + {pct}, an improvement when its high end is below 1 − {pct}. "
         f"{report['callgrind_note']}", "",
@@ -94,6 +99,12 @@ def markdown(report: dict) -> str:
         rounds = f"{c.get('rounds', report['rounds'])}{' (budget)' if c.get('stopped') == 'budget' else ''}"
         lines.append(f"| `{c['name']}` | {fmt_interval(c)} | {c['verdict']} | {rounds} | "
                      f"{1e3 * c['base_median_s']:.3g} | {cg_ratio} | {cg.get('verdict', '—')} |")
+    if groups:
+        lines += ["", "Groups: every variant of a component in one mode, their cases' rounds pooled (a slowdown in "
+                  "code they all run moves them all; the pooled interval is at the same family-wise level).", "",
+                  "| group | cases | rounds pooled | time head/base [95% CI] | verdict |", "|---|---|---|---|---|"]
+        lines += [f"| `{g['name']}` | {g['cases']} | {g['rounds']} | {fmt_interval(g)} | {g['verdict']} |"
+                  for g in groups]
     lines += ["", f"Wall time {report['wall_s']:.0f} s; torch {report['torch']}, {report['threads']} thread(s); "
               f"{report['intended_note']}".rstrip("; "), ""]
     return "\n".join(lines)
@@ -147,7 +158,7 @@ def history_table(folder: Path, case: str) -> pd.DataFrame:
     rows = []
     for path in sorted(folder.rglob(REPORT_JSON)):
         report = json.loads(path.read_text())
-        for c in report.get("cases", []):
+        for c in [*report.get("cases", []), *report.get("groups", [])]:
             if c["name"] == case and "ratio" in c:
                 series = f"{report.get('machine', 'machine not recorded')}; torch {report.get('torch', '?')}"
                 rows.append({"run": path.parent.name, "time": report["time"], "head": report["head"]["revision"][:12],
