@@ -137,8 +137,9 @@ def analyse(folders: list[Path]) -> list[dict]:
     for folder in folders:
         for path in sorted(folder.glob("*-[0-9][0-9]/regress.json")):
             label = path.parent.name.rsplit("-", 1)[0]
-            if label != "calibrate":
-                by_label.setdefault(label, []).append(json.loads(path.read_text()))
+            if label != "calibrate":  # batches of one label in two folders are two measurements, kept apart
+                key = f"{label} ({folder})" if len(folders) > 1 else label
+                by_label.setdefault(key, []).append(json.loads(path.read_text()))
     return [summarise(label, None, reports, [r["wall_s"] for r in reports]) for label, reports in by_label.items()]
 
 

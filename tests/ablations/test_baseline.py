@@ -103,7 +103,9 @@ def test_bad_baseline_is_one_line_before_any_work(tmp_path):
     assert not any(Path(tmp_path).iterdir())
 
 
+# Extended: test_a_one_choice_sweep_on_llama2_has_its_baseline_as_a_point takes the same path in a quarter of the time.
 @pytest.mark.slow
+@pytest.mark.extended
 def test_a_sweep_on_the_llama2_baseline_pairs_every_point_with_it(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "ablations", "+sweep=norm", "baseline=llama2", "profile=smoke", "model=tiny",

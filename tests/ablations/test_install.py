@@ -19,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.slow
+# The extended tier: building and installing the wheel into a fresh environment is most of a minute.
+pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a build reads: the project's metadata, its packages and conf/ (copied, so the build leaves nothing here).

@@ -100,6 +100,8 @@ def test_all_sweep_has_baseline_flips_and_llama2(tmp_path):
     assert gpt2["value"] - nobias["value"] == 4 * (4 * 128 + 512 + 128) and nobias["params_baseline"] == gpt2["value"]
 
 
+# Extended: three tiny points; test_errors' disk-full test also reruns a sweep and reuses its written point.
+@pytest.mark.extended
 def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path):
     args = ["-m", "ffn=gelu,swiglu", *TINY]  # two points, however many values the ffn sweep has
     assert run(args, tmp_path).returncode == 0
@@ -129,6 +131,7 @@ def test_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert proc.stdout.strip().splitlines()[-1] == str(tmp_path.resolve())
 
 
+@pytest.mark.extended  # torch.compile's first call is most of half a minute on 2 cores
 def test_compiled_point_records_first_call_and_runs(tmp_path):
     proc = run([*TINY, "compile=true", "pos=rope", "profile.shapes=[1x16]", "profile.decode=false"], tmp_path)
     assert proc.returncode == 0, proc.stderr

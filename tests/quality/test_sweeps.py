@@ -122,6 +122,8 @@ def test_bad_training_settings_are_one_line(args, expected):
     assert err.count("\n") == 0 and expected in err, err
 
 
+# Extended: test_interaction_sweeps_compose_with_unique_labels composes it; this trains each of its points.
+@pytest.mark.extended
 def test_leave_one_out_end_to_end(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "ablations", "+sweep=leave_one_out", "profile=smoke", "model=tiny", "threads=1",
