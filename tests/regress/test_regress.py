@@ -383,6 +383,23 @@ def test_callgrind_reads_each_dump_total(tmp_path):
     assert callgrind.finish(Done(), tmp_path) == {"a": 120.0, "b": 1700.0}
 
 
+def test_a_callgrind_failure_leaves_the_timing_verdicts_and_says_so(tmp_path, monkeypatch, capsys):
+    import argparse
+
+    def fails(proc: object, out: Path) -> dict:
+        raise RuntimeError("callgrind worker exited 1: vgdb: cannot attach")
+
+    monkeypatch.setattr(callgrind, "available", lambda: None)
+    monkeypatch.setattr(callgrind, "start", lambda *a, **k: None)
+    monkeypatch.setattr(callgrind, "finish", fails)
+    rows = [{"name": "norm/rmsnorm/forward", "counted": True, "ratio": 1.0, "verdict": "unchanged"}]
+    tree = head_tree().load()
+    note = cli.count_instructions(rows, tree, tree, argparse.Namespace(no_callgrind=False), tmp_path)
+    assert note == "Instruction counts: failed (callgrind worker exited 1: vgdb: cannot attach); timing alone."
+    assert "callgrind" not in rows[0] and rows[0]["verdict"] == "unchanged"
+    assert capsys.readouterr().err.strip().endswith("timing alone")
+
+
 # --- groups: a slowdown of shared code, seen in every variant's rounds pooled ---------------------------------
 
 def test_cases_pool_by_component_and_mode_and_the_family_counts_each_group():
