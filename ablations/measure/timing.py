@@ -57,9 +57,10 @@ def time_call(fn: Callable[[], object], device: torch.device,
     return out, clock() - start
 
 
-def _warm(fn: Callable[[], object], warmup: int, device: torch.device) -> float:
-    """Run ``fn`` ``warmup`` times (at least once); the seconds its last call took."""
-    return [time_call(fn, device)[1] for _ in range(max(1, warmup))][-1]
+def _warm(fn: Callable[[], object], warmup: int, device: torch.device,
+          clock: Callable[[], float] = time.perf_counter) -> float:
+    """Run ``fn`` ``warmup`` times (at least once); the seconds its last call took, on the rounds' own clock."""
+    return [time_call(fn, device, clock)[1] for _ in range(max(1, warmup))][-1]
 
 
 def block_size(call_seconds: float) -> int:
@@ -133,7 +134,7 @@ def time_paired(
     if prepare is not None:
         prepare((0, 1))
     fns = (fn_a, fn_b)
-    numbers = [block_size(_warm(fn, warmup, device)) for fn in fns]
+    numbers = [block_size(_warm(fn, warmup, device, clock)) for fn in fns]
     a: list[float] = []
     b: list[float] = []
     share: list[float] = []

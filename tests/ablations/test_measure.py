@@ -125,24 +125,23 @@ def test_a_call_longer_than_min_run_time_is_timed_once_per_round():
 
 
 def test_a_fast_call_is_timed_in_blocks_sized_once_not_every_round():
-    import time
-
     from ablations.measure.timing import block_size
 
     calls = {"a": 0, "b": 0}
+    now = [0.0]
 
     def step(side: str) -> callable:
-        def fn() -> None:
+        def fn() -> None:  # a 4 ms call on a clock that only the calls move (a sleep overshoots under load)
             calls[side] += 1
-            time.sleep(0.004)
+            now[0] += 0.004
         return fn
 
-    time_paired(step("a"), step("b"), rounds=5, min_run_time=0.01, warmup=1, device=torch.device("cpu"))
-    # 4 ms calls: blocks of 3 (>= 10 ms), one block per round covers min_run_time (a sleep that overshoots makes
-    # the block smaller, never larger). Timer.blocked_autorange per round ran 1 + 10 sizing calls before its
-    # block: 21 calls a round.
+    time_paired(step("a"), step("b"), rounds=5, min_run_time=0.01, warmup=1, device=torch.device("cpu"),
+                clock=lambda: now[0])
+    # 4 ms calls: blocks of 3 (12 ms >= 10 ms), one block a round, after one warm-up call. Timer.blocked_autorange
+    # per round ran 1 + 10 sizing calls before its block: 21 calls a round.
     assert block_size(0.004) == 3
-    assert 1 + 5 <= calls["a"] <= 1 + 5 * 3 and 1 + 5 <= calls["b"] <= 1 + 5 * 3
+    assert calls == {"a": 1 + 5 * 3, "b": 1 + 5 * 3}
     assert block_size(2.0) == 1 and block_size(1e-6) == 10_000
 
 
