@@ -15,7 +15,8 @@ That level costs power: at 79 cases a case's 12 rounds give [min, max], so one l
 a few percent. A slowdown in code every variant runs (the block's residual path, the attention core, a shared
 kernel) moves every case of that component and mode, so each **group** (``block/*/forward``: every block
 variant's forward) also gets a verdict from its cases' rounds pooled: 16 cases x 12 rounds give 192 ratios,
-whose order-statistic interval at the same family-wise level is a few tenths of a percent wide. Under
+whose order-statistic interval at the same family-wise level was within ±0.6% at the median of 23 same-code
+runs here (±0.2 to ±1.9%; docs/regression.md), where a case's is its smallest-to-largest round. Under
 identical code every round's ratio is above or below 1 with even odds whichever case it came from, so the
 pooled interval keeps its coverage there. Where cases differ in their true slowdown the pooled median is
 their typical one, and each case keeps its own verdict. With sequential rounds only each case's first

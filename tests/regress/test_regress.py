@@ -444,8 +444,8 @@ def test_a_shared_slowdown_each_case_hides_behind_one_low_round_is_caught_by_its
 
 
 def test_pooled_rounds_of_identical_code_keep_the_stated_coverage():
-    """Heavy-tailed round noise (Student t, 2 degrees of freedom: extremes of ±25% beside an IQR of ±2.5%, as
-    measured here), 16 cases of 12 rounds each pooled: the 90% interval must cover 1 in at least 90% of checks."""
+    """Heavy-tailed round noise (Student t with 2 degrees of freedom at a 2.5% scale: rare rounds far out, as the
+    rounds here have), 16 cases of 12 rounds each pooled: the 90% interval must cover 1 in at least 90% of checks."""
     from ablations.regress.paired import pooled_rows
 
     rng = random.Random(11)
