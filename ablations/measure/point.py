@@ -122,12 +122,12 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
     """Every measurement family the profile enables, appended to ``rows``."""
     p = cfg.profile
     seed = int(cfg.seed)
-    began = time.perf_counter()
-    variant = Subject(arch, device, dtype, seed, bool(cfg.compile))
-    baseline = Subject(baseline_from(cfg, arch), device, dtype, seed, bool(cfg.compile))
-    rows.base.update(params=variant.params, params_baseline=baseline.params, baseline_kv_heads=baseline.arch.n_kv_heads)
-    # Added after the update, so that this row too carries the parameter counts.
-    rows.add("phase_seconds", time.perf_counter() - began, "s", mode="build", statistic="wall")
+    # The update inside the phase: its row is added on leaving, so it carries the parameter counts too.
+    with phase(rows, "build"):
+        variant = Subject(arch, device, dtype, seed, bool(cfg.compile))
+        baseline = Subject(baseline_from(cfg, arch), device, dtype, seed, bool(cfg.compile))
+        rows.base.update(params=variant.params, params_baseline=baseline.params,
+                         baseline_kv_heads=baseline.arch.n_kv_heads)
     rows.add("params", variant.params, "count")
     rows.add("param_bytes", parameter_bytes(variant.model), "B")
     shapes = [parse_shape(s, "profile.shapes") for s in p.shapes]
