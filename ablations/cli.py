@@ -133,11 +133,13 @@ def prevalidate(argv: list[str]) -> int | None:
             multirun = multirun or primary.hydra.mode == RunMode.MULTIRUN
             folders: dict[str, str] = {}
             points: dict[Path, set[str]] = {}
+            compared = 0
             for job in jobs:
                 cfg = loader.load_sweep_config(primary, job) if len(jobs) > 1 or multirun else primary
                 check_keys(cfg, job)
                 OmegaConf.resolve(cfg)
                 arch = check_point(cfg)
+                compared += compares_with_baseline(cfg, arch)
                 folders.update(output_folders(cfg, multirun))
                 if multirun:
                     folder, stem = point_of(cfg, arch)
@@ -154,7 +156,18 @@ def prevalidate(argv: list[str]) -> int | None:
             raise UsageError(f"{key}={path}: {problem}")
     for folder, expected in points.items():
         check_foreign_points(folder, expected)
+    from ablations.quality.seeds import FAMILY_ENV, family_of
+
+    # The quality seeds' stopping rule holds each comparison at the sweep's family-wise level (ablations.quality.seeds).
+    os.environ[FAMILY_ENV] = str(family_of(str(cfg.sweep_name), compared))
     return len(jobs)
+
+
+def compares_with_baseline(cfg: DictConfig, arch: object) -> bool:
+    """Whether a point's quality runs are a comparison with its baseline (the baseline point itself is not)."""
+    from ablations.config.variants import variant_label
+
+    return bool(cfg.train.enabled) and variant_label(arch, matched=bool(cfg.match_params)) != str(cfg.baseline.name)
 
 
 def point_of(cfg: DictConfig, arch: object) -> tuple[Path, str]:

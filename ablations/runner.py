@@ -104,7 +104,7 @@ def run_job(cfg: DictConfig) -> str:
         # seed is recorded inside and never raises. Same point file: written once, below.
         from ablations.quality.run import run_quality
 
-        if run_quality(cfg, arch, rows, device) == "failed":
+        if run_quality(cfg, arch, rows, device, folder) == "failed":
             status = "failed"
     write_point(rows.rows, path)
     if HydraConfig.get().mode != RunMode.MULTIRUN:

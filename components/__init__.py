@@ -23,7 +23,7 @@ from components.choice import Choice, Claim, choice, choices, ladder_choices, ll
 from components.config import ArchConfig, ConfigError, ModelConfig
 from components.feedforward import FFNS, FFNConfig, GeluMLP, SwiGLU, ffn_hidden_dim
 from components.mla import LatentCache, MultiHeadLatentAttention
-from components.model import Decoder, LanguageModel, count_parameters
+from components.model import Decoder, LanguageModel, common_random_init, count_parameters
 from components.norms import NORMS, LayerNorm, NormConfig, RMSNorm
 from components.positions import POSITIONS, LearnedPositions, NoPositions, PosConfig, RotaryPositions
 from components.presets import PRESETS, preset
@@ -108,6 +108,7 @@ __all__ = [
     "build_lm",
     "choice",
     "choices",
+    "common_random_init",
     "count_parameters",
     "ffn_hidden_dim",
     "ladder_choices",

@@ -5,6 +5,7 @@ GPT-2 and Llama-2 are two ``ArchConfig`` values for these same classes, not two 
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import torch
@@ -80,11 +81,15 @@ class LanguageModel(nn.Module):
         return self.decoder.new_cache(batch_size, max_seq_len)
 
 
-def init_weights(module: nn.Module, cfg: ArchConfig) -> None:
+def init_weights(module: nn.Module, cfg: ArchConfig, seed: int | None = None) -> None:
     """GPT-2's init for every variant alike, so no variant wins by its initialisation.
 
     N(0, init_std) for linear and embedding weights, zero biases, ones for norm weights, and residual
     output projections (attention out, FFN down) scaled by 1/sqrt(2 n_layers).
+
+    With ``seed``, each parameter is drawn from its own generator, seeded by ``seed`` and the parameter's name
+    (``common_random_init``): two models that differ in one module then start every module they share with
+    identical weights, where one global stream would shift every draw after the first module that differs.
     """
     std = cfg.model.init_std
     residual_std = std / math.sqrt(2 * cfg.model.n_layers)
@@ -94,11 +99,27 @@ def init_weights(module: nn.Module, cfg: ArchConfig) -> None:
             continue
         if p.ndim >= 2:
             is_residual = name.endswith(("attn.out.weight", "ffn.down.weight"))
-            nn.init.normal_(p, mean=0.0, std=residual_std if is_residual else std)
+            generator = None if seed is None else torch.Generator(p.device).manual_seed(parameter_seed(seed, name))
+            nn.init.normal_(p, mean=0.0, std=residual_std if is_residual else std, generator=generator)
         elif leaf == "bias":
             nn.init.zeros_(p)
         else:
             nn.init.ones_(p)
+
+
+def parameter_seed(seed: int, name: str) -> int:
+    """A generator seed from a run's seed and a parameter's name: stable across processes and Python versions
+    (``hash`` of a string is salted per process), distinct for every (seed, name) in practice."""
+    return int.from_bytes(hashlib.blake2b(f"{seed}:{name}".encode(), digest_size=8).digest(), "little") >> 1
+
+
+def common_random_init(model: nn.Module, seed: int) -> None:
+    """Re-draw ``model``'s weights with common random numbers: each by name from ``seed`` (``init_weights``).
+
+    For paired comparisons (the quality runs): the arms of a seed share the embedding, the head, every attention
+    projection and norm a flip does not touch, so their difference measures the flip, not the draw of the rest.
+    """
+    init_weights(model, model.cfg, seed=seed)
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -72,6 +72,12 @@ class TrainConfig:
     enabled: bool = True
     # The same seeds for every variant; a seed fixes both the initialisation and the data order.
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    # Seeds until answered (ablations.quality.seeds): with target_mde (nats/byte) a point adds seeds, paired with
+    # its baseline's, until its comparison finds a difference or could have detected one of target_mde, from
+    # min_seeds to max_seeds (train.seeds first, then the next integers). null: exactly train.seeds.
+    target_mde: float | None = None
+    min_seeds: int | None = None
+    max_seeds: int | None = None
     # The token budget: steps x batch x context bytes, the same for every variant.
     steps: int = 250
     batch: int = 32
@@ -87,6 +93,16 @@ class TrainConfig:
     log_interval: int = 10
     eval_interval: int = 50
     eval_batches: int = 8
+    # The final validation loss (every verdict's number) is scored on final_eval_batches x batch windows, a
+    # superset of the curve's spread over the same split, so its own sampling noise is well below the seeds'.
+    final_eval_batches: int | None = None
+    # Common random numbers: each weight drawn by its name from the seed, so a seed's arms start every module
+    # they share identical. false: one global stream from the seed (the protocol before 2026-12-03).
+    common_init: bool = False
+    # Score the mean of the weights over this last fraction of the steps (tail averaging); 0: the last step's.
+    average_last: float = 0.0
+    # One seed also trained at 0.5x and 2x lr: the report flags a variant whose best rate is not the shared one.
+    lr_check: bool = False
     # Evaluate at context x each factor; the largest must be a multiple of the others (same target bytes).
     extrapolation: list[int] = field(default_factory=lambda: [1, 2, 4])
     # Loss-by-position buckets per `context` positions.

@@ -74,6 +74,19 @@ def fewest_rounds(confidence: float) -> int:
     return math.ceil(1 - math.log2(1 - confidence))
 
 
+def planned_looks(first: int, last: int, whole: int = 1) -> list[int]:
+    """The counts at which a sequential rule may look: ``first``, then about half as many again each time (rounded
+    up to a multiple of ``whole``), ending at ``last``. Few looks cost little width under Bonferroni; the timing
+    rounds (``Precision``) and the quality seeds (``ablations.quality.seeds``) share this schedule."""
+    if first >= last:
+        return [last]
+    out = [first]
+    while out[-1] < last:
+        nxt = math.ceil(out[-1] * 1.5)
+        out.append(min(last, nxt + (-nxt) % whole))
+    return out
+
+
 @dataclass(frozen=True)
 class Precision:
     """Run paired rounds until the ratio's interval is within ``target_halfwidth`` (relative) of its median, or
@@ -91,13 +104,7 @@ class Precision:
     def looks(self) -> list[int]:
         """The round counts at which the rule may stop: ``min_rounds``, then about half as many again each time
         (rounded up to an even count, a whole ABBA pair), ending at ``max_rounds``."""
-        if self.min_rounds >= self.max_rounds:
-            return [self.max_rounds]
-        out = [self.min_rounds]
-        while out[-1] < self.max_rounds:
-            nxt = math.ceil(out[-1] * 1.5)
-            out.append(min(self.max_rounds, nxt + nxt % 2))
-        return out
+        return planned_looks(self.min_rounds, self.max_rounds, whole=2)
 
     @property
     def look_confidence(self) -> float:

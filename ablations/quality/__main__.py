@@ -15,6 +15,7 @@ import pandas as pd
 
 from ablations.errors import UsageError, command, prog
 from ablations.quality.inference import ALPHA
+from ablations.quality.seeds import STOPS
 from ablations.quality.stats import summarize
 from ablations.quality.widths import by_variant_then_width, several_widths
 from ablations.results.table import TableError, load
@@ -37,7 +38,10 @@ def _comparison(r: pd.Series) -> str:
         text += (f" [{_fmt(r['diff_lo'], True)}, {_fmt(r['diff_hi'], True)}] at {100 * (1 - r['alpha_adjusted']):.3g}%"
                  f"  p {_p(r['p'])}, Holm p {_p(r['p_holm'])}")
     detectable = f"could have detected |d| >= {r['mde']:.2g}" if pd.notna(r["mde"]) else r["mde_note"]
-    return f"{text}  {r['verdict']}" + (f"; {detectable}" if isinstance(detectable, str) and detectable else "")
+    stopped = r.get("stopped")
+    rule = f"  [{STOPS[stopped]}, {int(r['looks'])} looks]" if isinstance(stopped, str) and stopped in STOPS else ""
+    return (f"{text}  {r['verdict']}" + (f"; {detectable}" if isinstance(detectable, str) and detectable else "")
+            + rule)
 
 
 def report(table: pd.DataFrame) -> str:

@@ -12,6 +12,7 @@ from dataclasses import replace
 from omegaconf import DictConfig
 
 from ablations.config.variants import match_params
+from ablations.quality.seeds import seed_rule
 from components import POSITIONS, ArchConfig, ModelConfig
 from components.config import ConfigError
 
@@ -70,6 +71,13 @@ def check_quality(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     for key in ("lr", "lr_min_ratio", "weight_decay", "clip", "warmup"):
         if tc[key] < 0 or (key == "lr" and tc[key] == 0):
             raise ConfigError(f"train.{key}={tc[key]} must be {'> 0' if key == 'lr' else '>= 0'}")
+    final = tc.get("final_eval_batches")
+    if final is not None and (not isinstance(final, int) or final < 1):
+        raise ConfigError(f"train.final_eval_batches={final!r} must be a positive integer, or null for eval_batches")
+    average = tc.get("average_last") or 0.0
+    if not 0 <= average < 1:
+        raise ConfigError(f"train.average_last={average} must be a fraction of the steps in [0, 1) (0: the last step)")
+    seed_rule(tc)  # target_mde, min_seeds, max_seeds: one line each
     if tc.warmup >= tc.steps:
         raise ConfigError(f"train.warmup={tc.warmup} must be below train.steps={tc.steps}")
     factors = list(tc.extrapolation)

@@ -8,6 +8,7 @@ false discovery rate, and a verdict per comparison needs the family-wise error r
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import warnings
@@ -19,6 +20,8 @@ from scipy import optimize, stats
 
 ALPHA = 0.05  # family-wise error rate of one sweep's comparisons of one quantity
 POWER = 0.8  # the power at which the minimum detectable effect is quoted
+# The sweep whose points are also compared with the rung below (one Llama-2 choice fewer), not only the baseline.
+RUNG_SWEEP = "ladder"
 
 
 @dataclass(frozen=True)
@@ -137,11 +140,17 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float, target: float = P
     """
     if mde_note(sd, n):
         return math.nan
+    return _noncentrality(n, alpha, target) * sd / math.sqrt(n)
+
+
+@functools.lru_cache(maxsize=4096)
+def _noncentrality(n: int, alpha: float, target: float) -> float:
+    """The noncentrality at which the test has power ``target``; the MDE scales it by sd / sqrt(n), so one root
+    serves every sd (the sequential rule asks at each look)."""
     hi = 1.0
     while _power(hi, n, alpha) < target:  # power rises to 1 with the noncentrality; 2 seeds need a large one
         hi *= 2
-    nc = optimize.brentq(lambda x: _power(x, n, alpha) - target, 0.0, hi, xtol=1e-10)
-    return nc * sd / math.sqrt(n)
+    return float(optimize.brentq(lambda x: _power(x, n, alpha) - target, 0.0, hi, xtol=1e-10))
 
 
 def mde_note(sd: float, n: int) -> str:

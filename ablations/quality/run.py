@@ -5,8 +5,14 @@ n_heads, n_kv_heads, ffn_hidden, params, params_baseline) are the small model's,
 training shape, ``dtype`` float32 (training is always fp32 here, so a bf16 measurement sweep does not change
 the losses), ``compile`` empty (the quality model always trains eagerly; ``compile=true`` is the
 measurement's) and ``corpus`` the sha256 of the training text. A failing seed becomes a ``failed`` row and the
-other seeds still run; a diverging seed is a ``diverged`` row, a result rather than a failure. A corpus that
-cannot be read is the environment's fault, not the point's: ``CorpusError`` stops the run.
+other seeds still run; a diverging seed is a ``diverged`` row, a result rather than a failure (its pair leaves
+the comparison, and a sequential point goes on to its next seed). A corpus that cannot be read is the
+environment's fault, not the point's: ``CorpusError`` stops the run.
+
+With ``train.target_mde`` the seeds are sequential (``seeds``): the point trains each next seed for itself and
+for its baseline (``arm``: ``ledger``) until its comparison is answered or the budget is spent, and its final
+``val_loss`` rows say how it stopped (``stopped``, ``looks``, ``target_mde``). Its file holds the baseline's rows
+of every seed it used, so each point file is its comparison's whole evidence.
 """
 
 from __future__ import annotations
@@ -16,63 +22,155 @@ import logging
 import math
 import time
 import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ablations.config.variants import baseline_from
 from ablations.quality.arch import quality_arch
-from ablations.quality.data import CorpusError, load_corpus
+from ablations.quality.data import Corpus, CorpusError, load_corpus
 from ablations.quality.extrapolation import buckets, extrapolate
-from ablations.quality.train import TrainResult, train, validation_spans
+from ablations.quality.inference import paired_test
+from ablations.quality.ledger import Ledger, arm_id
+from ablations.quality.seeds import BASELINE, STOPS, family_size, seed_rule
+from ablations.quality.train import TrainResult, curve_spans, train, validation_spans
 from ablations.results.rows import Rows
-from components import ArchConfig, build_lm, count_parameters
+from components import ArchConfig, build_lm, choices, count_parameters
 
 log = logging.getLogger("ablations")
 NATS, BITS = "nats/byte", "bits/byte"
+# The learning-rate check's rates, as multiples of train.lr (train.lr_check).
+LR_FACTORS = (0.5, 1.0, 2.0)
 
 
 def _params(arch: ArchConfig) -> int:
     return count_parameters(build_lm(arch, device="meta"))
 
 
-def run_quality(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.device) -> str:
-    """Train the point's quality model once per ``train.seeds``; append the rows; ``ok`` or ``failed``."""
+def run_quality(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.device,
+                folder: Path | None = None) -> str:
+    """Train the point's quality model seed by seed (``seeds.seed_rule``); append the rows; ``ok`` or ``failed``.
+
+    ``folder`` is the sweep's: its seed ledger lets points share the baseline's seeds (``ledger``)."""
     try:
-        return _run_seeds(cfg, arch, rows, device)
+        return _run_seeds(cfg, arch, rows, device, Ledger(folder))
     except CorpusError:  # every later point would read the same file: stop with one line, not N failed points
         raise
     except Exception as exc:  # whatever escaped the per-seed guard is this point's failure, not the sweep's
         return _failed(Rows(base=rows.base), rows, f"{type(exc).__name__}: {exc}", f"quality {rows.base['variant']}")
 
 
-def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.device) -> str:
+@dataclass
+class _Arm:
+    """One side of the point's comparison: its quality model, the rows' identity, and its final loss per seed."""
+
+    q: ArchConfig
+    base: dict
+    id: str
+    note: str
+    finals: dict[int, float] = field(default_factory=dict)
+    status: str = "ok"
+
+
+def _arm(cfg: DictConfig, point_base: dict, measured: ArchConfig, variant: str, corpus_sha: str,
+         params_baseline: int) -> _Arm:
     tc = cfg.train
-    q = quality_arch(cfg, arch)
-    base = dict(rows.base, d_model=q.model.d_model, n_layers=q.model.n_layers, n_heads=q.model.n_heads,
-                n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden, attn=q.attn.name, params=_params(q),
-                params_baseline=_params(quality_arch(cfg, baseline_from(cfg, arch))), dtype="float32", compile=None,
-                batch=tc.batch, seq_len=tc.context)
+    q = quality_arch(cfg, measured)
+    aid = arm_id(q, tc, corpus_sha)
+    base = {**point_base, **{k: v for c in choices() for k, v in c.row_values(measured).items()}}
+    base.update(variant=variant, tie_embeddings=measured.model.tie_embeddings, d_model=q.model.d_model,
+                n_layers=q.model.n_layers, n_heads=q.model.n_heads, n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden,
+                attn=q.attn.name, params=_params(q), params_baseline=params_baseline, dtype="float32", compile=None,
+                batch=tc.batch, seq_len=tc.context, corpus=corpus_sha, arm=aid)
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
-            f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {arch.n_kv_heads} of {arch.model.n_heads})")
-    status = "ok"
+            f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {measured.n_kv_heads} of "
+            f"{measured.model.n_heads})")
+    return _Arm(q, base, aid, note)
+
+
+def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.device, ledger: Ledger) -> str:
+    tc = cfg.train
+    rule = seed_rule(tc)
+    family = family_size()
     corpus = load_corpus(cfg.data.path, cfg.data.val_fraction)
-    base["corpus"] = corpus.sha256
-    note += f"; corpus: {corpus.source}, {len(corpus.train)} B train, {len(corpus.val)} B validation"
+    measured_baseline = baseline_from(cfg, arch)
+    params_baseline = _params(quality_arch(cfg, measured_baseline))
+    own = _arm(cfg, rows.base, arch, rows.base["variant"], corpus.sha256, params_baseline)
+    ref = _arm(cfg, rows.base, measured_baseline, str(cfg.baseline.name), corpus.sha256, params_baseline)
+    source = f"; corpus: {corpus.source}, {len(corpus.train)} B train, {len(corpus.val)} B validation"
+    own.note += source
+    ref.note += source
     spans = validation_spans(corpus, tc)
-    for seed in tc.seeds:
-        seeded = Rows(base=dict(base, seed=int(seed)))
-        label = f"quality {rows.base['variant']} seed {seed}"
+    # The baseline itself pairs with nothing: its seeds are the first look's, and the points that compare with it
+    # add the rest. Fixed seeds train the point's own arm only, as every point trains its own.
+    paired = rule.sequential and ref.id != own.id
+    stopped, tried = None, 0
+    for seed in rule.seeds:
+        tried += 1
+        _seed(own, seed, cfg, corpus, spans, device, ledger, rows)
+        if paired:
+            _seed(ref, seed, cfg, corpus, spans, device, ledger, rows)
+        if not rule.sequential:
+            stopped = rule.stop(tried, None, family)
+        elif not paired:
+            stopped = BASELINE if tried >= rule.looks[0] else None
+        else:
+            stopped = rule.stop(tried, paired_test(own.finals, ref.finals), family)
+        if stopped:
+            break
+    if rule.sequential:
+        log.info("quality %s: %d seed(s), %s", own.base["variant"], tried, STOPS[stopped])
+    for row in rows.rows:  # the point's own final losses say how its seeds ended
+        if row.get("arm") == own.id and row["metric"] == "val_loss" and row["mode"] == "final":
+            row.update(stopped=stopped, looks=len(rule.looks), target_mde=rule.target_mde)
+    if tc.get("lr_check"):
+        _lr_check(own, rule.seeds[0], cfg, corpus, spans, device, ledger, rows)
+    return "failed" if "failed" in (own.status, ref.status) else "ok"
+
+
+def _seed(arm: _Arm, seed: int, cfg: DictConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
+          ledger: Ledger, rows: Rows, tc: DictConfig | None = None) -> list[dict]:
+    """One seed of one arm, from the ledger or trained now; its rows are appended to the point's."""
+    tc = tc if tc is not None else cfg.train
+    aid = arm.id if tc is cfg.train else arm_id(arm.q, tc, corpus.sha256)
+    found = ledger.get(aid, seed)
+    if found is None:
+        seeded = Rows(base=dict(arm.base, seed=int(seed), arm=aid, lr=float(tc.lr)))
+        label = f"quality {arm.base['variant']} seed {seed}" + ("" if tc is cfg.train else f" at lr {tc.lr:g}")
         try:
             began = time.perf_counter()
-            result = train(q, corpus, tc, int(seed), device, spans, functools.partial(log.info, f"{label} %s"))
-            _result_rows(seeded, result, tc, spans, note)
+            result = train(arm.q, corpus, tc, int(seed), device, spans, functools.partial(log.info, f"{label} %s"))
+            _result_rows(seeded, result, tc, spans, arm.note)
             seeded.add("train_wall_time", time.perf_counter() - began, "s", mode="quality",
                        note="the whole seed: build, training, every evaluation and the extrapolation")
-            rows.rows.extend(seeded.rows)
         except Exception as exc:  # this seed is recorded as failed; the others and the sweep go on
-            status = _failed(seeded, rows, f"{type(exc).__name__}: {exc}", label)
-    return status
+            arm.status = _failed(seeded, rows, f"{type(exc).__name__}: {exc}", label)
+            return seeded.rows  # not in the ledger: a rerun tries it again
+        ledger.put(aid, seed, seeded.rows)
+        found = seeded.rows
+    else:
+        # The rows say which point file holds them; the rest (the training, its time) is the seed's own.
+        found = [dict(r, point=arm.base["point"]) for r in found]
+    rows.rows.extend(found)
+    for r in found:
+        if r["metric"] == "val_loss" and r["mode"] == "final" and r.get("status") == "ok" and tc is cfg.train:
+            arm.finals[int(seed)] = float(r["value"])
+    return found
+
+
+def _lr_check(arm: _Arm, seed: int, cfg: DictConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
+              ledger: Ledger, rows: Rows) -> None:
+    """One seed at ``LR_FACTORS`` x ``train.lr``: whether the shared rate suits this arm (the report flags one
+    whose best rate is another). The factor 1 run is the seed itself."""
+    for factor in LR_FACTORS:
+        if factor == 1:
+            continue
+        tc = OmegaConf.merge(cfg.train, {"lr": float(cfg.train.lr) * factor})
+        for r in _seed(arm, seed, cfg, corpus, spans, device, ledger, Rows(base={}), tc):
+            if r["metric"] == "val_loss" and r["mode"] == "final":
+                rows.rows.append(dict(r, metric="lr_check_loss", mode="lr_check", point=arm.base["point"]))
 
 
 def _failed(seeded: Rows, rows: Rows, error: str, label: str) -> str:
@@ -99,7 +197,7 @@ def _result_rows(rows: Rows, result: TrainResult, tc: DictConfig, spans: torch.T
     rows.add("train_tokens_per_s", result.tokens / result.train_seconds, "tokens/s", mode="quality",
              note="training steps only (evaluation excluded)")
     width = tc.context // tc.position_buckets
-    for ex in extrapolate(result.model, spans, tc.context, list(tc.extrapolation), tc.batch):
+    for ex in extrapolate(result.model, curve_spans(spans, tc), tc.context, list(tc.extrapolation), tc.batch):
         if ex.loss is None:
             rows.add("extrap_loss", math.nan, NATS, mode="extrapolation", seq_len=ex.seq_len, statistic="cannot",
                      note=f"learned positions have no vector past position {tc.context - 1}")

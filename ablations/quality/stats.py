@@ -35,6 +35,7 @@ import pandas as pd
 from ablations.config.variants import arch_from_row, llama2_count
 from ablations.quality.inference import (
     ALPHA,
+    RUNG_SWEEP,
     PairedTest,
     holm,
     mde_note,
@@ -60,7 +61,7 @@ def _by_seed(rows: pd.DataFrame) -> dict[int, float]:
 COLUMNS = ["sweep", "variant", "d_model", "params", "metric", "unit", "seq_len", "reference", "n", "mean", "std",
            "ci_lo", "ci_hi", "diverged",
            "diff", "diff_lo", "diff_hi", "diff_n", "verdict", "test",
-           "diff_sd", "p", "p_holm", "family", "alpha_adjusted", "mde", "mde_note"]
+           "diff_sd", "p", "p_holm", "family", "alpha_adjusted", "mde", "mde_note", "looks", "stopped", "target_mde"]
 TEST = "paired t over seeds, Holm across the sweep's comparisons of this quantity"
 
 
@@ -114,6 +115,8 @@ def _comparisons(quality: pd.DataFrame) -> tuple[list[dict], dict[int, PairedTes
     cannot = {k: bool((g["statistic"] == "cannot").all()) for k, g in groups.items()}
     rungs = {k: _rung(g.iloc[0]) for k, g in groups.items()}
     shortest = quality.groupby(["sweep", "metric"])["seq_len"].min()
+    # Every comparison of a variant read the seeds its final-loss rule chose, the extrapolation's too.
+    rules = {k: _seed_rule_of(g) for k, g in quality.groupby(["sweep", "d_model", "variant"], sort=False)}
     out: list[dict] = []
     tests: dict[int, PairedTest] = {}
     for key, g in groups.items():
@@ -121,13 +124,14 @@ def _comparisons(quality: pd.DataFrame) -> tuple[list[dict], dict[int, PairedTes
         own = mean_ci(list(seeds[key].values()))
         base = baseline_variant(str(sweep), g)
         references = {base: (sweep, metric, seq_len, width, base)}
-        if sweep == "ladder":
+        if sweep == RUNG_SWEEP:
             below = [k[4] for k in groups if k[:4] == key[:4] and rungs[k] == rungs[key] - 1]
             references.update({v: (sweep, metric, seq_len, width, v) for v in below[:1]})
         first = int(shortest[(sweep, metric)])
         if metric == "extrap_loss" and seq_len > first:
             references[f"{variant} at {first}"] = (sweep, metric, first, width, variant)
         params = pd.to_numeric(g["params"], errors="coerce").median()
+        seeds_rule = rules.get((sweep, width, variant), _seed_rule_of(g.iloc[:0]))
         units = g["unit"].dropna().unique() if "unit" in g else []
         for label, ref in references.items():
             row = {"sweep": sweep, "variant": variant, "d_model": width, "params": params, "metric": metric,
@@ -145,17 +149,34 @@ def _comparisons(quality: pd.DataFrame) -> tuple[list[dict], dict[int, PairedTes
                 row["verdict"] = "no comparison: the baseline cannot run at this length"
             else:
                 t = paired_test(seeds[key], seeds[ref])
-                row.update(diff=t.mean, diff_n=t.n, diff_sd=t.sd, p=t.p)
+                row.update(diff=t.mean, diff_n=t.n, diff_sd=t.sd, p=t.p, **seeds_rule)
                 tests[len(out)] = t
             out.append(row)
     return out, tests
 
 
+def _seed_rule_of(g: pd.DataFrame) -> dict:
+    """How a variant's seeds were chosen, from its final-loss rows: the looks its stopping rule planned (1: fixed
+    seeds, and tables from before the rule), how it stopped, and its target."""
+    final = g[(g["metric"] == "val_loss") & (g["mode"] == "final")] if "looks" in g else g.iloc[:0]
+    looks = pd.to_numeric(final.get("looks", pd.Series(dtype=float)), errors="coerce").max()
+    stopped = final["stopped"].dropna() if "stopped" in final else pd.Series(dtype=object)
+    target = pd.to_numeric(final.get("target_mde", pd.Series(dtype=float)), errors="coerce").max()
+    return {"looks": 1 if pd.isna(looks) else int(looks), "stopped": stopped.iloc[0] if len(stopped) else None,
+            "target_mde": target}
+
+
 def _decide(result: pd.DataFrame, index: pd.Index, tests: list[PairedTest | None], alpha: float) -> None:
-    """Holm over one family's tests, then each member's interval, minimum detectable effect and verdict."""
-    p_holm, level = holm([np.nan if t is None else t.p for t in tests], alpha)
+    """Holm over one family's tests, then each member's interval, minimum detectable effect and verdict.
+
+    A comparison whose seeds were chosen sequentially enters Holm with ``looks x p`` (``ablations.quality.seeds``:
+    a valid p-value whatever the stopping read), so its own p is held to Holm's level over ``looks``."""
+    looks = [1 if t is None else int(result.loc[i, "looks"]) if pd.notna(result.loc[i, "looks"]) else 1
+             for i, t in zip(index, tests, strict=True)]
+    p_raw = np.array([np.nan if t is None else t.p for t in tests], dtype=float)
+    p_holm, level = holm(np.minimum(1.0, p_raw * np.asarray(looks, dtype=float)), alpha)  # NaN stays NaN
     members = int(np.isfinite(p_holm).sum())
-    for i, t, ph, a in zip(index, tests, p_holm, level, strict=True):
+    for i, t, ph, a in zip(index, tests, p_holm, level / np.asarray(looks, dtype=float), strict=True):
         if t is None:
             continue
         lo, hi = t.interval(a)

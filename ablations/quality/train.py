@@ -2,7 +2,13 @@
 
 AdamW with weight decay on matrices only, linear warm-up then cosine decay, gradient-norm clipping. The
 seed fixes the initialisation and, through its own generator, the data order, so every variant of a seed
-sees the same bytes in the same order. A NaN or infinite loss stops the run where it happened.
+sees the same bytes in the same order. With ``train.common_init`` (the default) each weight is drawn by its
+name from the seed (``components.common_random_init``), so the arms of a seed also start every module they
+share from the same weights: common random numbers, the standard variance reducer for paired comparisons.
+
+The validation curve is scored on ``eval_batches`` x ``batch`` windows; the final loss, the number every
+verdict reads, on ``final_eval_batches`` x ``batch`` (a superset spread over the same split), so the validation
+bytes' own sampling noise stays well below the seeds'. A NaN or infinite loss stops the run where it happened.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig
 
 from ablations.quality.data import VOCAB, Corpus, chunk_spans, eval_spans, train_starts, windows
-from components import ArchConfig, LanguageModel, build_lm
+from components import ArchConfig, LanguageModel, build_lm, common_random_init
 
 log = logging.getLogger("ablations")
 
@@ -33,6 +39,31 @@ class TrainResult:
     reason: str = ""
     train_seconds: float = 0.0
     tokens: int = 0
+    # The final model's mean loss on each final validation window (nats/byte), for the validation set's own
+    # sampling noise on a paired difference (scripts/quality_noise.py).
+    final_windows: torch.Tensor | None = None
+
+
+class TailAverage:
+    """The mean of the weights over the last ``span`` optimizer steps (Polyak's tail average), loaded into the model
+    for the final score: it scores where the run's last steps went rather than the last step's noise."""
+
+    def __init__(self, span: int) -> None:
+        self.span, self.count, self.sums = span, 0, None
+
+    @torch.no_grad()
+    def add(self, model: torch.nn.Module) -> None:
+        params = [p.detach() for p in model.parameters()]
+        if self.sums is None:
+            self.sums = [p.double().clone() for p in params]
+        else:
+            torch._foreach_add_(self.sums, [p.double() for p in params])
+        self.count += 1
+
+    @torch.no_grad()
+    def load_into(self, model: torch.nn.Module) -> None:
+        for p, total in zip(model.parameters(), self.sums or [], strict=True):
+            p.copy_(total / self.count)
 
 
 def lr_at(step: int, tc: DictConfig) -> float:
@@ -53,11 +84,39 @@ def make_optimizer(model: torch.nn.Module, tc: DictConfig) -> torch.optim.Optimi
 
 
 def validation_spans(corpus: Corpus, tc: DictConfig) -> torch.Tensor:
-    """The fixed validation spans: eval_batches x batch windows of ``context`` bytes at the training length,
-    grouped into spans long enough for the longest extrapolation length."""
+    """The fixed final validation spans: ``final_eval_batches`` x ``batch`` windows of ``context`` bytes at the
+    training length, grouped into spans long enough for the longest extrapolation length."""
     longest = max(tc.extrapolation)
-    n_spans = max(1, tc.eval_batches * tc.batch // longest)
+    n_spans = max(1, final_batches(tc) * tc.batch // longest)
     return eval_spans(corpus.val, n_spans, longest * tc.context + 1)
+
+
+def final_batches(tc: DictConfig) -> int:
+    """The final score's batches: ``final_eval_batches``, never fewer than the curve's ``eval_batches``."""
+    return max(int(tc.get("final_eval_batches") or tc.eval_batches), int(tc.eval_batches))
+
+
+def curve_spans(spans: torch.Tensor, tc: DictConfig) -> torch.Tensor:
+    """The curve's (and the extrapolation's) spans: ``eval_batches`` x ``batch`` windows' worth, every k-th of the
+    final spans, so they spread over the same split at a fraction of the cost."""
+    want = max(1, tc.eval_batches * tc.batch // max(tc.extrapolation))
+    if want >= len(spans):
+        return spans
+    return spans[torch.linspace(0, len(spans) - 1, want).round().long()]
+
+
+@torch.no_grad()
+def window_losses(model: LanguageModel, rows: torch.Tensor, batch: int) -> torch.Tensor:
+    """Mean next-byte loss of each of ``rows`` (windows of length + 1 bytes), in nats; shape (len(rows),)."""
+    was_training = model.training
+    model.eval()
+    out = []
+    for i in range(0, len(rows), batch):
+        w = rows[i : i + batch].to(next(model.parameters()).device)
+        logits = model(w[:, :-1]).float()
+        out.append(F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none").double().mean(1).cpu())
+    model.train(was_training)
+    return torch.cat(out)
 
 
 @torch.no_grad()
@@ -80,16 +139,23 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
     """Train the quality model ``arch`` for ``tc.steps`` steps of ``tc.batch`` x ``tc.context`` bytes."""
     torch.manual_seed(seed)
     model = build_lm(arch, device=device)
+    if tc.get("common_init", False):
+        common_random_init(model, seed)
     result = TrainResult(model)
     opt = make_optimizer(model, tc)
     starts = train_starts(len(corpus.train), tc.context, tc.steps, tc.batch, seed)
-    val = chunk_spans(spans if spans is not None else validation_spans(corpus, tc), tc.context)
+    spans = spans if spans is not None else validation_spans(corpus, tc)
+    val = chunk_spans(curve_spans(spans, tc), tc.context)
+    final = chunk_spans(spans, tc.context)
 
     def evaluate(step: int) -> bool:
-        loss = float(loss_by_position(model, val, tc.batch).mean())
-        result.curve.append(("val_loss", step, loss))
         if step == tc.steps:
-            result.final_val = loss
+            windows_loss = window_losses(model, final, tc.batch)
+            result.final_windows = windows_loss
+            loss = result.final_val = float(windows_loss.mean())
+        else:
+            loss = float(loss_by_position(model, val, tc.batch).mean())
+        result.curve.append(("val_loss", step, loss))
         if progress:
             progress(f"step {step}/{tc.steps}: val {loss:.3f} nats/byte")
         if not math.isfinite(loss):
@@ -97,6 +163,8 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
             return False
         return True
 
+    span = round(tc.steps * float(tc.get("average_last") or 0.0))
+    averaged = TailAverage(span) if span > 0 else None
     model.train()
     if not evaluate(0):
         return result
@@ -116,6 +184,10 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
         if tc.clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
         opt.step()
+        if averaged is not None and step >= tc.steps - averaged.span:
+            averaged.add(model)
+            if step == tc.steps - 1:
+                averaged.load_into(model)
         result.train_seconds += time.perf_counter() - began
         result.tokens += w.shape[0] * tc.context
         running, since = running + value, since + 1

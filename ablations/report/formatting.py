@@ -69,6 +69,17 @@ def fmt_precision(halfwidth: float, rounds: float, budget: bool) -> str:
     return f"±{100 * halfwidth:.1f}% ({int(rounds)}{', ‡' if is_true(budget) else ''})"
 
 
+def fmt_seeds(n: float, stopped: object, target: float) -> str:
+    """``8 (answered)``: the seeds a comparison used and, when they were added until answered, whether its target
+    was reached; ``‡`` when ``max_seeds`` ran out first (the timing's budget mark)."""
+    if pd.isna(n):
+        return "—"
+    if not isinstance(stopped, str) or stopped in ("fixed", "baseline"):
+        return f"{int(n)}"
+    on = f"target {target:.2g}" if not pd.isna(target) else "target"
+    return f"{int(n)} ({'budget, ‡' if stopped == 'budget' else f'{on}: ' + stopped})"
+
+
 def fmt_x(v: float) -> str:
     """Three decimals: a 0.5% FLOPs difference must not print as 1×."""
     return "—" if pd.isna(v) else f"{v:.3f}×"

@@ -19,6 +19,7 @@ from ablations.report.roofline import roofline_section, validation_section
 from ablations.report.sections import (
     extrapolation_table,
     holm_sentence,
+    lr_check_table,
     quality_setup,
     shapes_table,
     speed_table,
@@ -65,6 +66,11 @@ verdict under Holm-Bonferroni and the effect it could have detected."""
         lines += ["Validation loss over seeds, from `ablations.quality.stats.summarize`: each variant's mean with its "
                   "95% Student-t interval, and its difference to each reference, paired by seed (paired t-test).",
                   "", holm_sentence(s), "", markdown_table(val_loss_table(s, q)), ""]
+    lr_check = lr_check_table(q)
+    if lr_check is not None:
+        lines += ["Learning-rate check (`train.lr_check`): the final validation loss of one seed at half, once and "
+                  "twice the shared rate. ‡ marks a variant whose best rate is not the shared one: its comparison "
+                  "at the shared rate may understate it.", "", markdown_table(lr_check), ""]
     trend = trend_table(q)
     if trend is not None:
         lines += ["Effect against size: the per-seed difference from the baseline trained at the same width, regressed "

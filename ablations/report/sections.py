@@ -18,6 +18,7 @@ from ablations.report.formatting import (
     fmt_pct,
     fmt_precision,
     fmt_rate,
+    fmt_seeds,
     fmt_spread,
     fmt_verdict,
     fmt_x,
@@ -140,7 +141,7 @@ def val_loss_table(s: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
         "variant": v["variant"],
         **widths,
         "vs": v.get("reference", pd.Series(BASELINE, index=v.index)),
-        "seeds": v["n"].map(fmt_count),
+        "seeds": [fmt_seeds(n, st, t) for n, st, t in zip(v["n"], col("stopped"), col("target_mde"), strict=True)],
         f"val loss ({unit}) [95% CI]": [fmt_ci(m, lo, hi) for m, lo, hi in v[["mean", "ci_lo", "ci_hi"]].to_numpy()],
         "Δ vs reference [CI]": [fmt_ci(d, lo, hi, signed=True) for d, lo, hi in
                                 v[["diff", "diff_lo", "diff_hi"]].to_numpy()],
@@ -163,7 +164,51 @@ def holm_sentence(s: pd.DataFrame) -> str:
             + ", at a family-wise α = 0.05: a difference counts only when its Holm-adjusted p is below 0.05. "
             "Δ's interval is at the level Holm holds that comparison to (CI level), so it excludes zero exactly "
             "when the verdict names a difference. \"Could have detected |d| >= x\": the smallest true difference "
-            "that test would find with 80% power, given these seeds' spread of paired differences.")
+            "that test would find with 80% power, given these seeds' spread of paired differences."
+            + _sequential_sentence(s))
+
+
+def _sequential_sentence(s: pd.DataFrame) -> str:
+    """How the seeds were chosen, where a comparison added them until answered (``ablations.quality.seeds``)."""
+    v = s.loc[s["metric"] == "val_loss"]
+    looks = pd.to_numeric(v.get("looks", pd.Series(dtype=float)), errors="coerce")
+    if not (looks > 1).any():
+        return ""
+    budget = int((v.get("stopped", pd.Series(dtype=object)) == "budget").sum())
+    return (" Seeds were added, each paired with the baseline's, until a comparison was answered (a difference "
+            "found, or could-have-detected at most the target) or max_seeds ran out, looking only at planned seed "
+            f"counts ({int(looks.max())} looks): each p enters Holm multiplied by its looks, so the stopping keeps the "
+            "family-wise 0.05 (Bonferroni over the looks; `ablations.quality.seeds`). "
+            + (f"‡ {budget} comparison{'s' if budget != 1 else ''} ran out of seeds unanswered: neither a "
+               "difference found nor one of the target's size ruled out." if budget else
+               "Every comparison was answered."))
+
+
+def lr_check_table(q: pd.DataFrame) -> pd.DataFrame | None:
+    """Each variant's final loss on one seed at 0.5x, 1x and 2x the shared rate (``train.lr_check``), and a flag
+    where its best rate is not the shared one: a flip measured at the baseline's tuned rate alone is not fair."""
+    check = q[q["metric"] == "lr_check_loss"]
+    if check.empty or "lr" not in q:
+        return None
+    out = []
+    for variant, c in check.groupby("variant", sort=False):
+        seed = c["seed"].iloc[0]
+        own = q[(q["variant"] == variant) & (q["metric"] == "val_loss") & (q["mode"] == "final")
+                & (q["seed"] == seed)]
+        shared = pd.to_numeric(own["lr"], errors="coerce").dropna()
+        if shared.empty:
+            continue
+        lr0 = float(shared.iloc[0])
+        losses = {lr0: float(own["value"].iloc[0]),
+                  **{float(r): float(v) for r, v in zip(c["lr"], c["value"], strict=True)}}
+        finite = {r: v for r, v in losses.items() if pd.notna(v)}
+        best = min(finite, key=finite.get) if finite else np.nan
+        row = {"variant": variant, "seed": int(seed)}
+        row.update({f"lr × {r / lr0:g}": f"{v:.4f}" if pd.notna(v) else "diverged" for r, v in sorted(losses.items())})
+        row["best rate"] = "—" if pd.isna(best) else ("the shared one" if best == lr0 else
+                                                      f"‡ {best / lr0:g} × the shared rate")
+        out.append(row)
+    return pd.DataFrame(out) if out else None
 
 
 def trend_table(q: pd.DataFrame) -> pd.DataFrame | None:

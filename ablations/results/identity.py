@@ -3,8 +3,8 @@
 The identity is the resolved config less where and how to run (``out``, ``allow_parallel_timing``, Hydra's own
 node) and less what a newer harness added at a setting that changes nothing: a choice group that neither GPT-2 nor
 Llama-2 varies (``gpt2 == llama2`` in its declaration, e.g. QK-norm) at its default config, any choice
-setting declared ``field(metadata={"neutral": True})`` at its default, and the sequential-rounds profile settings
-when off. So adding such a group or setting leaves the
+setting declared ``field(metadata={"neutral": True})`` at its default, the sequential-rounds profile settings
+when off, and the quality protocol's newer train settings at the values that train as before. So adding such a group or setting leaves the
 identity of every existing point unchanged, and run folders written before it stay reusable.
 """
 
@@ -23,6 +23,10 @@ IDENTITY_EXCLUDES = ("out", "allow_parallel_timing", "hydra")
 NEUTRAL_RUN_SETTINGS = {"baseline": {"name": "gpt2"}}
 # Profile settings added after points were first written, at the value that changes nothing (fixed rounds).
 NEUTRAL_PROFILE_SETTINGS = {"target_halfwidth": None, "min_rounds": None, "max_rounds": None}
+# Train settings added after points were first written, at the value that trains as before (fixed seeds, one global
+# init stream, the final loss on the curve's windows, no learning-rate check).
+NEUTRAL_TRAIN_SETTINGS = {"target_mde": None, "min_seeds": None, "max_seeds": None, "common_init": False,
+                          "final_eval_batches": None, "lr_check": False, "average_last": 0.0}
 
 
 def _without_neutral(config: type, group: dict[str, Any]) -> dict[str, Any]:
@@ -34,9 +38,9 @@ def point_identity(cfg: DictConfig) -> dict[str, Any]:
     resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     identity = {k: v for k, v in resolved.items()
                 if k not in IDENTITY_EXCLUDES and not (k in NEUTRAL_RUN_SETTINGS and NEUTRAL_RUN_SETTINGS[k] == v)}
-    if isinstance(identity.get("profile"), dict):
-        identity["profile"] = {k: v for k, v in identity["profile"].items()
-                               if not (k in NEUTRAL_PROFILE_SETTINGS and NEUTRAL_PROFILE_SETTINGS[k] == v)}
+    for key, neutral in (("profile", NEUTRAL_PROFILE_SETTINGS), ("train", NEUTRAL_TRAIN_SETTINGS)):
+        if isinstance(identity.get(key), dict):
+            identity[key] = {k: v for k, v in identity[key].items() if not (k in neutral and neutral[k] == v)}
     for c in choices():
         if not isinstance(identity.get(c.group), dict):
             continue

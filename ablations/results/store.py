@@ -25,6 +25,9 @@ COLUMNS = [
     "metric", "mode", "batch", "seq_len", "step", "position", "value", "unit", "statistic", "lo", "hi",
     "min", "max", "n", "seed", "profile", "corpus", "device", "device_name", "dtype", "threads", "compile", "launcher",
     "torch", "git_rev", "malloc", "host", "time", "status", "error", "note",
+    # The quality runs: which arm (model, training, corpus) a row is a seed of, the rate it trained at, and on a
+    # point's final loss how its seeds ended (ablations.quality.seeds).
+    "arm", "lr", "stopped", "looks", "target_mde",
 ]
 
 

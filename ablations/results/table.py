@@ -29,7 +29,23 @@ def collect(folder: Path, columns: list[str] | None = None) -> pd.DataFrame:
             log.warning("%s is empty or corrupt, left out of the table (delete it): %s", f, exc)
     if not frames:
         return pd.DataFrame(columns=columns)
-    return pd.concat(frames, ignore_index=True)
+    return without_repeated_seeds(pd.concat(frames, ignore_index=True))
+
+
+# A seed's rows are the same wherever they appear: its arm (model, training, corpus), the seed, and which row.
+SEED_ROW_KEY = ["arm", "seed", "metric", "mode", "step", "seq_len", "position", "statistic", "lr"]
+
+
+def without_repeated_seeds(table: pd.DataFrame) -> pd.DataFrame:
+    """Keep one copy of each quality seed's rows: a sequential sweep's points each carry their baseline's seeds
+    (``ablations.quality.ledger``), so a seed of the baseline arm is in every point that used it. Rows without an
+    arm (measurements, older tables) are all kept."""
+    if "arm" not in table or table["arm"].isna().all():
+        return table
+    seeded = table["arm"].notna()
+    keys = [k for k in SEED_ROW_KEY if k in table]
+    repeated = table[seeded].duplicated(subset=keys, keep="first")
+    return table.drop(index=repeated[repeated].index).reset_index(drop=True)
 
 
 class TableError(ValueError):

@@ -9,6 +9,7 @@ faults met during a run (exit status 1) run a real sweep in a subprocess with th
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import re
@@ -20,6 +21,7 @@ import pandas as pd
 import pytest
 
 from ablations import cli
+from ablations.config.schema import TrainConfig
 from ablations.errors import Fault, error_line
 from ablations.results import durable
 from ablations.results.store import point_done
@@ -32,9 +34,7 @@ INJECT = Path(__file__).resolve().parent / "inject"
 RUN_KEYS = ", ".join(["model", *(c.group for c in choices()), "profile", "train", "baseline", "data", "measure",
                       "match_params",
                       "sweep_name", "device", "dtype", "compile", "threads", "seed", "out", "allow_parallel_timing"])
-TRAIN_KEYS = ("name, enabled, seeds, steps, batch, context, lr, lr_min_ratio, warmup, weight_decay, clip, "
-              "log_interval, eval_interval, eval_batches, extrapolation, position_buckets, d_model, n_layers, "
-              "n_heads, n_kv_heads")
+TRAIN_KEYS = ", ".join(f.name for f in dataclasses.fields(TrainConfig))
 MODEL_KEYS = "d_model, n_layers, n_heads, max_seq_len, vocab_size, tie_embeddings, init_std, gqa_kv_heads"
 # A quick sweep: the quality run only, a few steps; two points so that one can be written before a fault.
 QUICK = ["+sweep=norm", "profile=smoke", "model=tiny", "threads=1", "measure=false", "train.steps=6",

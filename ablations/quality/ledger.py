@@ -1,0 +1,68 @@
+"""Seeds already trained in a sweep, by arm: what lets a point pair its seeds with its baseline's.
+
+An **arm** is a quality model with its training settings and corpus (``arm_id``). In a sequential sweep the
+baseline point trains the first seeds of its arm; a point that needs more seeds to answer its comparison trains
+the next seeds of both its own arm and the baseline's, and a later point that needs the same baseline seed finds it
+here instead of training it again. Each seed's rows are one file, ``<sweep>/seeds/<arm>/<seed>.csv``, written
+atomically, so a killed sweep keeps every seed it finished and a rerun trains only what is missing.
+
+A point's file holds the rows of every seed its comparison used, its baseline's included; the same seed of the
+same arm then appears in several point files, identical, and ``ablations.results.table.collect`` keeps one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from ablations.results.durable import make_folder, write_atomic
+from components import ArchConfig
+
+SEEDS_DIR = "seeds"
+# Train settings that say how many seeds, not how one seed trains: not part of an arm.
+NOT_ARM = ("name", "enabled", "seeds", "min_seeds", "max_seeds", "target_mde", "lr_check")
+
+
+def arm_id(arch: ArchConfig, tc: DictConfig, corpus_sha256: str) -> str:
+    """Everything that fixes one seed's numbers: the quality model, the training settings and the corpus."""
+    train = {k: v for k, v in OmegaConf.to_container(tc, resolve=True).items() if k not in NOT_ARM}
+    key = json.dumps({"arch": arch.to_dict(), "train": train, "corpus": corpus_sha256}, sort_keys=True,
+                     default=str)
+    return hashlib.sha1(key.encode()).hexdigest()[:12]
+
+
+class Ledger:
+    """Trained seeds by (arm, seed): on disk under ``folder``, or in memory when there is none (a test)."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder / SEEDS_DIR if folder is not None else None
+        self._memory: dict[tuple[str, int], list[dict]] = {}
+
+    def _path(self, arm: str, seed: int) -> Path:
+        assert self.folder is not None
+        return self.folder / arm / f"{seed}.csv"
+
+    def get(self, arm: str, seed: int) -> list[dict] | None:
+        if self.folder is None:
+            return self._memory.get((arm, seed))
+        path = self._path(arm, seed)
+        if not path.is_file():
+            return None
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError):
+            return None  # not a seed this version wrote whole: train it again
+        return [{k: v for k, v in r.items() if not (isinstance(v, float) and v != v)} for r in
+                frame.to_dict("records")]
+
+    def put(self, arm: str, seed: int, rows: list[dict]) -> None:
+        if self.folder is None:
+            self._memory[(arm, seed)] = [dict(r) for r in rows]
+            return
+        path = self._path(arm, seed)
+        make_folder(path.parent)
+        write_atomic(path, lambda f: pd.DataFrame(rows).to_csv(f, index=False))

@@ -1,0 +1,278 @@
+"""Seeds until answered: common random init, the stopping rule's error rates by simulation, and a sequential point
+end to end (its baseline's seeds shared through the ledger, a diverged seed a recorded outcome)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from omegaconf import OmegaConf
+from scipy import stats
+
+import ablations.quality.run as quality_run
+from ablations.config.variants import baseline_from
+from ablations.quality.arch import quality_arch
+from ablations.quality.inference import PairedTest, holm
+from ablations.quality.seeds import BOUNDED, BUDGET, FOUND, SeedRule, family_of, seed_rule
+from ablations.quality.stats import summarize
+from ablations.results.identity import point_identity
+from ablations.results.rows import Rows
+from ablations.results.store import write_point
+from ablations.results.table import collect
+from ablations.runner import check_point
+from components import build_lm, common_random_init
+from components.config import ConfigError
+from tests.quality.helpers import composed
+
+SEQUENTIAL = ("train.target_mde=0.05", "train.min_seeds=3", "train.max_seeds=5", "train.common_init=true",
+              "train.steps=6", "train.eval_interval=6", "train.extrapolation=[1]")
+
+
+def _quality_model(*overrides: str):
+    cfg = composed(*overrides)
+    return quality_arch(cfg, check_point(cfg))
+
+
+def _shared(a: torch.nn.Module, b: torch.nn.Module) -> dict[str, bool]:
+    """For each weight matrix both models have at the same name and shape: whether it is identical."""
+    pb = dict(b.named_parameters())
+    return {n: torch.equal(p, pb[n]) for n, p in a.named_parameters()
+            if p.ndim >= 2 and n in pb and pb[n].shape == p.shape}
+
+
+@pytest.mark.parametrize("flip", ["ffn=swiglu", "norm=rmsnorm", "attn=gqa", "pos=rope", "bias=off"])
+def test_modules_two_arms_share_start_identical_at_a_seed(flip):
+    torch.manual_seed(0)
+    base = build_lm(_quality_model())
+    torch.manual_seed(0)
+    variant = build_lm(_quality_model(flip))
+    for m in (base, variant):
+        common_random_init(m, seed=7)
+    shared = _shared(base, variant)
+    assert shared and all(shared.values()), [n for n, same in shared.items() if not same]
+    # The embedding and the attention projections of every layer are among them (what a flip does not touch).
+    assert "embed.weight" in shared
+    # Another seed draws other weights.
+    again = build_lm(_quality_model())
+    common_random_init(again, seed=8)
+    assert not torch.equal(again.embed.weight, base.embed.weight)
+
+
+def test_one_global_stream_shifts_every_draw_after_the_first_module_that_differs():
+    # Why common random numbers: without them SwiGLU's third matrix moves every later layer's draws.
+    torch.manual_seed(0)
+    base = build_lm(_quality_model())
+    torch.manual_seed(0)
+    variant = build_lm(_quality_model("ffn=swiglu"))
+    later = {n: same for n, same in _shared(base, variant).items() if ".blocks.1." in n}
+    assert later and not any(later.values())
+
+
+def test_common_init_keeps_the_gpt2_init_scales():
+    model = build_lm(_quality_model())
+    common_random_init(model, seed=0)
+    std = model.cfg.model.init_std
+    for name, p in model.named_parameters():
+        if name.endswith(("attn.out.weight", "ffn.down.weight")):
+            assert abs(p.std().item() - std / math.sqrt(2 * model.cfg.model.n_layers)) < 0.2 * std
+        elif p.ndim >= 2:
+            assert abs(p.std().item() - std) < 0.1 * std
+
+
+def _simulate(rule: SeedRule, effect: float, family: int, sweeps: int, seed: int) -> dict[str, float]:
+    """Sweeps of ``family`` comparisons whose paired differences are N(effect, 1), each stopped by ``rule``, then
+    judged as the report judges them (Holm over looks x p). Returns the family-wise rate of declared differences
+    and the fraction of comparisons per way of stopping."""
+    rng = np.random.default_rng(seed)
+    declared, ends = 0, {FOUND: 0, BOUNDED: 0, BUDGET: 0}
+    for _ in range(sweeps):
+        p_seq = []
+        for _ in range(family):
+            x = rng.normal(effect, 1.0, len(rule.seeds))
+            for tried in range(1, len(rule.seeds) + 1):
+                test = None
+                if tried >= 2:
+                    xs = x[:tried]
+                    sd = float(xs.std(ddof=1))
+                    p = float(2 * stats.t.sf(abs(xs.mean()) / (sd / math.sqrt(tried)), tried - 1))
+                    test = PairedTest(float(xs.mean()), sd, tried, p)
+                stopped = rule.stop(tried, test, family)
+                if stopped:
+                    break
+            ends[stopped] += 1
+            p_seq.append(min(1.0, len(rule.looks) * test.p))
+            if stopped == FOUND:  # what stopped on "found" is reported as a difference
+                assert holm(p_seq[-1:] + [1.0] * (family - 1))[0][0] < 0.05
+        declared += bool((holm(p_seq)[0] < 0.05).any())
+    return {"fwer": declared / sweeps, **{k: v / (sweeps * family) for k, v in ends.items()}}
+
+
+@pytest.mark.parametrize("family", [1, 4])
+def test_no_difference_means_at_most_alpha_family_wise_under_the_stopping(family):
+    rule = SeedRule(tuple(range(12)), 3, target_mde=1.5)
+    sweeps = 1500
+    rates = _simulate(rule, 0.0, family, sweeps, seed=family)
+    assert rates["fwer"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / sweeps)
+    assert rates[BOUNDED] > 0.5  # and the rule does answer: most comparisons stop on "no difference that large"
+
+
+@pytest.mark.parametrize("family", [1, 4])
+def test_a_difference_of_the_target_is_rarely_called_bounded(family):
+    # "No difference as large as the target" is a claim of 80% power at the target: under a true difference of
+    # exactly the target, the rule must not stop on it more often than 20% (it is far rarer: measured 2 to 7%).
+    rule = SeedRule(tuple(range(12)), 3, target_mde=1.5)
+    sweeps = 800
+    rates = _simulate(rule, 1.5, family, sweeps, seed=10 + family)
+    assert rates[BOUNDED] <= 0.2
+    assert rates[FOUND] > 0.5
+
+
+def test_the_looks_and_levels():
+    rule = SeedRule(tuple(range(12)), 3, 0.02)
+    assert rule.looks == [3, 5, 8, 12]
+    assert rule.level(6) == pytest.approx(0.05 / 6 / 4)
+    assert rule.stop(4, PairedTest(1.0, 0.001, 4, 1e-9), 1) is None  # not a look
+    assert rule.stop(5, PairedTest(1.0, 0.001, 5, 1e-9), 1) == FOUND
+    assert rule.stop(12, PairedTest(0.0, 1.0, 12, 0.9), 1) == BUDGET
+    fixed = SeedRule((0, 1, 2), 3)
+    assert fixed.looks == [3] and fixed.stop(2, None, 1) is None and fixed.stop(3, None, 1) == "fixed"
+    assert family_of("all", 6) == 6 and family_of("ladder", 6) == 11
+
+
+@pytest.mark.parametrize(("settings", "needle"), [
+    ({"target_mde": 0.0, "min_seeds": 3, "max_seeds": 8}, "train.target_mde=0.0 must be > 0"),
+    ({"target_mde": 0.02, "min_seeds": None, "max_seeds": 8}, "needs train.min_seeds and train.max_seeds"),
+    ({"target_mde": 0.02, "min_seeds": 2, "max_seeds": 8}, "3 <= min_seeds <= max_seeds"),
+    ({"target_mde": 0.02, "min_seeds": 5, "max_seeds": 4}, "3 <= min_seeds <= max_seeds"),
+    ({"target_mde": None, "min_seeds": 3, "max_seeds": None}, "apply with train.target_mde"),
+    ({"target_mde": 0.02, "min_seeds": 3, "max_seeds": 3, "seeds": [0, 1, 2, 3]}, "more seeds than"),
+])
+def test_bad_seed_settings_are_one_line(settings, needle):
+    tc = OmegaConf.create({"seeds": [0, 1, 2], **settings})
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace(")", r"\)")) as err:
+        seed_rule(tc)
+    assert "\n" not in str(err.value)
+
+
+def test_seeds_continue_after_the_listed_ones():
+    rule = seed_rule(OmegaConf.create({"seeds": [5, 2], "target_mde": 0.02, "min_seeds": 3, "max_seeds": 5}))
+    assert rule.seeds == (5, 2, 6, 7, 8)
+
+
+def test_fixed_seeds_keep_the_point_identity_of_before():
+    before = point_identity(composed("train.common_init=false", "train.final_eval_batches=null"))
+    assert not {"target_mde", "min_seeds", "max_seeds", "common_init", "final_eval_batches", "lr_check"} & set(
+        before["train"])
+    after = point_identity(composed(*SEQUENTIAL))
+    assert after["train"]["target_mde"] == 0.05 and after["train"]["common_init"] is True
+
+
+def _point(cfg, variant: str, folder, trained: list) -> tuple[str, list[dict]]:
+    arch = check_point(cfg)
+    rows = Rows(base={"sweep": "test", "variant": variant, "point": variant, "seed": 0, "baseline": "gpt2"})
+    status = quality_run.run_quality(cfg, arch, rows, torch.device("cpu"), folder)
+    write_point(rows.rows, folder / "points" / f"{variant}.csv")
+    return status, rows.rows
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Every training run, as (variant's quality model, seed); seed 3 of the RMSNorm arm diverges."""
+    trained = []
+    real = quality_run.train
+
+    def train(arch, corpus, tc, seed, *args, **kwargs):
+        trained.append((arch.norm.name, seed))
+        result = real(arch, corpus, tc, seed, *args, **kwargs)
+        if arch.norm.name == "rmsnorm" and seed == 3:
+            result.diverged_at, result.reason = 2, "training loss became nan at step 2"
+        return result
+
+    monkeypatch.setattr(quality_run, "train", train)
+    monkeypatch.setenv("BLOCKBENCH_QUALITY_FAMILY", "1")
+    return trained
+
+
+def test_a_sequential_point_pairs_with_the_baselines_seeds_and_records_how_it_stopped(tmp_path, counted,
+                                                                                         monkeypatch):
+    torch.set_num_threads(1)
+    status, _ = _point(composed(*SEQUENTIAL), "gpt2", tmp_path, counted)
+    assert status == "ok" and counted == [("layernorm", s) for s in (0, 1, 2)]  # the baseline: the first look
+    counted.clear()
+    # A target no 6-step model meets, and no difference found (CRN arms of 6 steps differ very consistently): the
+    # point goes to its budget, training the baseline's next seeds itself and reading seeds 0-2 from the ledger.
+    real = quality_run.paired_test
+    monkeypatch.setattr(quality_run, "paired_test", lambda a, b: dataclasses.replace(real(a, b), p=1.0))
+    status, rows = _point(composed(*SEQUENTIAL, "norm=rmsnorm", "train.target_mde=1e-6"), "rmsnorm", tmp_path,
+                          counted)
+    assert status == "ok"  # a diverged seed is an outcome of the point, not a failure
+    assert counted == [("rmsnorm", 0), ("rmsnorm", 1), ("rmsnorm", 2), ("rmsnorm", 3), ("layernorm", 3),
+                       ("rmsnorm", 4), ("layernorm", 4)]
+    final = pd.DataFrame([r for r in rows if r["metric"] == "val_loss" and r["mode"] == "final"])
+    own = final[final["variant"] == "rmsnorm"]
+    assert set(own["stopped"]) == {BUDGET} and set(own["looks"]) == {2}
+    assert own.loc[own["seed"] == 3, "status"].item() == "diverged"
+    assert sorted(final.loc[final["variant"] == "gpt2", "seed"]) == [0, 1, 2, 3, 4]
+    # The table keeps one copy of each baseline seed, and the verdict reads the four pairs both finished.
+    table = collect(tmp_path)
+    assert len(table[(table["variant"] == "gpt2") & (table["metric"] == "val_loss") & (table["mode"] == "final")]) == 5
+    s = summarize(table)
+    row = s[(s["metric"] == "val_loss") & (s["variant"] == "rmsnorm")].iloc[0]
+    assert row["diff_n"] == 4 and row["looks"] == 2 and row["stopped"] == BUDGET and row["diverged"] == 1
+
+
+def test_a_point_that_answers_stops_at_its_first_look(tmp_path, counted):
+    torch.set_num_threads(1)
+    _point(composed(*SEQUENTIAL), "gpt2", tmp_path, counted)
+    counted.clear()
+    # A generous target: three seeds bound the difference, and nothing more is trained.
+    _, rows = _point(composed(*SEQUENTIAL, "ffn=swiglu", "train.target_mde=10"), "swiglu", tmp_path, counted)
+    assert len(counted) == 3  # its own three seeds; the baseline's come from the ledger
+    final = [r for r in rows if r["metric"] == "val_loss" and r["mode"] == "final" and r["variant"] == "swiglu"]
+    assert {r["stopped"] for r in final} <= {BOUNDED, FOUND} and len(final) == 3
+
+
+def test_baseline_rows_from_the_ledger_equal_the_trained_ones(tmp_path, counted):
+    torch.set_num_threads(1)
+    _, base_rows = _point(composed(*SEQUENTIAL), "gpt2", tmp_path, counted)
+    cfg = composed(*SEQUENTIAL, "norm=rmsnorm", "train.target_mde=1e-6", "train.max_seeds=3")
+    _, rows = _point(cfg, "rmsnorm", tmp_path, counted)
+    ref = quality_arch(cfg, baseline_from(cfg, check_point(cfg)))
+    assert ref.norm.name == "layernorm"
+    mine = {(r["seed"], r["step"]): r["value"] for r in base_rows if r["metric"] == "val_loss"}
+    copied = {(r["seed"], r["step"]): r["value"] for r in rows if r["metric"] == "val_loss" and r["variant"] == "gpt2"}
+    assert copied and all(math.isclose(copied[k], mine[k]) for k in copied)
+
+
+@pytest.mark.parametrize(("argv", "family"), [(["+sweep=all"], 6), (["+sweep=norm"], 1), (["+sweep=ladder"], 9),
+                                              (["+sweep=modern"], 6), (["norm=rmsnorm"], 1)])
+def test_the_run_counts_the_family_each_point_stops_at(argv, family, monkeypatch):
+    from ablations.cli import prevalidate
+
+    monkeypatch.delenv("BLOCKBENCH_QUALITY_FAMILY", raising=False)
+    prevalidate(argv)
+    import os
+
+    assert os.environ["BLOCKBENCH_QUALITY_FAMILY"] == str(family)
+
+
+def test_a_sequential_sweep_end_to_end(tmp_path):
+    """The command line: a smoke norm sweep with a target, its rows and its report."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "sweep"
+    done = subprocess.run([sys.executable, "-m", "ablations", "+sweep=norm", "profile=smoke", "model=tiny", "threads=1",
+                           "measure=false", *SEQUENTIAL, f"hydra.sweep.dir={out}"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = pd.read_csv(out / "results.csv")
+    final = table[(table["metric"] == "val_loss") & (table["mode"] == "final")]
+    rms = final[final["variant"] == "rmsnorm"]
+    assert set(rms["stopped"]) <= {FOUND, BOUNDED, BUDGET} and len(rms) in (3, 5)
+    assert len(final[final["variant"] == "gpt2"]) == len(rms)  # one copy of each baseline seed the pairs used
+    assert "Seeds were added" in (out / "REPORT.md").read_text()
