@@ -6,18 +6,16 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
 from omegaconf import OmegaConf
-from scipy import stats
 
 import ablations.quality.run as quality_run
 from ablations.config.variants import baseline_from
 from ablations.quality.arch import quality_arch
-from ablations.quality.inference import PairedTest, holm
-from ablations.quality.seeds import BOUNDED, BUDGET, FOUND, SeedRule, family_of, seed_rule
+from ablations.quality.inference import PairedTest
+from ablations.quality.seeds import BOUNDED, BUDGET, FOUND, SeedRule, family_of, seed_rule, simulate
 from ablations.quality.stats import summarize
 from ablations.results.identity import point_identity
 from ablations.results.rows import Rows
@@ -83,39 +81,11 @@ def test_common_init_keeps_the_gpt2_init_scales():
             assert abs(p.std().item() - std) < 0.1 * std
 
 
-def _simulate(rule: SeedRule, effect: float, family: int, sweeps: int, seed: int) -> dict[str, float]:
-    """Sweeps of ``family`` comparisons whose paired differences are N(effect, 1), each stopped by ``rule``, then
-    judged as the report judges them (Holm over looks x p). Returns the family-wise rate of declared differences
-    and the fraction of comparisons per way of stopping."""
-    rng = np.random.default_rng(seed)
-    declared, ends = 0, {FOUND: 0, BOUNDED: 0, BUDGET: 0}
-    for _ in range(sweeps):
-        p_seq = []
-        for _ in range(family):
-            x = rng.normal(effect, 1.0, len(rule.seeds))
-            for tried in range(1, len(rule.seeds) + 1):
-                test = None
-                if tried >= 2:
-                    xs = x[:tried]
-                    sd = float(xs.std(ddof=1))
-                    p = float(2 * stats.t.sf(abs(xs.mean()) / (sd / math.sqrt(tried)), tried - 1))
-                    test = PairedTest(float(xs.mean()), sd, tried, p)
-                stopped = rule.stop(tried, test, family)
-                if stopped:
-                    break
-            ends[stopped] += 1
-            p_seq.append(min(1.0, len(rule.looks) * test.p))
-            if stopped == FOUND:  # what stopped on "found" is reported as a difference
-                assert holm(p_seq[-1:] + [1.0] * (family - 1))[0][0] < 0.05
-        declared += bool((holm(p_seq)[0] < 0.05).any())
-    return {"fwer": declared / sweeps, **{k: v / (sweeps * family) for k, v in ends.items()}}
-
-
 @pytest.mark.parametrize("family", [1, 4])
 def test_no_difference_means_at_most_alpha_family_wise_under_the_stopping(family):
     rule = SeedRule(tuple(range(12)), 3, target_mde=1.5)
     sweeps = 1500
-    rates = _simulate(rule, 0.0, family, sweeps, seed=family)
+    rates = simulate(rule, 0.0, family, sweeps, seed=family)
     assert rates["fwer"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / sweeps)
     assert rates[BOUNDED] > 0.5  # and the rule does answer: most comparisons stop on "no difference that large"
 
@@ -126,7 +96,7 @@ def test_a_difference_of_the_target_is_rarely_called_bounded(family):
     # exactly the target, the rule must not stop on it more often than 20% (it is far rarer: measured 2 to 7%).
     rule = SeedRule(tuple(range(12)), 3, target_mde=1.5)
     sweeps = 800
-    rates = _simulate(rule, 1.5, family, sweeps, seed=10 + family)
+    rates = simulate(rule, 1.5, family, sweeps, seed=10 + family)
     assert rates[BOUNDED] <= 0.2
     assert rates[FOUND] > 0.5
 
