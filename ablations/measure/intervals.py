@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from omegaconf import DictConfig
 from scipy import stats
 
+from ablations.config.looks import planned_looks
 from components.config import ConfigError
 
 CONFIDENCE = 0.95
@@ -72,19 +73,6 @@ def _rank(n: int, confidence: float) -> tuple[int, float]:
 def fewest_rounds(confidence: float) -> int:
     """The fewest rounds whose [min, max] covers the median with ``confidence`` (6 at 95%)."""
     return math.ceil(1 - math.log2(1 - confidence))
-
-
-def planned_looks(first: int, last: int, whole: int = 1) -> list[int]:
-    """The counts at which a sequential rule may look: ``first``, then about half as many again each time (rounded
-    up to a multiple of ``whole``), ending at ``last``. Few looks cost little width under Bonferroni; the timing
-    rounds (``Precision``) and the quality seeds (``ablations.quality.seeds``) share this schedule."""
-    if first >= last:
-        return [last]
-    out = [first]
-    while out[-1] < last:
-        nxt = math.ceil(out[-1] * 1.5)
-        out.append(min(last, nxt + (-nxt) % whole))
-    return out
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ import numpy as np
 from omegaconf import DictConfig
 from scipy import stats
 
-from ablations.measure.intervals import planned_looks
+from ablations.config.looks import planned_looks
 from ablations.quality.inference import ALPHA, RUNG_SWEEP, PairedTest, holm, minimum_detectable_effect
 from components.config import ConfigError
 

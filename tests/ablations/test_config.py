@@ -61,7 +61,7 @@ def test_single_run_and_cli_multirun_compose():
         (["threads=-1"], "threads=-1"),
         (["norm=rmsnrom"], "available options in 'norm': layernorm, rmsnorm"),
         (["model.d_modle=8"], "model.d_modle"),
-        (["train.stpes=3"], "Key 'stpes' not in 'TrainConfig' (allowed keys: name, enabled, seeds, steps"),
+        (["train.stpes=3"], "Key 'stpes' not in 'TrainConfig' (allowed keys: name, enabled, seeds, target_mde"),
         (["model.d_model=abc"], "model.d_model"),
         (["device=tpu"], "auto, cpu, cuda"),
         (["dtype=int8"], "float32, bfloat16, float16"),

@@ -246,3 +246,34 @@ def test_a_sequential_sweep_end_to_end(tmp_path):
     assert set(rms["stopped"]) <= {FOUND, BOUNDED, BUDGET} and len(rms) in (3, 5)
     assert len(final[final["variant"] == "gpt2"]) == len(rms)  # one copy of each baseline seed the pairs used
     assert "Seeds were added" in (out / "REPORT.md").read_text()
+
+
+def test_the_learning_rate_check_trains_one_seed_at_half_and_twice_the_rate_and_the_report_flags_it(tmp_path):
+    from ablations.report.sections import lr_check_table
+
+    torch.set_num_threads(1)
+    cfg = composed("train.steps=6", "train.eval_interval=6", "train.extrapolation=[1]", "train.lr_check=true")
+    rows = Rows(base={"sweep": "test", "variant": "gpt2", "point": "gpt2", "seed": 0, "baseline": "gpt2"})
+    assert quality_run.run_quality(cfg, check_point(cfg), rows, torch.device("cpu"), tmp_path) == "ok"
+    table = pd.DataFrame(rows.rows)
+    check = table[table["metric"] == "lr_check_loss"]
+    lr = float(cfg.train.lr)
+    assert sorted(check["lr"]) == pytest.approx([lr / 2, 2 * lr]) and set(check["seed"]) == {0}
+    shown = lr_check_table(table)
+    assert list(shown.columns[2:5]) == ["lr × 0.5", "lr × 1", "lr × 2"]
+    losses = {r: float(shown.iloc[0][f"lr × {r}"]) for r in ("0.5", "1", "2")}
+    best = min(losses, key=losses.get)
+    assert shown.iloc[0]["best rate"] == ("the shared one" if best == "1" else f"‡ {best} × the shared rate")
+
+
+def test_tail_averaging_scores_the_mean_of_the_last_weights():
+    from ablations.quality.train import TailAverage
+
+    model = torch.nn.Linear(2, 2)
+    average = TailAverage(span=3)
+    for value in (1.0, 2.0, 6.0):
+        with torch.no_grad():
+            model.weight.fill_(value)
+        average.add(model)
+    average.load_into(model)
+    assert torch.allclose(model.weight, torch.full((2, 2), 3.0))
