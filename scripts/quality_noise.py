@@ -32,8 +32,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from ablations.cli import CONF_DIR
 from ablations.quality.arch import quality_arch
-from ablations.quality.data import load_corpus
-from ablations.quality.train import train, validation_spans
+from ablations.quality.data import chunk_spans, load_corpus
+from ablations.quality.train import curve_spans, train, validation_spans, window_losses
 from ablations.runner import check_point
 
 
@@ -83,8 +83,6 @@ def run(args: argparse.Namespace) -> None:
                        "mean_last2": sum(vals[-2:]) / 2, "windows": 0 if result.final_windows is None
                        else len(result.final_windows), "wall_s": wall, "cpu_s": cpu, "threads": args.threads}
                 # The curve's last evaluation before the end is on the subset; score the end on it too.
-                from ablations.quality.data import chunk_spans
-                from ablations.quality.train import curve_spans, window_losses
                 row["final_subset"] = float(window_losses(result.model, chunk_spans(curve_spans(spans, tc),
                                                                                    tc.context), tc.batch).mean())
                 if result.final_windows is not None:

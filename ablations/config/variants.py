@@ -70,11 +70,13 @@ BASELINES = ("gpt2", "llama2")
 
 
 def baseline_of(arch: ArchConfig, name: str = "gpt2", kv_heads: int | None = None) -> ArchConfig:
-    """The block ``arch`` is paired with, at its sizes: GPT-2's (every choice at its GPT-2 value, the point's own
-    embeddings) or Llama-2's (every choice Llama-2 moved at its value, GQA with ``kv_heads`` KV heads, untied
-    embeddings: what ``variant=llama2`` composes at the same size)."""
+    """The block ``arch`` is paired with, at its sizes: GPT-2's (every choice at its GPT-2 value, tied embeddings)
+    or Llama-2's (every choice Llama-2 moved at its value, GQA with ``kv_heads`` KV heads, untied embeddings: what
+    ``variant=llama2`` composes at the same size). Either is the block its name names (``variant_label``), so a
+    quality arm trained as the baseline and the baseline point's rows are the same arm under the same name; the
+    timed decoder has no embeddings, so the timing is the same either way."""
     if name == "gpt2":
-        return ArchConfig(model=arch.model)
+        return ArchConfig(model=replace(arch.model, tie_embeddings=True))
     if name != "llama2":
         raise ValueError(f"baseline {name!r} is not one of {BASELINES}")
     return llama2_block(replace(arch.model, tie_embeddings=False), kv_heads or arch.n_kv_heads)

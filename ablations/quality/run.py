@@ -22,7 +22,7 @@ import logging
 import math
 import time
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -96,10 +96,6 @@ def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.devi
     family = family_size()
     corpus = load_corpus(cfg.data.path, cfg.data.val_fraction)
     measured_baseline = baseline_from(cfg, arch)
-    if str(cfg.baseline.name) == "gpt2":
-        # The baseline point's own model: GPT-2's tied embeddings, also where this point unties its own (Llama-2's
-        # block), so the pair's baseline arm is the one the baseline point trains and its rows name.
-        measured_baseline = measured_baseline.replace(model=replace(measured_baseline.model, tie_embeddings=True))
     params_baseline = _params(quality_arch(cfg, measured_baseline))
     own = _arm(cfg, rows.base, arch, rows.base["variant"], corpus.sha256, params_baseline)
     ref = _arm(cfg, rows.base, measured_baseline, str(cfg.baseline.name), corpus.sha256, params_baseline)

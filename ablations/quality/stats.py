@@ -171,12 +171,11 @@ def _decide(result: pd.DataFrame, index: pd.Index, tests: list[PairedTest | None
 
     A comparison whose seeds were chosen sequentially enters Holm with ``looks x p`` (``ablations.quality.seeds``:
     a valid p-value whatever the stopping read), so its own p is held to Holm's level over ``looks``."""
-    looks = [1 if t is None else int(result.loc[i, "looks"]) if pd.notna(result.loc[i, "looks"]) else 1
-             for i, t in zip(index, tests, strict=True)]
+    looks = result.loc[index, "looks"].fillna(1).to_numpy(dtype=float)  # 1: fixed seeds, or no test
     p_raw = np.array([np.nan if t is None else t.p for t in tests], dtype=float)
-    p_holm, level = holm(np.minimum(1.0, p_raw * np.asarray(looks, dtype=float)), alpha)  # NaN stays NaN
+    p_holm, level = holm(np.minimum(1.0, p_raw * looks), alpha)  # NaN stays NaN
     members = int(np.isfinite(p_holm).sum())
-    for i, t, ph, a in zip(index, tests, p_holm, level / np.asarray(looks, dtype=float), strict=True):
+    for i, t, ph, a in zip(index, tests, p_holm, level / looks, strict=True):
         if t is None:
             continue
         lo, hi = t.interval(a)

@@ -18,7 +18,7 @@ from ablations.config.generated import modern
 from ablations.config.variants import BASELINES, arch_from, baseline_from, baseline_of, variant_label
 from ablations.quality.stats import summarize
 from ablations.results.identity import point_identity
-from components import ArchConfig, choices
+from components import ArchConfig, ModelConfig, choices
 
 
 def composed(*overrides: str):
@@ -45,6 +45,9 @@ def test_the_gpt2_baseline_is_every_choice_at_gpt2s_value():
     base = baseline_from(cfg, arch_from(cfg))
     assert all(c.has(base, c.gpt2) for c in choices())
     assert variant_label(baseline_of(ArchConfig(), "llama2", 2)) == "llama2"
+    # Each baseline is the block its name names, whatever the point's own embeddings (Llama-2's untied block).
+    untied = ArchConfig(model=ModelConfig(tie_embeddings=False))
+    assert variant_label(baseline_of(untied, "gpt2")) == "gpt2"
     assert set(BASELINES) == {"gpt2", "llama2"}
 
 
