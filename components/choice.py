@@ -68,8 +68,6 @@ class Choice:
     claim: Claim | None = None
     # Claims about a value other than Llama-2's (GeGLU against SwiGLU), each read from that value's flip.
     value_claims: dict[str, Claim] = field(default_factory=dict)
-    # Config settings a Llama-2 value brings with it (``pos=rope`` in Llama-2's own layout), for presets.
-    llama2_settings: dict[str, Any] = field(default_factory=dict)
     # The values the predictor, the sizes table and the regression check flip GPT-2's block to (default: every
     # value but GPT-2's, less those whose module says ``reference_only``, as NoPE does).
     flip_values: tuple[str, ...] | None = None
@@ -173,9 +171,6 @@ class Choice:
     def at(self, value: str, **settings: Any) -> Any:
         """A config of this group at ``value`` (other settings at their defaults unless given)."""
         return self.config(name=value, **settings)
-
-    def at_llama2(self, **settings: Any) -> Any:
-        return self.config(name=self.llama2, **{**self.llama2_settings, **settings})
 
 
 _DECLARED: dict[str, Choice] = {}

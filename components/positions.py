@@ -35,7 +35,8 @@ ScoreBias = Callable[[int, int, int, torch.device], torch.Tensor]
 class PosConfig:
     name: str = "learned"
     theta: float = 10000.0
-    # Meta's Llama code rotates adjacent pairs ("interleaved"); HF and litgpt rotate halves ("half").
+    # Meta's Llama code rotates adjacent pairs ("interleaved"); HF and litgpt rotate halves ("half"), as do the
+    # Hub's Llama-2 checkpoints: the measured block's (docs/choices.md, "Llama-2's block").
     layout: str = "half"
 
     def check(self, arch: ArchConfig) -> None:
@@ -244,7 +245,7 @@ POS = declare(Choice(
     display={"learned": "learned", "rope": "RoPE", "none": "NoPE", "alibi": "ALiBi"},
     group="pos", title="positions", config=PosConfig, registry=POSITIONS, gpt2="learned", llama2="rope",
     hook="positions", order=10,
-    rung=2, llama2_settings={"layout": "interleaved"}, to_row=_pos_row, from_row=_pos_from_row,
+    rung=2, to_row=_pos_row, from_row=_pos_from_row,
     description="where position information enters: a table added at the input, a rotation of Q and K, or none",
     claim=Claim(
         "RoPE extends to longer contexts more gracefully",

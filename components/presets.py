@@ -12,13 +12,21 @@ from dataclasses import replace
 
 from components.choice import llama2_choices
 from components.config import ArchConfig, ModelConfig
+from components.positions import PosConfig
 
 
-def llama2_block(model: ModelConfig, n_kv_heads: int | None = None) -> ArchConfig:
-    """Every choice Llama-2 moved, at Llama-2's value (with the settings its value brings, e.g. RoPE's layout);
-    the rest at GPT-2's. ``n_kv_heads`` None keeps MHA, as Llama-2-7B and 13B have."""
-    arch = ArchConfig(model=model, **{c.group: c.at_llama2() for c in llama2_choices()})
-    return arch.replace(attn=replace(arch.attn, name="gqa" if n_kv_heads else "mha", n_kv_heads=n_kv_heads))
+def llama2_block(model: ModelConfig, kv_heads: int, layout: str = PosConfig.layout) -> ArchConfig:
+    """Llama-2's block on ``model``: every choice Llama-2 moved at its value, sized as its declaration sizes it (GQA
+    at ``kv_heads`` KV heads), every other choice at GPT-2's; RoPE rotates pairs in ``layout``.
+
+    The one definition: ``baseline=llama2``, the presets and the labels build it, and ``variant=llama2`` and the timed
+    ``block/llama2`` cases compose the same block (``tests/ablations/test_llama2_block.py``). The
+    layout defaults to what ``pos=rope`` composes, ``half``, the measured block's (docs/choices.md says why);
+    ``interleaved`` is Meta's reference code. The two are the same model up to a fixed permutation of Q's and K's
+    rows, so the choice changes no count.
+    """
+    arch = ArchConfig(model=model, **{c.group: c.at_size(c.llama2, kv_heads) for c in llama2_choices()})
+    return arch.replace(pos=replace(arch.pos, layout=layout))
 
 
 def gpt2(d_model: int, n_layers: int, n_heads: int) -> ArchConfig:
@@ -35,8 +43,10 @@ def llama2(
     multiple_of: int = 256,
     multiplier: float | None = None,
 ) -> ArchConfig:
+    """Llama-2 at a published size. ``n_kv_heads`` None: every head its own KV head, which the declaration reads as
+    MHA (``llama2-mha``), as Llama-2-7B and 13B have; the model configs' ``gqa_kv_heads`` say the same."""
     model = ModelConfig(d_model, n_layers, n_heads, max_seq_len=4096, vocab_size=32000, tie_embeddings=False)
-    arch = llama2_block(model, n_kv_heads)
+    arch = llama2_block(model, n_kv_heads or n_heads)
     return arch.replace(ffn=replace(arch.ffn, multiple_of=multiple_of, multiplier=multiplier))
 
 
@@ -59,9 +69,9 @@ def mistral(
     """Mistral's block: every choice at Llama-2's value, GQA at ``n_kv_heads``, SwiGLU at an explicit width (Mistral
     publishes ``intermediate_size`` itself rather than Llama's rounding rule) and a sliding window of ``window`` keys.
 
-    RoPE at theta 10000 and RMSNorm at eps 1e-5 are Llama-2's own settings, as Mistral's config has them; RoPE keeps
-    Meta's interleaved layout (Mistral's reference code rotates adjacent pairs too; the Hub's weights are permuted to
-    halves, the same math), which changes no count.
+    RoPE at theta 10000 and RMSNorm at eps 1e-5 are Llama-2's own settings, as Mistral's config has them; RoPE in
+    Llama-2's block's layout (``half``, as the Hub's weights are; Mistral's reference code rotates adjacent pairs, the
+    same math after permuting Q's and K's rows), which changes no count.
     """
     model = ModelConfig(d_model, n_layers, n_heads, max_seq_len=max_seq_len, vocab_size=vocab_size,
                         tie_embeddings=False)

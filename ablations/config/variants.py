@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from components import FFNS, ArchConfig, CausalSelfAttention, Choice, ModelConfig, choices, llama2_choices
+from components import FFNS, ArchConfig, CausalSelfAttention, Choice, ModelConfig, choices, llama2_block, llama2_choices
 from components import preset as make_preset
 from components.work import Step
 
@@ -80,15 +80,6 @@ def baseline_of(arch: ArchConfig, name: str = "gpt2", kv_heads: int | None = Non
     if name != "llama2":
         raise ValueError(f"baseline {name!r} is not one of {BASELINES}")
     return llama2_block(replace(arch.model, tie_embeddings=False), kv_heads or arch.n_kv_heads)
-
-
-def llama2_block(model: ModelConfig, kv_heads: int) -> ArchConfig:
-    """Every choice Llama-2 moved at its value (GQA at ``kv_heads``), every other at GPT-2's, on ``model``."""
-    groups = {}
-    for c in llama2_choices():
-        cfg = c.at(c.llama2)
-        groups[c.group] = c.sized(cfg, kv_heads) if c.sized is not None else cfg
-    return ArchConfig(model=model, **groups)
 
 
 def baseline_of_row(row: Mapping[str, Any], arch: ArchConfig) -> ArchConfig:

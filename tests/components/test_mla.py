@@ -420,7 +420,7 @@ def test_mla_names_rows_and_reads_back():
     assert attn.has(arch, "mla") and not attn.has(arch, "mha") and not attn.has(arch, "gqa")
     assert variant_label(arch) == "rope+mla" and attn.shown("mla") == "MLA"
     untied = ModelConfig(d_model=D, n_heads=HEADS, tie_embeddings=False)  # Llama-2's, as its labels expect
-    assert variant_label(llama2_block(untied).replace(attn=AttnConfig("mla"))) == "llama2-mla"
+    assert variant_label(llama2_block(untied, 2).replace(attn=AttnConfig("mla"))) == "llama2-mla"
     sized = mla_cfg(kv_lora_rank=32, q_lora_rank=24)
     assert attn.name_in(sized) == "mla-kv32-q24" and attn.has(sized, "mla")
     for a in (arch, sized):
@@ -449,7 +449,7 @@ def test_a_window_is_in_the_row_and_the_label_only_when_set():
     row = {**attn.row_values(windowed), "n_heads": HEADS}
     assert row["window"] == 16 and attn.cell(row) == "4 / 4, window 16"
     assert attn.config_from_row(row) == AttnConfig("mha", window=16)
-    gqa = llama2_block(ModelConfig(d_model=D, n_heads=HEADS, tie_embeddings=False), n_kv_heads=2)
+    gqa = llama2_block(ModelConfig(d_model=D, n_heads=HEADS, tie_embeddings=False), kv_heads=2)
     assert variant_label(gqa) == "llama2"
     gqa_windowed = gqa.replace(attn=AttnConfig("gqa", 2, window=16))
     assert variant_label(gqa_windowed) == "llama2-gqa2-w16"

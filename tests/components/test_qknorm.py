@@ -209,7 +209,6 @@ def test_attention_work_adds_exactly_the_norms(make_cfg, attn, n_kv, step):
 
 def test_variant_labels():
     assert variant_label(ArchConfig(qknorm=ON)) == "qknorm"
-    # Llama-2's block has GQA (llama2_block's default, MHA, is the 7B/13B shape: ``llama2-mha``).
-    llama2 = llama2_block(ModelConfig(n_heads=12, tie_embeddings=False), n_kv_heads=4)
+    llama2 = llama2_block(ModelConfig(n_heads=12, tie_embeddings=False), kv_heads=4)
     assert variant_label(llama2) == "llama2"
     assert variant_label(llama2.replace(qknorm=ON)) == "llama2+qknorm"

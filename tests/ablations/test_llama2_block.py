@@ -1,0 +1,112 @@
+"""Llama-2's block has one definition (``components.llama2_block``), derived from the declarations: every way the
+harness reaches it builds the same ``ArchConfig``; RoPE's layout is its parameter and reaches the rotation; GQA is
+sized by the attention's declaration."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+import components
+from ablations.config import variants
+from ablations.config.variants import arch_from, baseline_of, variant_label
+from ablations.regress import cases as regress_cases
+from components import (
+    AttnConfig,
+    ConfigError,
+    ModelConfig,
+    PosConfig,
+    RotaryPositions,
+    build_decoder,
+    choice,
+    llama2_block,
+    llama2_choices,
+    preset,
+)
+from components.presets import llama2_block as presets_llama2_block
+from scripts import rope_layout_timing
+from tests.benchmarks import cases as bench_cases
+from tests.quality.helpers import composed
+
+UNTIED = ModelConfig(d_model=64, n_layers=1, n_heads=8, max_seq_len=64, tie_embeddings=False)
+
+
+def test_one_definition_reached_by_every_name():
+    assert variants.llama2_block is presets_llama2_block is components.llama2_block
+    # variant=llama2 and baseline=llama2 compose the block it builds at the point's sizes and KV heads.
+    cfg = composed("variant=llama2")
+    point = arch_from(cfg)
+    assert point == llama2_block(point.model, int(cfg.model.gqa_kv_heads))
+    assert baseline_of(point, "llama2", int(cfg.model.gqa_kv_heads)) == point
+    # The timed cases: the regression check's and the benchmarks' block/llama2 (their models keep tied embeddings).
+    timed = regress_cases.arch(components, **regress_cases.block_variants()["llama2"])
+    assert timed == llama2_block(timed.model, regress_cases.GQA_KV_HEADS[-1])
+    bench = bench_cases.arch(**bench_cases.SWEEPS["all"]["llama2"])
+    assert bench == llama2_block(bench.model, bench_cases.GQA_KV_HEADS)
+    # The predictor's and sizes' all-at-once flip of GPT-2's block (which keeps that block's tied embeddings).
+    gpt2 = components.ArchConfig(model=UNTIED)
+    assert variants.flips_of(gpt2, 2)["llama2"] == llama2_block(UNTIED, 2)
+    # The presets: the block at their sizes, with their own FFN rule (and Mistral's window).
+    for name, kv in (("llama2-7b", 32), ("llama2-70b", 8), ("mistral-7b", 8)):
+        published = preset(name)
+        block = llama2_block(published.model, kv)
+        assert published.replace(ffn=block.ffn, attn=replace(published.attn, window=None)) == block, name
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_the_layout_is_a_parameter_that_reaches_the_rope(layout):
+    arch = llama2_block(UNTIED, 2, layout)
+    rope = build_decoder(arch).positions
+    assert isinstance(rope, RotaryPositions) and rope.rotation(4).layout == layout
+    assert choice("pos").row_values(arch) == {"pos": f"rope-{layout}"}
+    assert variant_label(arch) == "llama2"  # the layout changes the rotation, not which block it is
+    # The same weights and input give another output in the other layout: the rotation reads it.
+    other = "interleaved" if layout == "half" else "half"
+    x = torch.randn(1, 6, UNTIED.d_model, generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(0)
+    mine = build_decoder(arch)
+    theirs = build_decoder(llama2_block(UNTIED, 2, other))
+    theirs.load_state_dict(mine.state_dict())
+    with torch.no_grad():
+        assert (mine(x) - theirs(x)).abs().max() > 1e-3
+
+
+def test_the_measured_layout_is_what_pos_rope_composes():
+    """The block's default layout is ``pos=rope``'s, so the measured block, every RoPE flip and the presets rotate
+    alike (half: the Hub's checkpoints' layout; docs/choices.md)."""
+    composed_rope = arch_from(composed("pos=rope")).pos
+    assert llama2_block(UNTIED, 2).pos == composed_rope == PosConfig("rope")
+    assert composed_rope.layout == "half"
+    assert all(preset(n).pos.layout == "half" for n in ("llama2-7b", "llama2-70b", "mistral-7b"))
+
+
+@pytest.mark.parametrize("kv", [1, 2, 4, 8])
+def test_gqa_is_sized_by_the_attention_declaration(kv):
+    arch = llama2_block(UNTIED, kv)
+    assert arch.attn == choice("attn").at_size("gqa", kv) == AttnConfig("gqa", kv)
+    assert arch.validate().n_kv_heads == kv
+    # Every head its own KV head is MHA by the declaration: Llama-2-7B's shape, the leave-one-out point's name.
+    assert variant_label(arch) == ("llama2-mha" if kv == UNTIED.n_heads else "llama2")
+    assert all(c.has(arch, c.llama2) for c in llama2_choices() if c.group != "attn")
+
+
+def test_kv_heads_that_do_not_divide_the_heads_are_refused():
+    with pytest.raises(ConfigError, match=r"^attn\.n_kv_heads=3 must be >= 1 and divide model\.n_heads=8"):
+        llama2_block(UNTIED, 3).validate()
+
+
+def test_the_presets_kv_heads():
+    assert [preset(n).n_kv_heads for n in ("llama2-7b", "llama2-13b", "llama2-70b")] == [32, 40, 8]
+    assert variant_label(preset("llama2-7b")) == "llama2-mha" and variant_label(preset("llama2-70b")) == "llama2"
+
+
+def test_the_layout_timing_script_times_the_one_block_in_each_layout():
+    """``scripts/rope_layout_timing.py`` (run alone, never here): both sides are the regression case's block with
+    the same weights and input, differing only in the layout."""
+    sides = {layout: rope_layout_timing.subject(layout, "forward") for layout in rope_layout_timing.LAYOUTS}
+    half, interleaved = sides["half"], sides["interleaved"]
+    assert len(half.state) == len(interleaved.state)
+    assert all(torch.equal(a, b) for a, b in zip(half.state, interleaved.state, strict=True))
+    assert (half.call() - interleaved.call()).abs().max() > 1e-3
