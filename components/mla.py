@@ -134,8 +134,9 @@ class MultiHeadLatentAttention(nn.Module):
     ``q_up`` [q_a_proj, q_a_layernorm, q_b_proj] to ``n_heads x (head_dim + rope)``, each head's query nope part
     first; ``kv_down`` [kv_a_proj_with_mqa] to ``kv_lora_rank + rope`` (the latent, then the RoPE key); ``kv_norm``
     [kv_a_layernorm]; ``kv_up`` [kv_b_proj] to ``n_heads x (head_dim + head_dim)``, each head's K nope part then its
-    V; ``out`` [o_proj]. ``bias.enabled`` puts a bias on the projections that read or write the residual stream
-    (``q``/``q_down``, ``kv_down``, ``out``); the up-projections from a normalised latent have none, as DeepSeek's.
+    V; ``out`` [o_proj]. ``bias.enabled`` is DeepSeek-V2's ``attention_bias``: a bias on the down-projections and the
+    output (``q_down``, ``kv_down``, ``out``) only. The full-rank query ``q`` never has one (DeepSeek-V2's ``q_proj``
+    is ``bias=False`` whatever ``attention_bias``), nor have the up-projections from a normalised latent.
     """
 
     def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
@@ -146,7 +147,7 @@ class MultiHeadLatentAttention(nn.Module):
         self.n_heads, self.head_dim, self.layer = cfg.model.n_heads, s.head_dim, layer
         q_width = self.n_heads * (s.head_dim + s.rope_dim)
         if s.q_lora_rank is None:
-            self.q = nn.Linear(d, q_width, bias=bias)
+            self.q = nn.Linear(d, q_width, bias=False)  # DeepSeek-V2's q_proj: never a bias
         else:
             self.q_down = nn.Linear(d, s.q_lora_rank, bias=bias)
             self.q_norm = RMSNorm(s.q_lora_rank, eps=LATENT_NORM_EPS)
@@ -186,7 +187,7 @@ class MultiHeadLatentAttention(nn.Module):
         hd, r, lat = s.head_dim, s.rope_dim, s.kv_lora_rank
         n, keys = step.tokens, step.batch * step.keys  # new tokens; (sequence, key) pairs attended to
         if s.q_lora_rank is None:
-            query = linear(d, h * (hd + r), n, bias)
+            query = linear(d, h * (hd + r), n, False)
         else:
             query = (linear(d, s.q_lora_rank, n, bias) + norm(s.q_lora_rank, n, s.q_lora_rank)
                      + linear(s.q_lora_rank, h * (hd + r), n, False))

@@ -135,7 +135,7 @@ def test_registered_with_deepseek_proportions_and_its_parameters():
                       "kv_up.weight": (HEADS * 32, 64), "out.weight": (D, HEADS * 16)}
     compressed = MultiHeadLatentAttention(mla_cfg(bias=True, q_lora_rank=24, kv_lora_rank=32, qk_rope_head_dim=4))
     shapes = {n: tuple(p.shape) for n, p in compressed.named_parameters()}
-    # A bias on what reads or writes the residual stream; none on the up-projections from a normalised latent.
+    # A bias on the down-projections and the output; none on the up-projections from a normalised latent.
     assert shapes == {"q_down.weight": (24, D), "q_down.bias": (24,), "q_norm.weight": (24,),
                       "q_up.weight": (HEADS * 20, 24), "kv_down.weight": (36, D), "kv_down.bias": (36,),
                       "kv_norm.weight": (32,), "kv_up.weight": (HEADS * 32, 32), "out.weight": (D, HEADS * 16),
@@ -143,6 +143,20 @@ def test_registered_with_deepseek_proportions_and_its_parameters():
     # DeepSeek-V2's own proportions at its 128 per head: 512 and 64.
     big = MultiHeadLatentAttention(ArchConfig(model=ModelConfig(d_model=1024, n_heads=8), attn=AttnConfig("mla")))
     assert (big.sizes.kv_lora_rank, big.sizes.rope_dim) == (512, 64)
+
+
+@pytest.mark.parametrize("q_lora_rank", [None, 24], ids=["full-rank-query", "compressed-query"])
+def test_bias_on_is_deepseeks_attention_bias_never_the_full_rank_querys(q_lora_rank):
+    """``bias=on`` biases what DeepSeek-V2's ``attention_bias`` does: the down-projections (``q_a_proj``,
+    ``kv_a_proj_with_mqa``) and the output; its full-rank ``q_proj`` is ``bias=False`` whatever the flag. The work
+    counts exactly the parameters built, on both paths."""
+    want = {True: {"kv_down", "out"} | ({"q_down"} if q_lora_rank else set()), False: set()}
+    for bias in (True, False):
+        cfg = mla_cfg(bias=bias, q_lora_rank=q_lora_rank)
+        attn = MultiHeadLatentAttention(cfg)
+        assert {n.rpartition(".")[0] for n, _ in attn.named_parameters() if n.endswith(".bias")} == want[bias]
+        for step in (Step(1, 1, 1), Step(2, 20, 20)):  # absorbed, reference
+            assert MultiHeadLatentAttention.work(cfg, step).weights == count_parameters(attn)
 
 
 @pytest.mark.parametrize("q_lora_rank", [None, 24])
@@ -360,11 +374,12 @@ def causal_mask(t):
 
 
 @torch.no_grad()
-@pytest.mark.parametrize("q_lora_rank,bias", [(None, False), (24, True)], ids=["full-rank-query", "compressed-query"])
+@pytest.mark.parametrize("q_lora_rank,bias", [(None, False), (None, True), (24, True)],
+                         ids=["full-rank-query", "full-rank-query-bias", "compressed-query-bias"])
 def test_matches_hf_deepseek_v2_attention_and_decodes_through_the_latent_cache(rand_params, q_lora_rank, bias):
-    """HF rotates interleaved pairs (``view_as_complex`` on (2i, 2i+1)): pos.layout=interleaved. Its full-rank
-    ``q_proj`` has no bias whatever ``attention_bias``, so the biased case compresses the query (``q_a_proj`` has
-    one)."""
+    """HF rotates interleaved pairs (``view_as_complex`` on (2i, 2i+1)): pos.layout=interleaved. With
+    ``attention_bias`` its full-rank ``q_proj`` still has no bias, and ours neither (``deepseek_from_ours`` loads every
+    tensor by name, so a query bias on one side only fails there)."""
     cfg = mla_cfg("rope", "interleaved", bias=bias, q_lora_rank=q_lora_rank)
     ours = rand_params(MultiHeadLatentAttention(cfg), seed=10, scale=2.0).eval()
     hf, rotary = deepseek_attention(cfg, bias)
