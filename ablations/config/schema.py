@@ -156,8 +156,9 @@ class RunSettings:
     data: DataConfig = field(default_factory=DataConfig)
     # false: skip the latency/FLOPs/memory measurement and run only the quality runs (train.enabled).
     measure: bool = True
-    # Like for like: widen the FFN by the K/V weights that GQA/MQA removed, so the block keeps its MHA
-    # version's parameter count (Llama-2's GQA ablation did this). Computed per model size.
+    # Like for like: change the FFN's width by the weights the attention saves against MHA (GQA/MQA's K/V heads,
+    # MLA's latent), so the block keeps its MHA version's parameter count (Llama-2's GQA ablation did this for GQA).
+    # Computed per model size.
     match_params: bool = False
     # Name of the sweep a point belongs to ("adhoc" for a single run); set by each sweep (+sweep=NAME).
     sweep_name: str = "adhoc"

@@ -12,7 +12,17 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from components import FFNS, ArchConfig, CausalSelfAttention, Choice, ModelConfig, choices, llama2_block, llama2_choices
+from components import (
+    ATTENTIONS,
+    FFNS,
+    ArchConfig,
+    Choice,
+    ConfigError,
+    ModelConfig,
+    choices,
+    llama2_block,
+    llama2_choices,
+)
 from components import preset as make_preset
 from components.work import Step
 
@@ -26,24 +36,39 @@ def arch_from(cfg: DictConfig) -> ArchConfig:
     return match_params(arch) if cfg.get("match_params") else arch
 
 
-def match_params(arch: ArchConfig) -> ArchConfig:
-    """Widen the FFN by the K/V projection weights that GQA/MQA removed, so the block has the parameters of its
-    MHA version (to the nearest hidden unit), as Llama-2's GQA ablation did (Touvron et al. 2023, A.2.1).
+def attention_weights_saved(arch: ArchConfig) -> int:
+    """How many weights ``arch``'s attention has fewer than its MHA version (negative: more). GQA and MQA drop K/V
+    heads; MLA replaces K and V with its down- and up-projections and widens each head's query by its RoPE part,
+    which saves weights or costs them depending on the sizes. Both counts are the attention's own (its ``work``'s
+    weights at one token), so a new attention value is counted by its own module."""
+    def weights(a: ArchConfig) -> int:
+        return ATTENTIONS.get(a.attn.name).work(a, Step(1, 1, 1)).weights
 
-    Both counts are the components' own (their ``work``'s weights at one token): what attention loses against its
-    MHA version, and what one more hidden unit costs the FFN.
+    return weights(arch.replace(attn=type(arch.attn)("mha"))) - weights(arch)
+
+
+def match_params(arch: ArchConfig) -> ArchConfig:
+    """Change the FFN's width by the attention weights ``attention_weights_saved`` counts, so the block has the
+    parameters of its MHA version (to the nearest hidden unit), as Llama-2's GQA ablation did for GQA (Touvron et
+    al. 2023, A.2.1): GQA and MQA widen the FFN; MLA widens it where its latent saves weights and narrows it where
+    its projections cost more than MHA's (few, wide heads).
+
+    What one more hidden unit costs the FFN is its own ``work``'s weights at one token.
     """
     arch.validate()
-    one = Step(1, 1, 1)
-    mha = arch.replace(attn=type(arch.attn)("mha"))
-    removed = CausalSelfAttention.work(mha, one).weights - CausalSelfAttention.work(arch, one).weights
-    if removed == 0:
+    saved = attention_weights_saved(arch)
+    if saved == 0:
         return arch
     ffn = FFNS.get(arch.ffn.name)
     width = arch.ffn_hidden
+    one = Step(1, 1, 1)
     at = [arch.replace(ffn=replace(arch.ffn, hidden_dim=h)) for h in (width, width + 1)]
     per_unit = ffn.work(at[1], one).weights - ffn.work(at[0], one).weights
-    return arch.replace(ffn=replace(arch.ffn, hidden_dim=width + round(removed / per_unit)))
+    hidden = width + round(saved / per_unit)
+    if hidden < 1:
+        raise ConfigError(f"match_params=true cannot match attn={arch.attn.name}: its attention has {-saved} weights "
+                          f"more than MHA's, more than the FFN's {width} hidden units hold; use match_params=false")
+    return arch.replace(ffn=replace(arch.ffn, hidden_dim=hidden))
 
 
 def arch_from_row(row: Mapping[str, Any], max_seq_len: int = 1 << 20) -> ArchConfig:
@@ -103,9 +128,9 @@ def variant_label(arch: ArchConfig, matched: bool = False) -> str:
     ``llama2-bias`` (the leave-one-out points). A choice neither model varies (``gpt2 == llama2``) adds its name
     when moved: ``llama2+qknorm``, ``rope+qknorm``. Tied embeddings are GPT-2's and untied Llama-2's: a block of the
     Llama-2 family with tied embeddings gets ``-tied``, any other with untied ones ``-untied``. ``matched``
-    (``match_params``) adds ``-matched`` where it widened the FFN.
+    (``match_params``) adds ``-matched`` where it changed the FFN (attention of other weights than MHA's).
     """
-    suffix = "-matched" if matched and arch.n_kv_heads < arch.model.n_heads else ""
+    suffix = "-matched" if matched and attention_weights_saved(arch) != 0 else ""
     moved = llama2_choices()
     llama = {c.group: c.has(arch, c.llama2) for c in moved}
     family = sum(llama.values()) >= len(moved) - 1

@@ -21,6 +21,7 @@ from components import (
     ArchConfig,
     AttnConfig,
     BiasConfig,
+    ConfigError,
     FFNConfig,
     ModelConfig,
     build_decoder,
@@ -76,20 +77,45 @@ def test_profile_selects_its_training_and_an_override_wins():
     assert composed("train.seeds=[4,5]").train.seeds == [4, 5]
 
 
+# (d, heads, attention): GQA and MQA save K/V weights; MLA saves weights at 16 heads of 64 (full-rank or compressed
+# query) and costs them at 4 heads of 192, where its RoPE part and up-projections outweigh MHA's K and V.
+MATCHED = [(1024, 16, AttnConfig("gqa", 2)), (128, 4, AttnConfig("gqa", 1)), (768, 12, AttnConfig("gqa", 4)),
+           (1024, 16, AttnConfig("mla")), (1024, 16, AttnConfig("mla", q_lora_rank=256)), (768, 4, AttnConfig("mla"))]
+
+
 @pytest.mark.parametrize("ffn", ["gelu", "swiglu"])
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("d,heads,kv", [(1024, 16, 2), (128, 4, 1), (768, 12, 4)])
-def test_matched_gqa_has_mha_parameters_to_one_hidden_unit(ffn, bias, d, heads, kv):
+@pytest.mark.parametrize("d,heads,attn", MATCHED, ids=[f"{d}-{h}-{a.name}-q{a.q_lora_rank}" for d, h, a in MATCHED])
+def test_matched_attention_has_mha_parameters_to_one_hidden_unit(ffn, bias, d, heads, attn):
     model = ModelConfig(d, 1, heads, 64)
     on_off = BiasConfig("on" if bias else "off")
     mha = ArchConfig(model, ffn=FFNConfig(ffn), bias=on_off)
-    gqa = ArchConfig(model, ffn=FFNConfig(ffn), attn=AttnConfig("gqa", kv), bias=on_off)
-    matched = match_params(gqa)
+    other = mha.replace(attn=attn)
+    matched = match_params(other)
     count = lambda a: count_parameters(build_decoder(a, device="meta"))  # noqa: E731
     per_unit = (3 if ffn == "swiglu" else 2) * d + (2 if ffn == "swiglu" else 1) * bias
-    assert count(gqa) < count(mha)
+    assert count(other) != count(mha)
+    # The FFN moves the way the attention's weights did: wider where they were saved, narrower where they cost.
+    assert (matched.ffn_hidden > other.ffn_hidden) == (count(other) < count(mha))
     assert abs(count(matched) - count(mha)) <= per_unit / 2
-    assert match_params(mha) == mha
+    assert variant_label(matched, matched=True) == variant_label(other) + "-matched"
+    assert match_params(mha) == mha and variant_label(mha, matched=True) == variant_label(mha)
+
+
+def test_match_params_refuses_attention_the_ffn_cannot_make_up_for():
+    # A latent of 4096 at d=64: MLA has far more weights than MHA and the whole FFN together.
+    mla = ArchConfig(ModelConfig(64, 1, 1, 64), attn=AttnConfig("mla", kv_lora_rank=4096))
+    with pytest.raises(ConfigError, match=r"^match_params=true cannot match attn=mla: its attention has \d+ weights "
+                                          r"more than MHA's, more than the FFN's 256 hidden units hold"):
+        match_params(mla)
+
+
+def test_mla_with_match_params_is_matched_in_the_measurement_and_the_quality_model():
+    cfg, plain = composed("attn=mla", "match_params=true"), composed("attn=mla")
+    arch, unmatched = check_run(cfg), check_run(plain)
+    assert arch == match_params(unmatched) != unmatched
+    assert variant_label(arch, matched=True) == "mla-matched"
+    assert quality_arch(cfg, arch) == match_params(quality_arch(plain, unmatched)) != quality_arch(plain, unmatched)
 
 
 def test_kv_heads_keep_query_heads_per_kv_head():
