@@ -38,7 +38,8 @@ COMMANDS = {
                        malloc="ablations.regress"),
     "predict": Command("ablations.predict.__main__", "each choice at full size on named hardware (predicted)"),
     "full-size": Command("ablations.predict.full_size", "the README's \"At full size\" tables (predicted)"),
-    "calibrate": Command("ablations.predict.calibrate", "measure this machine and write its conf/hardware entry"),
+    "calibrate": Command("ablations.predict.calibrate",
+                         "measure this machine and write its hardware entry into $BLOCKBENCH_HOME"),
     "sizes": Command("ablations.report.sizes", "full-size models' parameters, FLOPs per token and KV-cache bytes"),
 }
 

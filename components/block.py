@@ -3,6 +3,10 @@
 How attention and the FFN join the residual stream is a hook too (``block``): GPT-2's and Llama-2's sequential
 ``x + attn(norm1(x))`` then ``+ ffn(norm2(x))`` unless a declared choice plugs in another residual (the parallel
 block of GPT-J and GPT-NeoX). A residual class states how many norms it needs, its forward and its work.
+
+``add_work`` is a test-only hook: blocks built while it is set do a known amount of extra work (what
+``scripts/regress_power.py`` injects to measure whether ``ablations.regress`` catches a slowdown). Unset, the default,
+it costs the forward nothing: the block keeps its class's forward and no buffer.
 """
 
 from __future__ import annotations
@@ -38,6 +42,20 @@ class SequentialResidual:
         return Work()  # the residual adds are elementwise; the norms are counted by ``Block.work``
 
 
+# Columns of extra work each block built now adds (``add_work``); 0: none.
+_added_work = 0
+
+
+def add_work(width: int) -> None:
+    """Test-only: every ``Block`` built after this call adds two products through a ``(d_model, width)`` zero
+    matrix to its output, ``x + (x @ W) @ W.T``: 4 * d_model * width FLOPs per token and outputs unchanged.
+    ``add_work(0)`` builds plain blocks again; blocks already built keep what they were built with."""
+    global _added_work
+    if width < 0:
+        raise ValueError(f"add_work: width={width}; allowed: 0 (none) or more columns")
+    _added_work = width
+
+
 def residual_of(cfg: ArchConfig) -> type:
     """The residual structure a declared ``block`` choice plugs in, else the sequential one."""
     plugged = hook_classes(cfg, "block")
@@ -56,6 +74,9 @@ class Block(nn.Module):
         if self.residual.norms(cfg) > 1:
             self.norm2 = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
         self.ffn = build_ffn(cfg)
+        if _added_work:  # test-only (``add_work``); checked once per block built, never per forward
+            self.register_buffer("_waste", torch.zeros(cfg.model.d_model, _added_work), persistent=False)
+            self.forward = self._forward_with_added_work
 
     @classmethod
     def work(cls, cfg: ArchConfig, step: Step) -> Work:
@@ -67,3 +88,7 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,
                 score_bias: ScoreBias | None = None) -> torch.Tensor:
         return self.residual.forward(self, x, lambda h: self.attn(h, rotation, cache, score_bias))
+
+    def _forward_with_added_work(self, x: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
+        x = Block.forward(self, x, *args, **kwargs)
+        return x + (x @ self._waste) @ self._waste.T

@@ -6,10 +6,12 @@
 Every run checks a clean worktree of HEAD against HEAD, in a fresh process, exactly as a user would:
 
 - ``--same N``: N runs of the unchanged code (every regression verdict is a false alarm);
-- ``--inject PCT:N``: N runs with extra work written into ``Block.forward`` of the worktree's code (two
-  matmuls through a zero matrix, so outputs are unchanged), sized to cost about PCT% of the block's forward
-  at the suite's block shape (d=512, 1x256): the FLOPs fraction first, then corrected once from a paired
-  measurement of ``block/gpt2/forward``. Each injected run counts as caught when the check exits 1.
+- ``--inject PCT:N``: N runs with extra work added to every block of the worktree's code through the block's
+  test-only hook (``components.block.add_work``: two matmuls through a zero matrix, so outputs are unchanged;
+  the call is appended to the worktree's ``components/block.py``, so the head tree has it and the base does not),
+  sized to cost about PCT% of the block's forward at the suite's block shape (d=512, 1x256): the FLOPs fraction
+  first, then corrected once from a paired measurement of ``block/gpt2/forward``. Each injected run counts as
+  caught when the check exits 1.
 
 Arguments after ``--`` go to every check (e.g. ``-k block``). Each check's verdict is re-read from its JSON
 at several thresholds, with the interval the library computes now from the stored rounds (the rounds do not
@@ -52,21 +54,16 @@ def git(*args: str, cwd: Path = REPO) -> str:
 
 
 def inject(worktree: Path, width: int) -> None:
-    """Rewrite the worktree's Block with ``width`` columns of extra work (0: the original file)."""
-    path = worktree / BLOCK
+    """The worktree's blocks with ``width`` columns of extra work (0: the original file)."""
     git("checkout", "--", BLOCK, cwd=worktree)
-    if width == 0:
-        return
-    src = path.read_text()
-    init_end = "        self.ffn = build_ffn(cfg)\n"
-    ret = "        return self.residual.forward(self, x, lambda h: self.attn(h, rotation, cache, score_bias))\n"
-    if init_end not in src or ret not in src:
-        raise SystemExit(f"regress_power: {BLOCK} changed shape; update inject()")
-    buffer = f"        self.register_buffer('_waste', torch.zeros(cfg.model.d_model, {width}), persistent=False)\n"
-    src = src.replace(init_end, init_end + buffer)
-    src = src.replace(ret, ret.replace("return", "x =", 1)
-                      + "        return x + (x @ self._waste) @ self._waste.T  # injected extra work\n")
-    path.write_text(src)
+    if width:
+        add_work_call(worktree, width)
+
+
+def add_work_call(tree: Path, width: int) -> None:
+    """Append the hook's call to ``tree``'s ``components/block.py``: the blocks that tree builds add the work."""
+    with (tree / BLOCK).open("a") as f:
+        f.write(f"\nadd_work({width})  # scripts/regress_power.py: injected extra work\n")
 
 
 def width_for(pct: float) -> int:

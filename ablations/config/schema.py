@@ -195,9 +195,12 @@ RunConfig = _run_config()
 def register_configs() -> None:
     """Store the schemas at the top of the ConfigStore, not in their groups: a group's schema would be listed
     (and selectable) as one of its options, e.g. ``model=model_schema`` in ``--help``. A group's config
-    extends its schema with ``defaults: [/model_schema@_here_]``."""
+    extends its schema with ``defaults: [/model_schema@_here_]``. Also puts the user's config folder on Hydra's
+    search path (``ablations.config.searchpath``): every command that composes calls this first."""
     from ablations.config.generated import register_generated
+    from ablations.config.searchpath import register_search_path
 
+    register_search_path()
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
     groups = {"model": ModelSizes, **{c.group: c.config for c in choices()}, "profile": ProfileConfig,

@@ -89,16 +89,20 @@ def per_call_overhead(dtype: torch.dtype, **timed: object) -> float:
     return _best(step, **timed) / kernel_calls(arch, "decode")
 
 
+# The hardware entry this machine's calibration is: ``blockbench calibrate`` writes it, the report validates with it.
+MACHINE = "this_machine"
+
+
 def calibrate(dtype: torch.dtype = torch.float32, rounds: int = 5, min_run_time: float = 0.1,
               buffer_mib: int = 256, matmul_n: int = 2048) -> dict:
-    """The ``conf/hardware`` entry for this machine, every figure measured now."""
+    """The ``hardware`` entry for this machine, every figure measured now."""
     cpu = torch.device("cpu")
     timed = dict(rounds=rounds, min_run_time=min_run_time, warmup=2, device=cpu)
     ceilings = measure_ceilings(dtype, matmul_n, buffer_mib << 20, **timed)
     matmul, streaming = matmul_efficiency(ceilings, dtype, **timed)
     attention_memory, attention_compute = attention_efficiency(ceilings, dtype, 2 * (buffer_mib << 20), **timed)
     return {
-        "name": "this_machine",
+        "name": MACHINE,
         "dtype": str(dtype).removeprefix("torch."),
         "peak_flops": float(ceilings.matmul_peak),
         "bandwidth": float(ceilings.bandwidth),

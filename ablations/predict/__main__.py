@@ -1,6 +1,7 @@
 """``python -m ablations.predict [hardware=NAME] [model=NAME] [key=value ...]``: each choice at full size.
 
-Hydra composes ``conf/predict.yaml`` with the ``hardware`` and ``model`` groups. Prints, per scenario, each
+Hydra composes ``conf/predict.yaml`` with the ``hardware`` and ``model`` groups (the package's entries and the user's
+own, in ``$BLOCKBENCH_HOME``: ``ablations.paths``). Prints, per scenario, each
 one-choice flip of GPT-2's block against it and each flip on Llama-2's block (the choices that came after it, and
 named settings such as a sliding window) against Llama-2's block, at the same size (the ``against`` column):
 predicted time, what bounds it, KV-cache memory and the largest batch that fits, and which ceilings and
@@ -19,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ablations.config.schema import register_configs
 from ablations.errors import UsageError, command
-from ablations.paths import conf_dir
+from ablations.paths import conf_dir, conf_names
 from ablations.predict.scenarios import Scenario, predicted
 from ablations.predict.table import ELEMENT_BYTES, markdown, prediction_table
 from ablations.roofline.hardware import Hardware
@@ -29,7 +30,8 @@ CONF = conf_dir()
 
 
 def options(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF / group).glob("*.yaml") if not p.stem.endswith("_schema"))
+    """A group's names: the package's and the user's folder's."""
+    return conf_names(group)
 
 
 def check_choices(overrides: list[str]) -> None:

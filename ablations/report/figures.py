@@ -174,11 +174,11 @@ def measured_vs_roofline(s: pd.DataFrame) -> Figure | str:
 
 def predicted_vs_measured(s: pd.DataFrame) -> Figure | str:
     """The calibrated model's ratio and absolute time against the measured ones, every point."""
-    from ablations.report.roofline import calibration, points, validation
+    from ablations.report.roofline import calibration, no_calibration, points, validation
 
     hw = calibration()
     if hw is None:
-        return "no conf/hardware/this_machine.yaml (run python -m ablations.predict.calibrate)"
+        return no_calibration()
     p = points(s)
     v = validation(p, hw) if not p.empty else p
     if v.empty:

@@ -2,8 +2,9 @@
 the calibrated model's predictions against what was measured.
 
 ``points`` turns the long rows into one row per sweep, case, mode and shape. ``validation`` predicts every
-point with ``ablations.roofline.model.predict`` on this machine's calibration (``conf/hardware/this_machine.yaml``:
-its ceilings and efficiencies, not the run's), and sets the predicted ratio and time against the measured ones.
+point with ``ablations.roofline.model.predict`` on this machine's calibration (the ``hardware`` entry
+``this_machine``, which ``blockbench calibrate`` writes into the user's folder: its ceilings and efficiencies, not the
+run's), and sets the predicted ratio and time against the measured ones.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ablations.config.variants import arch_from_row, baseline_of_row
+from ablations.measure.calibration import MACHINE
 from ablations.report.formatting import fmt_pct, fmt_spread, fmt_x, markdown_table
 from ablations.report.tables import baseline_name
 from ablations.roofline.calls import kernel_calls
@@ -26,7 +28,7 @@ KEYS = ["sweep", "case", "base_case", "variant", "mode", "batch", "seq_len"]
 # What rebuilds a row's model (``arch_of``): every declared choice's columns, the sizes, and the setup.
 ARCH = [*row_columns(), "n_heads", "d_model", "n_layers", "ffn_hidden", "dtype", "device"]
 ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-CALIBRATION = "this_machine"
+CALIBRATION = MACHINE
 # The issue's goals: paired ratios of compute-bound forward/train shapes within 5%; decode within 15%.
 GOALS = {"forward/train, compute-bound": 0.05, "decode": 0.15}
 
@@ -65,6 +67,11 @@ def arch_of(r: pd.Series) -> ArchConfig:
 
 def calibration() -> Hardware | None:
     return load_hardware(CALIBRATION)
+
+
+def no_calibration() -> str:
+    return (f"No `{CALIBRATION}` hardware entry (in `$BLOCKBENCH_HOME/hardware/` or the package's `conf/hardware/`): "
+            "run `blockbench calibrate` to validate the performance model on this machine")
 
 
 def validation(pts: pd.DataFrame, hw: Hardware) -> pd.DataFrame:
@@ -182,8 +189,7 @@ def validation_section(measured: pd.DataFrame) -> tuple[list[str], pd.DataFrame]
     hw = calibration()
     pts = points(measured)
     if hw is None:
-        return [f"No `conf/hardware/{CALIBRATION}.yaml`: run `python -m ablations.predict.calibrate` to validate "
-                "the performance model on this machine.", ""], pd.DataFrame()
+        return [f"{no_calibration()}.", ""], pd.DataFrame()
     v = validation(pts, hw) if not pts.empty else pd.DataFrame()
     if v.empty:
         return [f"No measured CPU {hw.dtype} points to validate the performance model against.", ""], v

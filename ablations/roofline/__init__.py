@@ -2,8 +2,3 @@
 
 Below ``measure``, ``report`` and ``predict``, which all read it; of ``ablations`` it imports only ``paths``.
 """
-
-from ablations.paths import conf_dir
-
-# conf/hardware/: the datasheet machines and this machine's calibration.
-HARDWARE_DIR = conf_dir() / "hardware"

@@ -1,9 +1,10 @@
 """A machine as the performance model sees it: ceilings, efficiencies, and where each number comes from.
 
-Read from ``conf/hardware/*.yaml`` (datasheets, or ``python -m ablations.predict.calibrate`` for this
-machine). Ceilings are what the hardware can do at best (datasheet peaks, or this machine's best measured
-round); efficiencies are the fractions of them that real kernels of each kind reach, measured by the
-calibration or taken from a cited publication. Every prediction names the ``source`` of both.
+Read from ``hardware/*.yaml`` entries: the package's ``conf/hardware/`` (datasheets) and the user's folder
+(``$BLOCKBENCH_HOME/hardware/``, where ``blockbench calibrate`` writes this machine's). Ceilings are what the
+hardware can do at best (datasheet peaks, or this machine's best measured round); efficiencies are the fractions
+of them that real kernels of each kind reach, measured by the calibration or taken from a cited publication. Every
+prediction names the ``source`` of both.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import yaml
+
+from ablations.paths import conf_entry
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,8 @@ class Hardware:
         return y0 + w * (y1 - y0)
 
 
-def load_hardware(name: str, folder: Path | None = None) -> Hardware | None:
-    """``conf/hardware/<name>.yaml`` as a ``Hardware``; None when there is no such file."""
-    from ablations.roofline import HARDWARE_DIR
-
-    path = (folder or HARDWARE_DIR) / f"{name}.yaml"
-    return Hardware.from_dict(yaml.safe_load(path.read_text())) if path.is_file() else None
+def load_hardware(name: str) -> Hardware | None:
+    """The ``hardware`` entry ``name`` as a ``Hardware``, from where Hydra would take it (the user's folder, else
+    the package's: ``ablations.paths.conf_entry``); None when there is none."""
+    path = conf_entry("hardware", name)
+    return Hardware.from_dict(yaml.safe_load(path.read_text())) if path else None
