@@ -55,7 +55,9 @@ def add_backend_rows(rows: Rows, mode: str, backends: Counter[str]) -> None:
 
 def add_ceiling_rows(rows: Rows, ceilings: Ceilings, matmul_n: int, buffer_bytes: int) -> None:
     n = matmul_n
-    rows.add("matmul_peak", ceilings.matmul_peak, "FLOP/s", statistic="max", mode=f"{n}x{n}@{n}x{n}")
+    peaks = ceilings.matmul_peaks or (ceilings.matmul_peak,)
+    rows.add("matmul_peak", ceilings.matmul_peak, "FLOP/s", statistic="max", mode=f"{n}x{n}@{n}x{n}",
+             min=min(peaks), max=max(peaks), n=len(peaks), note=f"the run's, best of {len(peaks)} measurements")
     for kind, value in (("copy", ceilings.copy_bandwidth), ("read", ceilings.read_bandwidth)):
         rows.add("memory_bandwidth", value, "B/s", statistic="max", mode=kind,
                  note=f"{buffer_bytes >> 20} MiB buffer" + (", read + write counted" if kind == "copy" else ""))

@@ -89,6 +89,15 @@ def fmt_pct(v: float) -> str:
     return "—" if pd.isna(v) else f"{100 * v:.0f}%"
 
 
+# A utilisation above 100% of a measured ceiling is not a kernel beating the hardware but a ceiling measured low.
+UNDER_MEASURED = "ceiling under-measured"
+
+
+def fmt_util(v: float) -> str:
+    """A fraction of a measured ceiling: ``45%``; above 100% never bare: ``118% (ceiling under-measured)``."""
+    return fmt_pct(v) if pd.isna(v) or v <= 1 else f"{fmt_pct(v)} ({UNDER_MEASURED})"
+
+
 def fmt_rate(v: float) -> str:
     return "—" if pd.isna(v) else f"{v:,.0f}"
 

@@ -15,11 +15,11 @@ from ablations.report.formatting import (
     fmt_flops,
     fmt_p,
     fmt_params_delta,
-    fmt_pct,
     fmt_precision,
     fmt_rate,
     fmt_seeds,
     fmt_spread,
+    fmt_util,
     fmt_verdict,
     fmt_x,
     is_true,
@@ -81,7 +81,7 @@ def work_table(c: pd.DataFrame) -> str:
         "KV ×": c["kv_per_token_ratio"].map(fmt_x),
         f"forward FLOPs ({shape})": c["fwd_flops"].map(fmt_flops),
         "FLOPs ×": c["fwd_flops_ratio"].map(fmt_x),
-        "utilisation fwd / train": [f"{fmt_pct(f)} / {fmt_pct(t)}" for f, t in zip(c["fwd_util"], c["train_util"],
+        "utilisation fwd / train": [f"{fmt_util(f)} / {fmt_util(t)}" for f, t in zip(c["fwd_util"], c["train_util"],
                                                                                   strict=True)],
     }))
 

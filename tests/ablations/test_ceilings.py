@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -33,3 +34,63 @@ def test_sdpa_backend_is_recorded_per_call_in_every_mode():
     cache.pos = 6
     with torch.inference_mode():  # aten operators below SDPA are invisible to dispatch modes here
         assert sdpa_backends(lambda: model(x[:, :1], cache)) == {"flash": 2}
+
+
+def test_each_ceiling_is_the_best_of_several_measurements_taken_in_turn(monkeypatch):
+    order: list[str] = []
+    peaks = iter([150e9, 91e9, 176e9, 130e9, 160e9])  # one slow spell: 91 GFLOP/s alone would give 118% and more
+    bandwidths = iter([(8e9, 9e9), (10e9, 7e9), (6e9, 6e9)])
+    overheads = iter([3e-6, 2e-6, 4e-6])
+    monkeypatch.setattr(ceilings, "matmul_peak", lambda *a, **kw: (order.append("peak"), next(peaks))[1])
+    monkeypatch.setattr(ceilings, "bandwidths", lambda *a, **kw: (order.append("bw"), next(bandwidths))[1])
+    monkeypatch.setattr(ceilings, "call_overhead", lambda *a, **kw: (order.append("call"), next(overheads))[1])
+    found = ceilings.measure_ceilings(torch.float32, 8, 1 << 10, device=CPU, measurements=3, rounds=1)
+    assert order == ["peak", "bw", "call"] * 3  # in turn: a slow spell spoils one of each, not one ceiling
+    assert found.matmul_peak == 176e9 and found.matmul_peaks == (150e9, 91e9, 176e9)
+    assert (found.copy_bandwidth, found.read_bandwidth, found.call_overhead) == (10e9, 9e9, 2e-6)
+
+
+def test_a_run_measures_its_ceilings_once_and_every_point_carries_them(monkeypatch):
+    """Two points of one run (``measure_point`` with the timer replaced, nothing timed): one measurement of the
+    ceilings, the same ``matmul_peak`` row on both, and each utilisation over that peak."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from ablations.cli import CONF_DIR
+    from ablations.config.checks import check_run
+    from ablations.measure import point
+    from ablations.measure.timing import PairedTiming
+    from ablations.results.rows import Rows
+
+    measured = []
+
+    def measure(*args: object, **kw: object) -> ceilings.Ceilings:
+        measured.append(args)
+        return ceilings.Ceilings(1e11, 8e9, 9e9, 2e-6, (9.1e10, 1e11))
+
+    monkeypatch.setattr(ceilings, "measure_ceilings", measure)
+    monkeypatch.setattr(point, "time_call", lambda fn, device: (fn(), 1e-3))
+    monkeypatch.setattr(point, "paired_with", lambda rule, a, b, **kw: PairedTiming([2e-3] * 2, [1e-3] * 2))
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="test"):
+            cfg = compose("config", ["profile=smoke", "model=tiny", "profile.decode=false", "profile.memory=false",
+                                     "profile.train_step=false", "profile.shapes=[1x8]"])
+    finally:
+        GlobalHydra.instance().clear()
+    ceilings.forget_run()
+    points = []
+    for variant in ("gpt2", "rmsnorm"):
+        rows = Rows(base={"variant": variant})
+        point.measure_point(cfg, check_run(cfg), CPU, torch.float32, rows, timing=True)
+        points.append({(r["metric"], r["mode"]): r for r in rows.rows})
+    assert len(measured) == 1
+    for rows in points:
+        peak = rows[("matmul_peak", "512x512@512x512")]
+        assert (peak["value"], peak["min"], peak["max"], peak["n"]) == (1e11, 9.1e10, 1e11, 2)
+        flop_rate = rows[("flop_rate", "forward")]["value"]
+        assert rows[("utilisation", "forward")]["value"] == pytest.approx(flop_rate / 1e11)
+    ceilings.forget_run()  # a new run measures again
+    point.measure_point(cfg, check_run(cfg), CPU, torch.float32, Rows(base={"variant": "gpt2"}), timing=True)
+    assert len(measured) == 2
+    ceilings.forget_run()
