@@ -10,6 +10,7 @@ from ablations.measure import ceilings
 from ablations.measure.backends import sdpa_backends
 from ablations.results.rows import Summary
 from components import ArchConfig, AttnConfig, ModelConfig, build_decoder
+from tests.ablations.untimed import point_rows, untimed
 
 CPU = torch.device("cpu")
 
@@ -51,17 +52,8 @@ def test_each_ceiling_is_the_best_of_several_measurements_taken_in_turn(monkeypa
 
 
 def test_a_run_measures_its_ceilings_once_and_every_point_carries_them(monkeypatch):
-    """Two points of one run (``measure_point`` with the timer replaced, nothing timed): one measurement of the
-    ceilings, the same ``matmul_peak`` row on both, and each utilisation over that peak."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from ablations.cli import CONF_DIR
-    from ablations.config.checks import check_run
-    from ablations.measure import point
-    from ablations.measure.timing import PairedTiming
-    from ablations.results.rows import Rows
-
+    """Two points of one run, nothing timed: one measurement of the ceilings, the same ``matmul_peak`` row on both,
+    and each utilisation over that peak."""
     measured = []
 
     def measure(*args: object, **kw: object) -> ceilings.Ceilings:
@@ -69,28 +61,17 @@ def test_a_run_measures_its_ceilings_once_and_every_point_carries_them(monkeypat
         return ceilings.Ceilings(1e11, 8e9, 9e9, 2e-6, (9.1e10, 1e11))
 
     monkeypatch.setattr(ceilings, "measure_ceilings", measure)
-    monkeypatch.setattr(point, "time_call", lambda fn, device: (fn(), 1e-3))
-    monkeypatch.setattr(point, "paired_with", lambda rule, a, b, **kw: PairedTiming([2e-3] * 2, [1e-3] * 2))
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="test"):
-            cfg = compose("config", ["profile=smoke", "model=tiny", "profile.decode=false", "profile.memory=false",
-                                     "profile.train_step=false", "profile.shapes=[1x8]"])
-    finally:
-        GlobalHydra.instance().clear()
+    untimed(monkeypatch)
+    quick = ("profile.decode=false", "profile.memory=false", "profile.train_step=false", "profile.shapes=[1x8]")
     ceilings.forget_run()
-    points = []
     for variant in ("gpt2", "rmsnorm"):
-        rows = Rows(base={"variant": variant})
-        point.measure_point(cfg, check_run(cfg), CPU, torch.float32, rows, timing=True)
-        points.append({(r["metric"], r["mode"]): r for r in rows.rows})
-    assert len(measured) == 1
-    for rows in points:
+        rows = {(r["metric"], r["mode"]): r for r in point_rows(*quick, variant=variant)}
         peak = rows[("matmul_peak", "512x512@512x512")]
         assert (peak["value"], peak["min"], peak["max"], peak["n"]) == (1e11, 9.1e10, 1e11, 2)
         flop_rate = rows[("flop_rate", "forward")]["value"]
         assert rows[("utilisation", "forward")]["value"] == pytest.approx(flop_rate / 1e11)
+    assert len(measured) == 1
     ceilings.forget_run()  # a new run measures again
-    point.measure_point(cfg, check_run(cfg), CPU, torch.float32, Rows(base={"variant": "gpt2"}), timing=True)
+    point_rows(*quick)
     assert len(measured) == 2
     ceilings.forget_run()
