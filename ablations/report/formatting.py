@@ -37,6 +37,14 @@ def fmt_flops(n: float) -> str:
     return f"{n:.3g} FLOP"
 
 
+def fmt_flops_executed(design: float, executed: float) -> str:
+    """The design's FLOPs, and the executed beside them where the kernels computed more: ``1.2 GFLOP (executed
+    2.1 GFLOP)``."""
+    if pd.isna(executed) or executed == design:
+        return fmt_flops(design)
+    return f"{fmt_flops(design)} (executed {fmt_flops(executed)})"
+
+
 def fmt_ratio(x: float) -> str:
     return "—" if pd.isna(x) else f"{x:.3g}×"
 
