@@ -219,6 +219,9 @@ def main(argv: list[str] | None = None) -> None:
     from ablations import callbacks
 
     callbacks.EXPECTED_POINTS = prevalidate(argv)
+    from ablations.measure.ceilings import forget_run
+
+    forget_run()  # this run measures its own ceilings, once, at its first timed point
     sys.argv = [sys.argv[0], *argv]
     # Hydra prints any exception of its own work (creating a job's folder, writing its .hydra/ records) with a
     # traceback; with this set it raises it instead, and a fault of the disk becomes one line below.

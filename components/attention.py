@@ -36,7 +36,7 @@ from components.choice import Choice, Claim, choices, declare, hook_classes, hoo
 from components.config import ArchConfig, ConfigError
 from components.positions import POSITIONS, Rotation, ScoreBias, apply_rotation
 from components.registry import Registry
-from components.work import Step, Work, linear
+from components.work import Step, Work, attention_core, linear
 
 ATTENTIONS: Registry[type[nn.Module]] = Registry("attn.name")
 
@@ -299,18 +299,20 @@ class CausalSelfAttention(nn.Module):
         The core counts every query against ``step.keys`` keys, the full T x S score matrix of the conventions
         (causal masking is not subtracted); a window of W caps that at W keys a query. So a window at least as long
         as the context counts exactly as no window, and a decode step counts the min(keys, W) keys it reads. The
-        cache read is every key some query of the step sees, once: the last W - 1 keys before the step and its own.
+        keys the step holds are every key some query of it sees, once: the last W - 1 keys before the step and its
+        own. The cache read is those; and where a window hides some of them, ``masked_sdpa`` scores them all (a
+        dense kernel under a mask), so the executed work counts every held key a query (``masked_flops``).
         """
         d, h, kv, hd, bias = cfg.model.d_model, cfg.model.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.bias.enabled
         n, window = step.tokens, cfg.attn.window
-        per_query, read = step.keys, step.keys
+        per_query, held = step.keys, step.keys
         if window is not None:
-            per_query, read = min(step.keys, window), min(step.keys, step.seq + window - 1)
+            per_query, held = min(step.keys, window), min(step.keys, step.seq + window - 1)
         projections = (linear(d, h * hd, n, bias) + 2 * linear(d, kv * hd, n, bias, write_output=False)
                        + linear(h * hd, d, n, bias))
-        core = Work(attention_flops=2 * 2 * step.batch * h * step.seq * per_query * hd,
-                    attention_activations=2 * n * h * hd,  # reads Q, writes its output
-                    kv_read=2 * step.batch * kv * read * hd, kv_write=2 * n * kv * hd)
+        core = attention_core(step.batch, h, step.seq, per_query, hd, hd, executed_keys=held) + Work(
+            attention_activations=2 * n * h * hd,  # reads Q, writes its output
+            kv_read=2 * step.batch * kv * held * hd, kv_write=2 * n * kv * hd)
         return sum((cls_.work(cfg, step) for cls_ in hook_classes(cfg, "qk")), projections + core)
 
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,

@@ -52,7 +52,7 @@ from components.attention import ATTENTIONS, FOLD_MAX_QUERIES, MLASizes, mla_siz
 from components.config import ArchConfig
 from components.norms import RMSNorm
 from components.positions import Rotation, ScoreBias, apply_rotation
-from components.work import Step, Work, linear, norm
+from components.work import Step, Work, attention_core, linear, norm
 
 # DeepSeek-V2's ``rms_norm_eps`` (and Hugging Face's ``DeepseekV2RMSNorm`` default) for the latents' norms; the
 # block's own norms keep ``norm.eps``.
@@ -194,18 +194,17 @@ class MultiHeadLatentAttention(nn.Module):
         projections = (query + linear(d, s.latent, n, bias, write_output=False) + norm(lat, n, lat)
                        + linear(h * hd, d, n, bias))
         cache = Work(kv_read=keys * s.latent, kv_write=n * s.latent)
-        pairs = step.batch * h * step.seq * step.keys  # score entries: per sequence, head, query and key
         if step.seq <= FOLD_MAX_QUERIES:
             # q_nope @ W_UK and o_lat @ W_UV^T: per head, head_dim x kv_lora_rank each way.
             absorbed = Work(linear_flops=2 * 2 * n * h * hd * lat, weights=2 * h * hd * lat,
                             linear_activations=2 * (n * h * hd + n * h * lat))
-            core = Work(attention_flops=2 * pairs * (s.latent + lat),
-                        attention_activations=n * h * s.latent + n * h * lat)  # reads q_lat+q_rope, writes o_lat
+            core = attention_core(step.batch, h, step.seq, step.keys, s.latent, lat) + Work(
+                attention_activations=n * h * s.latent + n * h * lat)  # reads q_lat+q_rope, writes o_lat
             return projections + cache + absorbed + core
         up = Work(linear_flops=2 * keys * lat * 2 * h * hd, weights=lat * 2 * h * hd,
                   linear_activations=keys * 2 * h * hd)
-        core = Work(attention_flops=2 * pairs * (hd + r + hd),
-                    attention_activations=n * h * (hd + r) + keys * h * (hd + r + hd) + n * h * hd)
+        core = attention_core(step.batch, h, step.seq, step.keys, hd + r, hd) + Work(
+            attention_activations=n * h * (hd + r) + keys * h * (hd + r + hd) + n * h * hd)
         return projections + cache + up + core
 
     def _rope(self, start: int, t: int, device: torch.device, layout: str) -> Rotation:

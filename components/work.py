@@ -6,7 +6,10 @@ every consumer (``ablations.roofline.work``, the measured FLOP rows, the predict
 Counts are in elements; ``ablations.roofline.work`` multiplies them by the dtype's size.
 
 Conventions (as ``torch.utils.flop_counter``): a multiply-add is 2 FLOPs; only matrix products count; attention
-counts the full T x S score matrix (QK^T and PV). Bytes:
+counts the full T x S score matrix (QK^T and PV), in one formula (``attention_core``). FLOPs come in two counts
+where they differ: the **design's** (``flops``: the keys each query attends to, a sliding window's min(keys, W))
+and the **executed** (``executed_flops``: what the kernel computes, a dense masked kernel every key it holds, also
+those its mask hides; the excess is ``masked_flops``). Bytes:
 
 - **weights**: every parameter read once per call, except that a learned position table contributes only the T
   rows the call looks up (not its max_seq_len x d);
@@ -48,6 +51,8 @@ class Work:
     norm_activations: int = 0
     kv_read: int = 0
     kv_write: int = 0
+    # Attention FLOPs the kernel computes beyond the design's: scores of keys its mask hides (a window's).
+    masked_flops: int = 0
 
     def __add__(self, other: Work) -> Work:
         return Work(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
@@ -59,7 +64,13 @@ class Work:
 
     @property
     def flops(self) -> int:
+        """The design's: every matrix product the architecture asks for."""
         return self.linear_flops + self.attention_flops
+
+    @property
+    def executed_flops(self) -> int:
+        """What the kernels compute: the design's, plus the scores a dense masked kernel computes and masks."""
+        return self.flops + self.masked_flops
 
 
 def linear(n_in: int, n_out: int, tokens: int, bias: bool, write_output: bool = True) -> Work:
@@ -67,6 +78,16 @@ def linear(n_in: int, n_out: int, tokens: int, bias: bool, write_output: bool = 
     its output written (unless the caller counts the output elsewhere, as K/V's go to the cache)."""
     return Work(linear_flops=2 * tokens * n_in * n_out, weights=n_in * n_out + (n_out if bias else 0),
                 linear_activations=tokens * n_in + (tokens * n_out if write_output else 0))
+
+
+def attention_core(batch: int, heads: int, queries: int, keys: int, qk_dim: int, v_dim: int,
+                   executed_keys: int | None = None) -> Work:
+    """Attention's two products for ``queries`` queries per sequence and head, each against ``keys`` keys: the
+    scores (Q K^T over ``qk_dim``) and the weighted sum of V (over ``v_dim``). ``executed_keys``: the keys per
+    query the kernel computes where that is more (a dense masked kernel's every key held); the excess is
+    ``masked_flops``."""
+    per_key = 2 * batch * heads * queries * (qk_dim + v_dim)
+    return Work(attention_flops=per_key * keys, masked_flops=per_key * ((executed_keys or keys) - keys))
 
 
 def norm(width: int, rows: int, params: int) -> Work:

@@ -1,7 +1,7 @@
 """This machine's ceilings and the efficiencies its kernels reach, for the performance model (``roofline``).
 
 Efficiencies are measured on the shapes the harness times (d=1024, 16 heads of 64), each against this run's
-own ceilings (``ceilings.measure_ceilings``), best round:
+own ceilings (``ceilings.measure_ceilings``: each the best of several measurements), best round:
 
 - matrix products with N rows (a d x 4d weight, cycled over four copies so the weights come from memory as a
   model's do, not from the last-level cache): FLOP/s / peak at each N;

@@ -5,7 +5,9 @@ On CPU the flash-attention kernel of SDPA is invisible to ``FlopCounterMode`` in
 the counter sees; the FLOPs of attention do not depend on the kernel that computes it.
 
 Convention (as FlopCounterMode): a multiply-add is 2 FLOPs; only matrix products count; causal attention
-counts the full T x S score matrix, as fused kernels compute and as Kaplan et al. count it.
+counts the full T x S score matrix, as fused kernels compute and as Kaplan et al. count it. The counter sees what
+runs: for a sliding window, the dense masked kernel's every held key, the work model's ``executed_flops``; the
+design's ``flops`` count min(keys, W) keys a query.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from components import ArchConfig, Decoder
-from components.work import Step
+from components.work import Step, Work
 
 
 def count_flops(fn: Callable[[], object]) -> int:
@@ -26,11 +28,17 @@ def count_flops(fn: Callable[[], object]) -> int:
     return int(counter.get_total_flops())
 
 
+def analytic_forward_work(cfg: ArchConfig, batch: int, seq: int, context: int | None = None) -> Work:
+    """The work of one Decoder forward on ``seq`` new tokens attending to ``context`` keys, as the components state
+    it (``Decoder.work``): ``flops`` the design's, ``executed_flops`` what the kernels compute (``FlopCounterMode``
+    counts those). ``context`` defaults to ``seq`` (a full forward); a decode step has seq=1 and context = cache
+    length."""
+    return Decoder.work(cfg, Step(batch, seq, seq if context is None else context))
+
+
 def analytic_forward_flops(cfg: ArchConfig, batch: int, seq: int, context: int | None = None) -> int:
-    """Matmul FLOPs of one Decoder forward on ``seq`` new tokens attending to ``context`` keys, as the components
-    state them (``Decoder.work``). ``context`` defaults to ``seq`` (a full forward); a decode step has seq=1 and
-    context = cache length."""
-    return Decoder.work(cfg, Step(batch, seq, seq if context is None else context)).flops
+    """The design's matmul FLOPs of one Decoder forward (``analytic_forward_work``)."""
+    return analytic_forward_work(cfg, batch, seq, context).flops
 
 
 def analytic_train_flops(cfg: ArchConfig, batch: int, seq: int) -> int:

@@ -21,12 +21,13 @@ from ablations.config.checks import Shape, parse_shape
 from ablations.config.variants import baseline_from
 from ablations.measure import flops as F
 from ablations.measure.backends import sdpa_backends
-from ablations.measure.ceilings import Ceilings, measure_ceilings
+from ablations.measure.ceilings import Ceilings, run_ceilings
 from ablations.measure.intervals import Precision, precision_of
 from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
 from ablations.measure.timing import PairedTiming, time_call, time_paired
-from ablations.measure.work_rows import add_backend_rows, add_ceiling_rows, add_work_rows
+from ablations.measure.work_rows import add_backend_rows, add_ceiling_rows, add_flop_rows, add_work_rows
 from ablations.results.rows import Rows, Summary
+from ablations.roofline.work import mode_work
 from components import ArchConfig, Decoder, KVCache, build_decoder, count_parameters, new_cache
 
 
@@ -139,8 +140,8 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
     ceilings = None
     if timing:
         buffer = int(p.bandwidth_buffer_mib) << 20
-        with phase(rows, "ceilings"):
-            ceilings = measure_ceilings(dtype, int(p.peak_matmul_n), buffer, **timed)
+        with phase(rows, "ceilings"):  # the run's: measured at its first timed point, then carried
+            ceilings = run_ceilings(dtype, int(p.peak_matmul_n), buffer, **timed)
         add_ceiling_rows(rows, ceilings, int(p.peak_matmul_n), buffer)
     peak = ceilings.matmul_peak if ceilings and p.flops else None
     elem = torch.empty((), dtype=dtype).element_size()
@@ -173,16 +174,11 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                 tick(f"{mode} {shape}")
             if p.flops:
                 with phase(rows, "flops", shape):
-                    fwd = F.count_flops(variant.forward(x))
-                    fwd_bwd = F.count_flops(variant.train_step(x))
-                    for mode, count in (("forward", fwd), ("train", fwd_bwd)):
-                        rows.add("flops", count, "FLOP", mode=mode, shape=shape)
-                        if mode in latency:
-                            rate = count / latency[mode].median
-                            rows.add("flop_rate", rate, "FLOP/s", mode=mode, shape=shape, statistic="median")
-                            if peak:
-                                rows.add("utilisation", rate / peak, "fraction of matmul peak", mode=mode,
-                                         shape=shape, statistic="median")
+                    # Counted as executed; the design's from the work model (less where a window's mask hides keys).
+                    for mode, make in (("forward", Subject.forward), ("train", Subject.train_step)):
+                        design = mode_work(arch, mode, shape.batch, shape.seq).flops
+                        add_flop_rows(rows, mode, shape, design, F.count_flops(make(variant, x)), "exact",
+                                      latency.get(mode), peak)
                 tick(f"flops {shape}")
             if p.memory:
                 with phase(rows, "memory", shape):
@@ -230,12 +226,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     # What a cache of ``context`` positions holds: a rolling (windowed) cache keeps only its window of them.
     kv_bytes = new_cache(variant.arch, batch, context, dtype=dtype, device="meta").nbytes
     rows.add("kv_cache_bytes", kv_bytes, "B", mode="decode", shape=shape)
-    rows.add("flops", F.analytic_forward_flops(variant.arch, batch, 1, context + 1), "FLOP", mode="decode",
-             shape=shape, statistic="analytic")
     prefills = batch * context <= p.prefill_max_tokens
-    if prefills:
-        rows.add("flops", F.analytic_forward_flops(variant.arch, batch, context), "FLOP", mode="prefill",
-                 shape=shape, statistic="analytic")
     if not timing:
         add_work_rows(rows, "decode", shape, latency=None, **work)
         if prefills:

@@ -1,7 +1,13 @@
-"""The roofline rows of one timed mode and shape: bytes moved, intensity, roofline time and ratio, utilisation.
+"""The roofline rows of one timed mode and shape: FLOPs, bytes moved, intensity, roofline time and ratio,
+utilisation.
 
-The bytes model is ``ablations.roofline.work``'s (its docstring states it); the ceilings are the ones this run
+The work model is ``ablations.roofline.work``'s (its docstring states it); the ceilings are the ones this run
 measured (``ablations.measure.ceilings``). Ratios are variant / baseline at the same shape, as ``latency_ratio``.
+
+FLOPs come as the design's (``flops``) and, where the kernels compute more, the executed (``executed_flops``): a
+sliding window's design attends to min(keys, W) keys a query, while the dense masked kernel that runs it scores
+every key the step holds. The roofline prices the design's; the FLOP rate and utilisation are the executed work
+over the time, what the machine did.
 """
 
 from __future__ import annotations
@@ -21,6 +27,26 @@ BYTES_NOTE = ("weights read once per call (learned table: the rows used); KV rea
               "attention; train = 3x forward")
 
 
+EXECUTED_NOTE = "what the kernels compute: a dense masked kernel scores every key it holds (flops: the design's keys)"
+
+
+def add_flop_rows(rows: Rows, mode: str, shape: Shape, design: int, executed: int, statistic: str,
+                  latency: Summary | None, peak: float | None) -> None:
+    """``flops`` (the design's), ``executed_flops`` beside it where the kernels compute more, and with a latency
+    the executed FLOP rate and, with a peak, its utilisation. ``statistic`` says how ``executed`` was obtained
+    (``exact``: counted by ``torch.utils.flop_counter``; ``analytic``: the work model)."""
+    differs = executed != design
+    rows.add("flops", design, "FLOP", mode=mode, shape=shape, statistic="analytic" if differs else statistic)
+    if differs:
+        rows.add("executed_flops", executed, "FLOP", mode=mode, shape=shape, statistic=statistic, note=EXECUTED_NOTE)
+    if latency is None:
+        return
+    rate = executed / latency.median
+    rows.add("flop_rate", rate, "FLOP/s", mode=mode, shape=shape, statistic="median")
+    if peak:
+        rows.add("utilisation", rate / peak, "fraction of matmul peak", mode=mode, shape=shape, statistic="median")
+
+
 def add_work_rows(rows: Rows, mode: str, shape: Shape, arch: ArchConfig, baseline: ArchConfig, elem: int,
                   latency: Summary | None, ceilings: Ceilings | None) -> None:
     work, base = mode_work(arch, mode, shape.batch, shape.seq, elem), mode_work(baseline, mode, shape.batch,
@@ -31,6 +57,9 @@ def add_work_rows(rows: Rows, mode: str, shape: Shape, arch: ArchConfig, baselin
         rows.add(metric, value, "B", mode=mode, shape=shape, statistic="analytic")
     rows.add("arithmetic_intensity", work.intensity, "FLOP/B", mode=mode, shape=shape, statistic="analytic")
     rows.add("kernel_calls", kernel_calls(arch, mode), "count", mode=mode, shape=shape, statistic="counted")
+    if mode in ("decode", "prefill"):  # forward's and train's are counted as they run (``measure_point``)
+        add_flop_rows(rows, mode, shape, work.flops, work.executed_flops, "analytic", latency,
+                      ceilings.matmul_peak if ceilings else None)
     if ceilings is None:
         return
     peak, bw = ceilings.matmul_peak, ceilings.bandwidth
@@ -42,10 +71,6 @@ def add_work_rows(rows: Rows, mode: str, shape: Shape, arch: ArchConfig, baselin
     if latency is not None:
         rows.add("bandwidth_utilisation", work.bytes / latency.median / bw, "fraction of memory bandwidth", mode=mode,
                  shape=shape, statistic="median")
-        if mode in ("decode", "prefill"):
-            rate = work.flops / latency.median
-            rows.add("flop_rate", rate, "FLOP/s", mode=mode, shape=shape, statistic="median")
-            rows.add("utilisation", rate / peak, "fraction of matmul peak", mode=mode, shape=shape, statistic="median")
 
 
 def add_backend_rows(rows: Rows, mode: str, backends: Counter[str]) -> None:
@@ -55,7 +80,9 @@ def add_backend_rows(rows: Rows, mode: str, backends: Counter[str]) -> None:
 
 def add_ceiling_rows(rows: Rows, ceilings: Ceilings, matmul_n: int, buffer_bytes: int) -> None:
     n = matmul_n
-    rows.add("matmul_peak", ceilings.matmul_peak, "FLOP/s", statistic="max", mode=f"{n}x{n}@{n}x{n}")
+    peaks = ceilings.matmul_peaks or (ceilings.matmul_peak,)
+    rows.add("matmul_peak", ceilings.matmul_peak, "FLOP/s", statistic="max", mode=f"{n}x{n}@{n}x{n}",
+             min=min(peaks), max=max(peaks), n=len(peaks), note=f"the run's, best of {len(peaks)} measurements")
     for kind, value in (("copy", ceilings.copy_bandwidth), ("read", ceilings.read_bandwidth)):
         rows.add("memory_bandwidth", value, "B/s", statistic="max", mode=kind,
                  note=f"{buffer_bytes >> 20} MiB buffer" + (", read + write counted" if kind == "copy" else ""))

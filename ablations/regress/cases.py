@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 
 import torch
@@ -100,10 +100,13 @@ CASE_SETS = ("default", "ci")
 
 @dataclass
 class Subject:
-    """One side's built case: the call to time, and the tensors whose memory is renewed every round."""
+    """One side's built case: the call to time, the tensors whose memory is renewed every round, and the size of
+    the design it built (elements of its parameters and of its KV cache), which the regression check compares
+    between the sides (``ablations.regress.comparable``)."""
 
     call: Callable[[], object]
     state: list[torch.Tensor]
+    design: dict[str, int] = field(default_factory=dict)
 
     def renew(self) -> None:
         # ``.data`` swaps the storage and keeps the tensor objects, so the call's closures see the new memory.
@@ -119,6 +122,8 @@ class Case:
     mode: str  # forward, train, decode
     build: Callable[[ModuleType], Subject]
     shape: tuple[int, ...]
+    # The choices and settings the case sets (``{"attn": "mha", "attn.window": 64}``), as ``arch`` takes them.
+    overrides: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -134,13 +139,14 @@ class Case:
 
 
 # Config classes of a tree from before choices were declared (``components.choice``), so an old base compares.
-_LEGACY = {"pos": "PosConfig", "norm": "NormConfig", "ffn": "FFNConfig", "attn": "AttnConfig", "bias": "BiasConfig"}
+LEGACY = {"pos": "PosConfig", "norm": "NormConfig", "ffn": "FFNConfig", "attn": "AttnConfig", "bias": "BiasConfig"}
 
 
 def arch(c: ModuleType, kv: int | None = None, **values: object) -> object:
     """One block with the given choices at the given values (GPT-2's for the rest; a dotted key is a setting,
     ``attn.window``), from tree ``c``'s own classes. A tree that lacks a group or a setting raises, and the
-    regression check then leaves the case ``not compared``."""
+    regression check then leaves the case ``not compared`` (as it does one whose declaration lacks the setting:
+    ``ablations.regress.comparable``)."""
     sizes = dict(d_model=D_MODEL, n_layers=1, n_heads=N_HEADS, max_seq_len=MAX_SEQ_LEN)
     if callable(getattr(c, "choice", None)):
         split, _ = split_overrides(values)
@@ -148,16 +154,20 @@ def arch(c: ModuleType, kv: int | None = None, **values: object) -> object:
         return c.ArchConfig(model=c.ModelConfig(**sizes), **groups)
     if any("." in key for key in values):
         raise ValueError("this tree has no setting flips")
-    unknown = set(values) - set(_LEGACY)
+    unknown = set(values) - set(LEGACY)
     if unknown:
         raise ValueError(f"this tree has no choice group {', '.join(sorted(unknown))}")
-    groups = {g: getattr(c, _LEGACY[g])(v, kv) if g == "attn" else getattr(c, _LEGACY[g])(v)
+    groups = {g: getattr(c, LEGACY[g])(v, kv) if g == "attn" else getattr(c, LEGACY[g])(v)
               for g, v in values.items() if g != "bias"}
     bias = values.get("bias", "on") == "on"
     if hasattr(c, "BiasConfig"):
         return c.ArchConfig(model=c.ModelConfig(**sizes), **groups, bias=c.BiasConfig("on" if bias else "off"))
     # A tree from before bias was a choice group (it was ModelConfig.bias), so a base that old still compares.
     return c.ArchConfig(model=c.ModelConfig(**sizes, bias=bias), **groups)
+
+
+def _elements(tensors: Sequence[torch.Tensor]) -> int:
+    return sum(t.numel() for t in tensors)
 
 
 def _as_tuple(out: object) -> tuple[torch.Tensor, ...]:
@@ -167,11 +177,12 @@ def _as_tuple(out: object) -> tuple[torch.Tensor, ...]:
 def timed_call(mode: str, fn: Callable[..., object], inputs: Sequence[torch.Tensor],
                params: Sequence[nn.Parameter]) -> Subject:
     """Inference forward, or forward+backward for a fixed upstream gradient (no loss op added to the cost)."""
+    design = {"parameters": _elements(params)}
     if mode != "train":
         def forward() -> object:
             with torch.inference_mode():
                 return fn(*inputs)
-        return Subject(forward, [*inputs, *params])
+        return Subject(forward, [*inputs, *params], design)
     leaves = [x.detach().requires_grad_(True) for x in inputs]
     wrt = [*leaves, *params]
     with torch.no_grad():
@@ -182,7 +193,7 @@ def timed_call(mode: str, fn: Callable[..., object], inputs: Sequence[torch.Tens
             t.grad = None
         return torch.autograd.backward(_as_tuple(fn(*leaves)), upstream, inputs=wrt)
 
-    return Subject(train, [*wrt, *upstream])
+    return Subject(train, [*wrt, *upstream], design)
 
 
 def _norm(name: str, mode: str) -> Callable[[ModuleType], Subject]:
@@ -235,7 +246,7 @@ def _pos_timed(name: str) -> bool:
 
 
 def _decode(step: Callable[[torch.Tensor, object], object], cache: object, context: int, batch: int,
-            params: Sequence[torch.Tensor]) -> Subject:
+            params: Sequence[torch.Tensor], buffers: Sequence[torch.Tensor] = ()) -> Subject:
     # Decode cost does not depend on the cached values: random contents spare a prefill of `context` tokens.
     tensors = cache.tensors() if hasattr(cache, "tensors") else [cache.k, cache.v]
     for t in tensors:
@@ -247,7 +258,8 @@ def _decode(step: Callable[[torch.Tensor, object], object], cache: object, conte
         with torch.inference_mode():
             return step(token, cache)
 
-    return Subject(call, [token, *tensors, *params])
+    return Subject(call, [token, *tensors, *params, *buffers],
+                   {"parameters": _elements(params), "KV cache": _elements(tensors)})
 
 
 def _one_layer_cache(c: ModuleType, cfg: object, batch: int, max_len: int) -> object:
@@ -272,10 +284,10 @@ def _attn(overrides: dict[str, object], mode: str) -> Callable[[ModuleType], Sub
 def _block(overrides: dict[str, object], mode: str) -> Callable[[ModuleType], Subject]:
     def build(c: ModuleType) -> Subject:
         model = c.build_decoder(arch(c, **overrides))
-        state = [*model.parameters(), *model.buffers()]
         if mode == "decode":
             b, context = DECODE_SHAPE
-            return _decode(model, model.new_cache(b, context + 1), context, b, state)
+            return _decode(model, model.new_cache(b, context + 1), context, b, list(model.parameters()),
+                           list(model.buffers()))
         subject = timed_call(mode, model, [torch.randn(*BLOCK_SHAPE, D_MODEL)], list(model.parameters()))
         subject.state += list(model.buffers())
         return subject
@@ -286,17 +298,17 @@ def all_cases() -> list[Case]:
     """The default case set, in a stable order: components first, then the block."""
     cases = []
     for name, mode in itertools.product(choice("norm").values, MODES[:2]):
-        cases.append(Case("norm", name, mode, _norm(name, mode), NORM_SHAPE))
+        cases.append(Case("norm", name, mode, _norm(name, mode), NORM_SHAPE, {"norm": name}))
     for name, mode in itertools.product(choice("ffn").values, MODES[:2]):
-        cases.append(Case("ffn", name, mode, _ffn(name, mode), (*FFN_SHAPE, D_MODEL)))
+        cases.append(Case("ffn", name, mode, _ffn(name, mode), (*FFN_SHAPE, D_MODEL), {"ffn": name}))
     for name, mode in itertools.product([v for v in choice("pos").values if _pos_timed(v)], MODES[:2]):
-        cases.append(Case("pos", name, mode, _pos(name, mode), (*POS_SHAPE, D_MODEL)))
+        cases.append(Case("pos", name, mode, _pos(name, mode), (*POS_SHAPE, D_MODEL), {"pos": name}))
     for (name, overrides), mode in itertools.product(attn_variants().items(), MODES):
         shape = (*DECODE_SHAPE, D_MODEL) if mode == "decode" else (*ATTN_SHAPE, D_MODEL)
-        cases.append(Case("attn", name, mode, _attn(overrides, mode), shape))
+        cases.append(Case("attn", name, mode, _attn(overrides, mode), shape, overrides))
     for (name, overrides), mode in itertools.product(block_variants().items(), MODES):
         shape = (*DECODE_SHAPE, D_MODEL) if mode == "decode" else (*BLOCK_SHAPE, D_MODEL)
-        cases.append(Case("block", name, mode, _block(overrides, mode), shape))
+        cases.append(Case("block", name, mode, _block(overrides, mode), shape, overrides))
     return cases
 
 

@@ -8,7 +8,8 @@
 Both revisions' ``components`` are imported into this one process and timed paired, round by round (see
 ``ablations.regress.paired``); each group of cases (``block/*/forward``) also gets a verdict from its cases'
 rounds pooled, which sees a slowdown of shared code that one case's rounds cannot; the norms', positions'
-and attention decode's cases are also counted in instructions under callgrind. Exit status: 0 no regression,
+and attention decode's cases are also counted in instructions under callgrind. A case whose settings the base does
+not implement is ``not compared``, with the reason (``ablations.regress.comparable``). Exit status: 0 no regression,
 1 a regression (one line per case, group and signal), 2 a setup problem (unknown revision, a tree that does not
 import, a filter that matches nothing), decided before any timing.
 """
@@ -27,8 +28,8 @@ import torch
 
 from ablations.errors import UsageError, command, prog
 from ablations.measure.intervals import Precision
-from ablations.regress import callgrind, summary
-from ablations.regress.cases import CASE_SETS, Case, all_cases, select
+from ablations.regress import callgrind, comparable, summary
+from ablations.regress.cases import CASE_SETS, Case, Subject, all_cases, arch, select, split_overrides
 from ablations.regress.paired import case_confidence, decided, pooled_rows, tests_in, time_case, verdict
 from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree, resolve
 from ablations.results.provenance import malloc_setting
@@ -99,29 +100,44 @@ def chosen_cases(args: argparse.Namespace) -> list[Case]:
     return cases
 
 
-def build(tree: Tree, case: Case) -> object:
-    """The case built from ``tree``'s code and called once (so a side that cannot run it says so here)."""
+def build(tree: Tree, case: Case) -> tuple[Subject, object]:
+    """The case built from ``tree``'s code and called once (so a side that cannot run it says so here), and the
+    architecture the case's overrides give in that tree (what ``comparable.config_gap`` reads)."""
     with tree.active() as components:
         torch.manual_seed(0)  # both sides get the same weights and inputs
         subject = case.build(components)
         subject.call()
-        return subject
+        return subject, arch(components, **case.overrides)
 
 
 def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace,
             confidence: float) -> tuple[dict, dict[str, list[float]]]:
-    """One case's row. A base that cannot run the case (an API it lacks) leaves it ``not compared``; a head
-    that cannot is a ``failure``, which fails the check like a regression."""
+    """One case's row. A base that cannot run the case (an API it lacks) or does not implement what it asks for
+    (``ablations.regress.comparable``) leaves it ``not compared``, with the reason, untimed; a head that cannot run
+    it is a ``failure``, which fails the check like a regression."""
     row: dict = {"name": case.name, "component": case.component, "variant": case.variant, "mode": case.mode,
                  "shape": list(case.shape), "counted": case.counted}
-    subjects = {}
+    # The base's declaration is read before anything is built: a setting it does not declare is not timed.
+    reason = comparable.declaration_gap(base.components, case.overrides)
+    built = {}
     for tree in (base, head):
+        if reason and tree is base:
+            continue
         try:
-            subjects[tree.label] = build(tree, case)
+            built[tree.label] = build(tree, case)
         except Exception as exc:  # recorded on the case; the other cases still run
-            row["error"] = f"the {tree.label} cannot run it: {type(exc).__name__}: {exc}"
-            row["verdict"] = "not compared" if tree is base else "failure"
-            return row, {}
+            if tree is head:
+                row.update(verdict="failure", error=f"the head cannot run it: {type(exc).__name__}: {exc}")
+                return row, {}
+            reason = f"the base cannot run it: {type(exc).__name__}: {exc}"
+    if not reason:
+        (b, b_arch), (h, h_arch) = built["base"], built["head"]
+        groups = list(split_overrides(case.overrides)[0])
+        reason = comparable.config_gap(b_arch, h_arch, groups) or comparable.design_gap(b.design, h.design)
+    if reason:
+        row.update(verdict="not compared", reason=reason)
+        return row, {}
+    subjects = {label: subject for label, (subject, _) in built.items()}
     rule = rounds_rule(args, confidence)
     threshold = args.threshold / 100
 
@@ -147,7 +163,7 @@ def rounds_rule(args: argparse.Namespace, confidence: float) -> Precision:
 
 def count_instructions(rows: list[dict], base: Tree, head: Tree, args: argparse.Namespace, out: Path) -> str:
     """Adds ``callgrind`` to each counted row; returns the sentence the summary says about it."""
-    names = [r["name"] for r in rows if r["counted"] and "error" not in r]
+    names = [r["name"] for r in rows if r["counted"] and "ratio" in r]  # timed and compared
     if args.no_callgrind:
         return "Instruction counts: off (--no-callgrind)."
     missing = callgrind.available()
@@ -222,7 +238,7 @@ def run_check(args: argparse.Namespace) -> int:
             rows.append(row)
             for side, data in sides.items():
                 times[side][case.name] = data
-            shown = summary.fmt_interval(row) + " " + row["verdict"] if "ratio" in row else row["error"]
+            shown = summary.case_text(row)
             print(f"[{i}/{len(cases)}] {case.name}: {shown} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
         note = count_instructions(rows, base, head, args, out)
     groups = pooled_rows(rows, args.threshold / 100, confidence, first=args.min_rounds)
@@ -239,6 +255,7 @@ def run_check(args: argparse.Namespace) -> int:
         "intended_note": f"regressions intended: {INTENDED_MARKER} in commit {marked}" if marked else "",
     }
     report["regressions"] = summary.regression_lines(report)
+    report["not_compared"] = summary.not_compared_lines(report)
     report["verdict"] = "regression" if report["regressions"] else "ok"
     summary.write_all(report, {side: summary.benchmark_json(report, side, times[side]) for side in times}, out)
     print(summary.markdown(report))

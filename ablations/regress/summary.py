@@ -54,6 +54,19 @@ def machine() -> str:
     return f"{model or platform.processor() or 'unknown CPU'}, {os.cpu_count()} cores, {platform.machine()}"
 
 
+def case_text(c: dict) -> str:
+    """One case's outcome in a line: its interval and verdict, or why it was not timed."""
+    if "ratio" in c:
+        return f"{fmt_interval(c)} {c['verdict']}"
+    return f"{c['verdict']}: {c.get('reason') or c.get('error')}"
+
+
+def not_compared_lines(report: dict) -> list[str]:
+    """One line per case the base does not implement (or cannot run), with the reason: never a regression or an
+    improvement, and never in a group's pooled rounds."""
+    return [f"not compared: {c['name']}: {c['reason']}" for c in report["cases"] if c.get("verdict") == "not compared"]
+
+
 def regression_lines(report: dict) -> list[str]:
     """One line per regressed case and signal, and per case the head cannot run: what exit status 1 means."""
     lines = []
@@ -78,10 +91,13 @@ def markdown(report: dict) -> str:
     regressions = regression_lines(report)
     groups = report.get("groups", [])
     head = (f"**{len(regressions)} regression(s)**" if regressions else "**no regression**")
+    skipped = not_compared_lines(report)
+    compared = len(report["cases"]) - len(skipped)
     pct = f"{report['threshold_pct']:g}%"
     lines = [
         f"## Performance check: {head_text(report['head']['revision'])} against {base_text(report['base'])}", "",
-        f"{head} over {len(report['cases'])} case(s) and {len(groups)} group(s). Time: median head/base ratio over "
+        f"{head} over {compared} case(s) compared and {len(groups)} group(s)"
+        f"{f'; {len(skipped)} case(s) not compared (below)' if skipped else ''}. Time: median head/base ratio over "
         f"{rounds_text(report)} with its distribution-free interval, 95% family-wise over cases and groups (each at "
         f"{100 * report['case_confidence']:.3g}%, Bonferroni); a regression when the interval's low end is above "
         f"1 + {pct}, an improvement when its high end is below 1 − {pct}. "
@@ -90,8 +106,8 @@ def markdown(report: dict) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for c in report["cases"]:
-        if "error" in c:
-            lines.append(f"| `{c['name']}` | — | {c['verdict']}: {c['error']} | — | — | — | — |")
+        if "ratio" not in c:
+            lines.append(f"| `{c['name']}` | — | {case_text(c)} | — | — | — | — |")
             continue
         cg = c.get("callgrind") or {}
         cg_ratio = f"{cg['ratio']:.4f}" if "ratio" in cg else "—"
@@ -105,6 +121,10 @@ def markdown(report: dict) -> str:
                   "| group | cases | rounds pooled | time head/base [95% CI] | verdict |", "|---|---|---|---|---|"]
         lines += [f"| `{g['name']}` | {g['cases']} | {g['rounds']} | {fmt_interval(g)} | {g['verdict']} |"
                   for g in groups]
+    if skipped:
+        lines += ["", "Not compared: the base does not implement what these cases ask for, or cannot run them, so "
+                  "their time would compare unlike things; they are never counted as a regression or an "
+                  "improvement (`ablations/regress/comparable.py`).", "", *[f"- {line}" for line in skipped]]
     lines += ["", f"Wall time {report['wall_s']:.0f} s; torch {report['torch']}, {report['threads']} thread(s); "
               f"{report['intended_note']}".rstrip("; "), ""]
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ablations.config.variants import BASELINES, arch_from_row, flip_labels, llama2_70b_group
-from ablations.report.formatting import fmt_bytes, fmt_p, fmt_verdict, is_true
+from ablations.report.formatting import fmt_bytes, fmt_p, fmt_util, fmt_verdict, is_true
 from ablations.report.sizes import kv_70b
 from components import Choice, choice, choices
 
@@ -377,8 +377,8 @@ def _bytes_and_kernels(r: pd.Series) -> str:
         text += f", a roofline ratio of {r['decode_roofline']:.2f}×"
     if not pd.isna(r.get("decode_bw_util", np.nan)) and not pd.isna(r["decode"]):
         text += (f"; what this machine's kernels made of it: {r['decode']:.2f}× the time, at "
-                 f"{100 * r['decode_bw_util']:.0f}% of the measured bandwidth against MHA's "
-                 f"{100 * r['decode_bw_util_baseline']:.0f}%")
+                 f"{fmt_util(r['decode_bw_util'])} of the measured bandwidth against MHA's "
+                 f"{fmt_util(r['decode_bw_util_baseline'])}")
     return text
 
 

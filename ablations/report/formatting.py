@@ -37,6 +37,14 @@ def fmt_flops(n: float) -> str:
     return f"{n:.3g} FLOP"
 
 
+def fmt_flops_executed(design: float, executed: float) -> str:
+    """The design's FLOPs, and the executed beside them where the kernels computed more: ``1.2 GFLOP (executed
+    2.1 GFLOP)``."""
+    if pd.isna(executed) or executed == design:
+        return fmt_flops(design)
+    return f"{fmt_flops(design)} (executed {fmt_flops(executed)})"
+
+
 def fmt_ratio(x: float) -> str:
     return "—" if pd.isna(x) else f"{x:.3g}×"
 
@@ -87,6 +95,15 @@ def fmt_x(v: float) -> str:
 
 def fmt_pct(v: float) -> str:
     return "—" if pd.isna(v) else f"{100 * v:.0f}%"
+
+
+# A utilisation above 100% of a measured ceiling is not a kernel beating the hardware but a ceiling measured low.
+UNDER_MEASURED = "ceiling under-measured"
+
+
+def fmt_util(v: float) -> str:
+    """A fraction of a measured ceiling: ``45%``; above 100% never bare: ``118% (ceiling under-measured)``."""
+    return fmt_pct(v) if pd.isna(v) or v <= 1 else f"{fmt_pct(v)} ({UNDER_MEASURED})"
 
 
 def fmt_rate(v: float) -> str:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ablations.measure.ceilings import MEASUREMENTS
 from ablations.report.comparison import comparison
-from ablations.report.formatting import markdown_table
+from ablations.report.formatting import UNDER_MEASURED, markdown_table
 from ablations.report.roofline import roofline_section, validation_section
 from ablations.report.sections import (
     extrapolation_table,
@@ -143,7 +144,8 @@ HOW_TO_READ = [
     "- Spreads are quartiles over rounds, not confidence intervals. Absolute times and tokens/s are secondary: "
     "they move with machine load, the ratios much less.",
     "- FLOPs count matrix products only (a multiply-add is 2; causal attention counts the full score matrix); "
-    "utilisation is achieved FLOP/s over a matmul peak measured in the same run.",
+    f"utilisation is achieved FLOP/s over the run's matmul peak (measured once per run, the best of "
+    f"{MEASUREMENTS}); a utilisation above 100% is marked \"{UNDER_MEASURED}\": the ceiling was measured low.",
     "",
 ]
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ablations.config.variants import arch_from_row, baseline_of_row
 from ablations.measure.calibration import MACHINE
-from ablations.report.formatting import fmt_pct, fmt_spread, fmt_x, markdown_table
+from ablations.report.formatting import fmt_pct, fmt_spread, fmt_util, fmt_x, markdown_table
 from ablations.report.tables import baseline_name
 from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware, load_hardware
@@ -141,8 +141,8 @@ def roofline_table(p: pd.DataFrame) -> str:
         "shape": [f"{int(b)}x{int(t)}" for b, t in zip(rep["batch"], rep["seq_len"], strict=True)],
         "measured ×": [fmt_spread(*x) for x in rep[["measured_ratio", "lo", "hi"]].to_numpy()],
         "roofline ×": rep["roofline_ratio"].map(fmt_x), "roofline bound": rep["bound"],
-        "bandwidth utilisation": rep["bandwidth_utilisation"].map(fmt_pct),
-        "FLOP utilisation": rep["utilisation"].map(fmt_pct),
+        "bandwidth utilisation": rep["bandwidth_utilisation"].map(fmt_util),
+        "FLOP utilisation": rep["utilisation"].map(fmt_util),
     }))
 
 
@@ -155,7 +155,7 @@ def decode_bandwidth_table(p: pd.DataFrame) -> str | None:
     cases = sorted(grid.columns, key=lambda c: not str(c).startswith(base))
     cells = pd.DataFrame({"batch x context": [f"{int(b)} x {int(c):,}" for b, c in grid.index]})
     for c in cases:
-        cells[c] = grid[c].map(fmt_pct).to_numpy()
+        cells[c] = grid[c].map(fmt_util).to_numpy()
     return markdown_table(cells)
 
 

@@ -3,7 +3,8 @@
 ``components.work`` has the conventions and ``Decoder.work`` adds up what every component states (elements);
 this module turns that into bytes in the run's dtype, adds the language model's head where asked, and states a
 training step as three forwards (backward reads the weights again and writes their gradients; it reads and writes
-about twice the activations).
+about twice the activations). FLOPs are the design's (``flops``, what the roofline prices) and the executed
+(``executed_flops``: a sliding window's dense masked kernel scores every key it holds, also those it masks).
 
 N = batch x T new tokens. The language model's head (d x vocab) and embedding lookup (N rows) are added
 only when asked (``lm_head``): the harness times the decoder alone.
@@ -39,10 +40,18 @@ class Work:
     kv_read_bytes: int
     kv_write_bytes: int
     tokens: int  # N: the rows of every matrix product, which decides how efficient it can be
+    # Attention FLOPs the kernels compute beyond the design's (``components.work``: a window's masked scores).
+    masked_flops: int = 0
 
     @property
     def flops(self) -> int:
+        """The design's FLOPs: what the roofline prices (what the design choice asks of the machine)."""
         return self.linear_flops + self.attention_flops
+
+    @property
+    def executed_flops(self) -> int:
+        """What the kernels compute (a dense masked kernel: every key it holds), where utilisation is read."""
+        return self.flops + self.masked_flops
 
     @property
     def activation_bytes(self) -> int:
@@ -84,7 +93,7 @@ def decoder_work(cfg: ArchConfig, batch: int, seq: int, context: int | None = No
     return Work(linear_flops=linear_flops, attention_flops=w.attention_flops, weight_bytes=weights * elem,
                 linear_activation_bytes=linear_act * elem, attention_activation_bytes=w.attention_activations * elem,
                 norm_bytes=w.norm_activations * elem, kv_read_bytes=w.kv_read * elem, kv_write_bytes=w.kv_write * elem,
-                tokens=n)
+                tokens=n, masked_flops=w.masked_flops)
 
 
 def mode_work(cfg: ArchConfig, mode: str, batch: int, seq: int, elem: int = 4, lm_head: bool = False) -> Work:

@@ -13,6 +13,7 @@ from ablations.config.variants import variant_label
 from ablations.measure import flops
 from ablations.measure.memory import parameter_bytes, saved_activation_bytes
 from ablations.measure.timing import PairedTiming, time_paired
+from ablations.regress.cases import block_variants
 from ablations.results.rows import Summary
 from ablations.results.store import COLUMNS, collect, point_done, write_point
 from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
@@ -36,6 +37,31 @@ def test_counted_flops_equal_the_analytic_count(cfg, batch, seq):
         model(x).square().mean().backward()
 
     assert flops.count_flops(train) == flops.analytic_train_flops(cfg, batch, seq)
+
+
+# Longer than the window every setting flip declares (64), so a window hides keys from the later queries.
+HIDDEN_SEQ = 80
+
+
+@pytest.mark.parametrize("name,overrides", list(block_variants().items()))
+def test_every_declared_block_counts_what_it_executes_and_states_its_designs_work(name, overrides):
+    """Every value of every declared choice and every setting flip (the regression check's block variants): torch's
+    counter sees the executed work (a dense masked kernel scores every key it holds), and the design's work is less
+    exactly where a window hides keys: by the keys it hides."""
+    import components
+    from ablations.regress.cases import arch
+
+    cfg = arch(components, **overrides)
+    model = build_decoder(cfg)
+    x = torch.randn(1, HIDDEN_SEQ, cfg.model.d_model)
+    work = flops.analytic_forward_work(cfg, 1, HIDDEN_SEQ)
+    assert flops.count_flops(lambda: model(x)) == work.executed_flops
+    window = cfg.attn.window
+    if window is None:
+        assert work.flops == work.executed_flops and work.masked_flops == 0
+    else:
+        per_key = 2 * cfg.model.n_heads * HIDDEN_SEQ * 2 * cfg.head_dim  # one key a query: scores and values
+        assert work.masked_flops == per_key * (HIDDEN_SEQ - window) * cfg.model.n_layers
 
 
 def test_decode_step_flops_attend_to_the_whole_cache():

@@ -258,10 +258,15 @@ def test_work_counts_only_the_keys_the_window_lets_a_query_see(make_cfg, step):
     ours, plain = CausalSelfAttention.work(_work_cfg(make_cfg, w), step), CausalSelfAttention.work(
         _work_cfg(make_cfg, None), step)
     h, kv, hd = 8, 2, 8
+    held = min(step.keys, step.seq + w - 1)  # every key some query of the step sees
     assert ours.attention_flops == 4 * step.batch * h * step.seq * min(step.keys, w) * hd
-    assert ours.kv_read == 2 * step.batch * kv * min(step.keys, step.seq + w - 1) * hd
+    assert ours.kv_read == 2 * step.batch * kv * held * hd
+    # The dense masked kernel scores every held key a query: the design's keys plus the ones its mask hides.
+    assert ours.executed_flops - ours.linear_flops == 4 * step.batch * h * step.seq * held * hd
+    assert (ours.masked_flops > 0) == (step.seq > 1 and step.keys > w)  # a decode step reads only what it sees
     # Everything else is the attention without a window: projections, cache writes, Q read and output written.
-    assert dataclasses.replace(ours, attention_flops=plain.attention_flops, kv_read=plain.kv_read) == plain
+    assert dataclasses.replace(ours, attention_flops=plain.attention_flops, kv_read=plain.kv_read,
+                               masked_flops=0) == plain
     # A window at least as long as the context counts exactly as none.
     assert CausalSelfAttention.work(_work_cfg(make_cfg, step.keys), step) == plain
 
@@ -285,6 +290,29 @@ def test_decode_work_is_what_the_rolling_cache_reads_and_what_is_counted(make_cf
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         dec(_x((2, 1, 64)), dec_cache)
     assert counter.get_total_flops() == Decoder.work(cfg, Step(2, 1, context + 1)).flops
+
+
+@pytest.mark.parametrize("steps", [[(0, 30)], [(0, 6)], [(0, 20), (20, 30)], [(0, 9), (9, 12)]])
+@torch.no_grad()
+def test_prefill_counts_the_designs_keys_and_executes_every_held_one(make_cfg, rand_params, steps):
+    """A windowed prefill (whole, or in chunks through the rolling cache): ``FlopCounterMode`` (math SDPA, as
+    ``ablations.measure.flops`` counts) sees what the dense masked kernel computes, the executed count; the
+    design's count is less exactly where the window hid keys from some query."""
+    w = 8
+    cfg = _work_cfg(make_cfg, w)
+    dec = rand_params(build_decoder(cfg), seed=14)
+    cache = dec.new_cache(2, steps[-1][1])
+    for start, end in steps:
+        step = Step(2, end - start, end)
+        with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+            dec(_x((2, end - start, 64), seed=start), cache)
+        work = Decoder.work(cfg, step)
+        assert counter.get_total_flops() == work.executed_flops
+        hidden = step.seq > 1 and step.keys > w
+        assert (work.flops < work.executed_flops) == hidden
+        # The design's attention FLOPs are the executed ones at min(keys, W) keys a query.
+        assert work.attention_flops * min(step.keys, step.seq + w - 1) == (
+            work.attention_flops + work.masked_flops) * min(step.keys, w)
 
 
 def test_only_a_window_that_drops_keys_takes_the_masked_path(make_cfg, rand_params, monkeypatch):

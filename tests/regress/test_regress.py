@@ -236,22 +236,30 @@ def test_a_case_the_head_cannot_run_fails_the_check_and_one_the_base_cannot_is_n
     from ablations.regress.cases import Case
     from ablations.regress.trees import head_tree
 
-    def breaks_on_purpose(c: object) -> object:
-        raise TypeError("an API this tree lacks")
-
-    case = Case("norm", "broken", "forward", breaks_on_purpose, (1,))
     tree = head_tree().load()
-    other = Tree("base", tree.root, tree.revision, tree.modules)
+    base = base_tree("HEAD", tmp_path / "base").load()
+
+    def base_only_breaks(c: object) -> object:
+        if sys.modules["components"] is base.components:
+            raise TypeError("an API this tree lacks")
+        return next(x for x in all_cases() if x.name == "norm/rmsnorm/forward").build(c)
+
     args = argparse.Namespace(rounds=6, min_rounds=None, min_run_time=0.01, warmup=1, threshold=5.0)
-    row, _ = cli.measure(case, other, tree, args, 0.95)
-    assert row["verdict"] == "not compared" and "the base cannot run it: TypeError" in row["error"]
+    row, _ = cli.measure(Case("norm", "broken", "forward", base_only_breaks, (1,)), base, tree, args, 0.95)
+    assert row["verdict"] == "not compared" and "the base cannot run it: TypeError" in row["reason"]
+
+    def breaks_on_purpose(c: object) -> object:
+        raise TypeError("an API neither tree has")
+
+    # The head's failure is reported whatever the base can do.
+    row, _ = cli.measure(Case("norm", "broken", "forward", breaks_on_purpose, (1,)), base, tree, args, 0.95)
+    assert row["verdict"] == "failure" and "the head cannot run it: TypeError" in row["error"]
 
     def head_only_breaks(c: object) -> object:
         if sys.modules["components"] is tree.components:
             raise RuntimeError("head broke it")
         return next(x for x in all_cases() if x.name == "norm/rmsnorm/forward").build(c)
 
-    base = base_tree("HEAD", tmp_path / "base").load()
     row, _ = cli.measure(Case("norm", "x", "forward", head_only_breaks, (1,)), base, tree, args, 0.95)
     assert row["verdict"] == "failure"
     report = fake_report()
@@ -428,7 +436,7 @@ def test_a_shared_slowdown_each_case_hides_behind_one_low_round_is_caught_by_its
         iv = median_interval(ratios, level)
         assert iv.lo < 1.02  # the case alone: [min, max] at this level, so it cannot say
         rows.append({"name": f"block/v{i}/forward", "ratios": ratios})
-    rows.append({"name": "block/broken/forward", "error": "the base cannot run it", "verdict": "not compared"})
+    rows.append({"name": "block/broken/forward", "reason": "the base cannot run it", "verdict": "not compared"})
     rows.append({"name": "norm/rmsnorm/forward", "ratios": [1.0] * 12})  # alone in its group: no group row
     (group,) = pooled_rows(rows, 0.02, level)
     assert group["name"] == "block/*/forward" and group["cases"] == 16 and group["rounds"] == 192
@@ -440,7 +448,7 @@ def test_a_shared_slowdown_each_case_hides_behind_one_low_round_is_caught_by_its
         f"regression: block/*/forward (16 cases, 192 rounds pooled): time head/base {summary.fmt_interval(group)} "
         "(> 1 + 2%)"]
     text = summary.markdown(report)
-    assert "over 1 case(s) and 1 group(s)" in text and "| `block/*/forward` | 16 | 192 |" in text
+    assert "over 1 case(s) compared and 1 group(s)" in text and "| `block/*/forward` | 16 | 192 |" in text
 
 
 def test_pooled_rounds_of_identical_code_keep_the_stated_coverage():

@@ -325,3 +325,21 @@ def test_cli_a_disk_that_refuses_the_report_is_one_line_and_exit_1(synthetic, tm
     assert report_main([str(folder)]) == 1
     assert capsys.readouterr().err == (f"blockbench report: error: {folder / 'REPORT.md'}: cannot write "
                                        "(No space left on device)\n")
+
+
+def test_the_work_table_shows_the_executed_flops_beside_the_designs_and_flags_a_utilisation_over_one(synthetic,
+                                                                                                  tmp_path):
+    table = synthetic(sweeps=("norm",), quality=False, failed=False)
+    rms = (table["variant"] == "rmsnorm") & (table["mode"] == "forward")
+    executed = table[rms & (table["metric"] == "flops")].assign(metric="executed_flops")
+    executed["value"] *= 1.5  # as if a dense masked kernel computed half again the design's work
+    table.loc[rms & (table["metric"] == "utilisation"), "value"] = 1.18
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "ablations.quality.stats", None)
+        text = build_report(write(pd.concat([table, executed], ignore_index=True), tmp_path)).read_text()
+    row = next(ln for ln in text.splitlines() if ln.startswith("| rmsnorm |") and "GFLOP" in ln)
+    design = table.loc[rms & (table["metric"] == "flops") & (table["batch"] == 4), "value"].iloc[0]
+    assert f"{design / 1e9:.3g} GFLOP (executed {1.5 * design / 1e9:.3g} GFLOP)" in row
+    assert "118% (ceiling under-measured) / " in row
+    baseline = next(ln for ln in text.splitlines() if ln.startswith("| gpt2 |") and "GFLOP" in ln)
+    assert "executed" not in baseline and "under-measured" not in baseline

@@ -83,3 +83,17 @@ def test_roofline_section_shows_measured_beside_roofline_and_every_decode_point(
     assert "| 2 x 64 | 25% | 25% |" in text
     empty = "\n".join(roofline_section(measured[measured["metric"] != "roofline_ratio"]))
     assert empty.startswith("No roofline rows")
+
+
+def test_a_utilisation_above_one_is_flagged_in_every_column_never_shown_bare(measured):
+    from ablations.report.formatting import UNDER_MEASURED, fmt_util
+
+    assert fmt_util(0.45) == "45%" and fmt_util(1.0) == "100%" and fmt_util(float("nan")) == "—"
+    assert fmt_util(1.18) == f"118% ({UNDER_MEASURED})"
+    over = measured.copy()
+    over.loc[over["metric"] == "bandwidth_utilisation", "value"] = 1.3
+    extra = over[over["metric"] == "bandwidth_utilisation"].assign(metric="utilisation", value=1.18)
+    text = "\n".join(roofline_section(pd.concat([over, extra], ignore_index=True)))
+    assert ("| decode | gqa2 | 2x64 | 0.800× [0.792, 0.808] | 0.600× | memory | 130% (ceiling under-measured) | "
+            "118% (ceiling under-measured) |") in text
+    assert "| 2 x 64 | 130% (ceiling under-measured) | 130% (ceiling under-measured) |" in text
