@@ -130,16 +130,28 @@ class Precision:
         return "target" if self.interval(ratios).halfwidth <= self.target_halfwidth else "budget"
 
 
-def precision_of(p: DictConfig, fixed_rounds: int | None = None) -> Precision:
-    """The rounds rule of a profile: sequential when ``profile.target_halfwidth`` is set (``min_rounds`` and
-    ``max_rounds`` then required), else exactly ``fixed_rounds`` (the profile's ``rounds`` by default)."""
+SCOPES = ("headline", "every")
+
+
+def precision_of(p: DictConfig, fixed_rounds: int | None = None, headline: bool = True) -> Precision:
+    """The rounds rule of a profile for one paired measurement.
+
+    Sequential when ``profile.target_halfwidth`` is set (``min_rounds`` and ``max_rounds`` then required) and the
+    measurement is in its scope: every one under ``precision_scope=every``, the headline ones only
+    (``ablations.config.headline``, what the report's speed table reads) under ``headline``. Otherwise exactly
+    ``fixed_rounds`` (the profile's ``rounds`` by default): the other shapes feed the every-shape grid and the
+    figures, where a few percent more spread changes no reading, so their rounds are not worth the target's.
+    """
     keys = ("target_halfwidth", "min_rounds", "max_rounds")
     target, low, high = (p.get(k) for k in keys)
+    scope = p.get("precision_scope", "headline")
+    if scope not in SCOPES:
+        raise ConfigError(f"profile.precision_scope={scope} is not one of {', '.join(SCOPES)}")
+    rounds = int(p.rounds if fixed_rounds is None else fixed_rounds)
     if target is None:
         if low is not None or high is not None:
             raise ConfigError("profile.min_rounds and profile.max_rounds apply with profile.target_halfwidth "
                               "(e.g. 0.02); set it, or leave both null for the fixed profile.rounds")
-        rounds = int(p.rounds if fixed_rounds is None else fixed_rounds)
         return Precision(rounds, rounds)
     if low is None or high is None:
         raise ConfigError(f"profile.target_halfwidth={target} needs profile.min_rounds and profile.max_rounds "
@@ -148,4 +160,4 @@ def precision_of(p: DictConfig, fixed_rounds: int | None = None) -> Precision:
     problem = precision.problem()
     if problem:
         raise ConfigError(f"profile.{problem}")
-    return precision
+    return precision if headline or scope == "every" else Precision(rounds, rounds)

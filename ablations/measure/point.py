@@ -18,6 +18,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ablations.config.checks import Shape, parse_shape
+from ablations.config.headline import headline_decode, headline_shape
 from ablations.config.variants import baseline_from
 from ablations.measure import flops as F
 from ablations.measure.backends import sdpa_backends
@@ -135,7 +136,7 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
     decode_points = [(c, b) for c in p.decode_contexts for b in p.decode_batch_sizes] if p.decode else []
     steps = len(shapes) * (int(p.forward) + int(p.train_step) + int(p.flops) + int(p.memory)) + len(decode_points)
     timed = dict(rounds=p.rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device)
-    rule = precision_of(p)
+    headline = Shape(*headline_shape((s.batch, s.seq) for s in shapes)) if shapes else None
 
     ceilings = None
     if timing:
@@ -165,6 +166,7 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                             seconds = first_forward[1] if mode == "forward" else time_call(make(variant, x), device)[1]
                             rows.add("first_call_time", seconds, "s", mode=mode, shape=shape,
                                      note="includes torch.compile for this shape")
+                        rule = precision_of(p, headline=shape == headline)
                         paired = paired_with(rule, make(variant, x), make(baseline, x),
                                              **{k: v for k, v in timed.items() if k != "rounds"})
                         latency[mode] = add_paired(rows, "", mode, shape, paired, tokens, rule)
@@ -189,9 +191,10 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                     if peak_bytes is not None:
                         rows.add("peak_memory_bytes", peak_bytes, "B", mode="train", shape=shape)
                 tick(f"memory {shape}")
+        decode_headline = headline_decode((b, c) for c, b in decode_points)
         for i, (context, batch) in enumerate(decode_points):
             _measure_decode(rows, variant, baseline, context, batch, cfg, device, dtype, timing, ceilings,
-                            record_backends=i == 0)
+                            record_backends=i == 0, headline=(batch, context) == decode_headline)
             tick(f"decode {batch}x{context}")
 
 
@@ -215,7 +218,7 @@ def _renew_storage(model: nn.Module) -> None:
 
 def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: int, batch: int, cfg: DictConfig,
                     device: torch.device, dtype: torch.dtype, timing: bool, ceilings: Ceilings | None = None,
-                    record_backends: bool = False) -> None:
+                    record_backends: bool = False, headline: bool = False) -> None:
     p = cfg.profile
     work = dict(arch=variant.arch, baseline=baseline.arch, elem=torch.empty((), dtype=dtype).element_size(),
                 ceilings=ceilings)
@@ -258,7 +261,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     if record_backends:
         add_backend_rows(rows, "decode", sdpa_backends(step(0)))
     timed = dict(min_run_time=p.min_run_time, warmup=p.warmup, device=device, prepare=fresh_memory)
-    rule = precision_of(p, p.decode_rounds)
+    rule = precision_of(p, p.decode_rounds, headline=headline)
     with phase(rows, "decode", shape):
         paired = paired_with(rule, step(0), step(1), **timed)
     add_work_rows(rows, "decode", shape, latency=add_paired(rows, "decode_", "decode", shape, paired, batch, rule),
@@ -277,7 +280,8 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
         if record_backends:
             add_backend_rows(rows, "prefill", sdpa_backends(prefill(0)))
         # A prefill is many times a decode step's work and steadier: half the decode rounds when fixed.
-        rule = precision_of(p, max(2, math.ceil(p.decode_rounds / 2)))
+        # No headline reads a prefill ratio: always the fixed rounds.
+        rule = precision_of(p, max(2, math.ceil(p.decode_rounds / 2)), headline=False)
         with phase(rows, "prefill", shape):
             paired = paired_with(rule, prefill(0), prefill(1), **timed)
         latency = add_paired(rows, "prefill_", "prefill", shape, paired, batch * context, rule)

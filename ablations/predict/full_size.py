@@ -33,7 +33,8 @@ from ablations.errors import command, prog
 from ablations.predict.__main__ import extended, load, scenarios
 from ablations.predict.scenarios import flips, full_size_settings, moved_from, predicted, preset_of
 from ablations.predict.table import ELEMENT_BYTES, fmt_seconds, prediction_table
-from ablations.report.formatting import fmt_bytes, fmt_count, markdown_table, number_word
+from ablations.report.formatting import fmt_bytes, fmt_count, markdown_table
+from ablations.report.headline import flip_name
 from ablations.roofline.hardware import Hardware
 from ablations.roofline.work import kv_bytes_per_token, kv_cache_bytes, largest_batch
 from components import ArchConfig, Choice, ModelConfig, choices
@@ -51,15 +52,10 @@ MEMORY_HARDWARE = ("h100_sxm", "h200")
 
 
 def row_labels(flipped: dict[str, ArchConfig]) -> dict[str, str]:
-    """Each flip's row label (``LayerNorm → RMSNorm``), keyed by the variant name the predictor gave it."""
-    out = {}
-    for name, arch in flipped.items():
-        moved = [c for c in choices() if not c.has(arch, c.gpt2)]
-        if name == "llama2":
-            out[name] = f"all {number_word(len(moved))} (Llama-2 block)"
-        elif len(moved) == 1:
-            out[name] = moved[0].flip_text(getattr(arch, moved[0].group).name)
-    return out
+    """Each flip's row label (``LayerNorm → RMSNorm``, ``ablations.report.headline.flip_name``), keyed by the
+    variant name the predictor gave it."""
+    labels = {name: flip_name(name, arch) for name, arch in flipped.items()}
+    return {name: label for name, label in labels.items() if label is not None}
 
 
 def ratios(model: str, hardware: str = "h100_sxm") -> tuple[pd.DataFrame, Hardware, dict[str, str]]:

@@ -1,8 +1,9 @@
 """The comparison: one row per sweep and case, numbers only, that every table, claim and figure reads.
 
-Per variant: the paired latency ratios (forward and train at the sweep's largest shape, decode at its
-longest context) with their quartiles, tokens/s, FLOPs, utilisation, activation and KV bytes, and the
-same quantities of the baseline row of its sweep for the ratios and the A/A noise floor.
+Per variant: the paired latency ratios (forward and train at the sweep's headline shape, decode at its
+longest context, ``ablations.config.headline``) with their 95% intervals and quartiles, tokens/s, FLOPs,
+utilisation, activation and KV bytes, and the same quantities of the baseline row of its sweep for the ratios
+and the A/A noise floor.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ablations.config.headline import headline_decode, headline_shape
 from components.choice import row_columns
 
 
@@ -30,22 +32,17 @@ def pick(g: pd.DataFrame, metric: str, mode: str | None = None, batch: float | N
 
 
 def largest_shape(g: pd.DataFrame) -> tuple[float, float] | None:
-    """The forward/train shape with the most tokens (ties: the longer sequence): where the math dominates."""
+    """The forward/train headline shape (``ablations.config.headline.headline_shape``) among the measured ones."""
     rows = g[g["mode"].isin(("forward", "train")) & g["batch"].notna() & g["seq_len"].notna()]
-    if rows.empty:
-        return None
-    shapes = rows[["batch", "seq_len"]].drop_duplicates()
-    best = shapes.assign(tokens=shapes["batch"] * shapes["seq_len"]).sort_values(["tokens", "seq_len"]).iloc[-1]
-    return float(best["batch"]), float(best["seq_len"])
+    shape = headline_shape(zip(rows["batch"], rows["seq_len"], strict=True))
+    return None if shape is None else (float(shape[0]), float(shape[1]))
 
 
 def longest_decode(g: pd.DataFrame) -> tuple[float, float] | None:
-    """(batch, context) of the decode point with the longest context, largest batch there."""
+    """(batch, context) of the headline decode point (``ablations.config.headline.headline_decode``)."""
     rows = g[(g["mode"] == "decode") & g["seq_len"].notna()]
-    if rows.empty:
-        return None
-    ctx = rows["seq_len"].max()
-    return float(rows.loc[rows["seq_len"] == ctx, "batch"].max()), float(ctx)
+    point = headline_decode(zip(rows["batch"], rows["seq_len"], strict=True))
+    return None if point is None else (float(point[0]), float(point[1]))
 
 
 def shape_name(shape: tuple[float, float] | None) -> str:
@@ -100,15 +97,16 @@ def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, fl
 
 def _precision(r: dict, key: str, g: pd.DataFrame, metric: str, mode: str, batch: float | None,
                seq: float | None) -> None:
-    """How precise the ratio ``key`` turned out: its 95% interval's relative half-width (``{key}_ci``), the rounds
-    it took (``{key}_rounds``), and whether it stopped on its round budget before reaching its target
-    (``{key}_budget``). NaN where the table predates the interval rows."""
+    """How precise the ratio ``key`` turned out: its 95% interval's relative half-width (``{key}_ci``) and bounds
+    (``{key}_ci_lo``, ``{key}_ci_hi``), the rounds it took (``{key}_rounds``), and whether it stopped on its round
+    budget before reaching its target (``{key}_budget``). NaN where the table predates the interval rows."""
     stat = pick(g, metric, mode, batch, seq)
     sel = (g["metric"] == metric) & (g["mode"] == mode)
     if batch is not None:
         sel &= (g["batch"] == batch) & (g["seq_len"] == seq)
     rows = g[sel]
-    r[f"{key}_ci"] = np.nan if stat is None else stat["value"]
+    for part, column in (("", "value"), ("_lo", "lo"), ("_hi", "hi")):
+        r[f"{key}_ci{part}"] = np.nan if stat is None else stat[column]
     r[f"{key}_rounds"] = rows["n"].max() if not rows.empty else np.nan
     r[f"{key}_budget"] = bool(rows["note"].astype(str).str.contains("budget").any()) if not rows.empty else False
 

@@ -61,12 +61,17 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 
 def fmt_spread(v: float, lo: float, hi: float) -> str:
-    """``1.18× [1.12, 1.25]``: median with its quartiles over paired rounds."""
+    """``1.18× [1.12, 1.25]``: a ratio with an interval or spread (the caller's label says which)."""
     if pd.isna(v):
         return "—"
     if pd.isna(lo) or pd.isna(hi):
         return f"{v:.3f}×"
     return f"{v:.3f}× [{lo:.3f}, {hi:.3f}]"
+
+
+def fmt_quartiles(lo: float, hi: float) -> str:
+    """``[1.12, 1.25]``: the middle half of the paired rounds' ratios, their spread (not an interval)."""
+    return "—" if pd.isna(lo) or pd.isna(hi) else f"[{lo:.3f}, {hi:.3f}]"
 
 
 def fmt_precision(halfwidth: float, rounds: float, budget: bool) -> str:

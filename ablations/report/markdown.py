@@ -117,10 +117,12 @@ def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
                   "with GPT-2's biases and tied embeddings.", ""]
     if not c.empty:
         lines += ["### Speed, paired with the baseline in the same process", "",
-                  f"Ratio = variant time / `{paired}` time (below 1 is faster): median [p25, p75] over paired "
-                  "rounds, at the largest measured shape (batch x sequence); decode at the longest context. "
-                  "Where shown, ±95% is the half-width of the ratio's distribution-free 95% interval relative to it, "
-                  "with the rounds it took (‡: its round budget ran out before the profile's target_halfwidth).", "",
+                  f"Ratio = variant time / `{paired}` time (below 1 is faster): the median over paired rounds "
+                  "with its distribution-free 95% interval, at the largest measured shape (batch x sequence); decode "
+                  "at the longest context. ±95% is that interval's half-width relative to the median, with the "
+                  "rounds it took (‡: its round budget ran out before the profile's target_halfwidth); p25–p75 is "
+                  "the spread of the rounds' ratios, not an interval. A cell marked (p25–p75) comes from a table "
+                  "written before the interval rows.", "",
                   speed_table(c), "", "### Size and work", "", work_table(c), "",
                   "⚠ marks a parameter count that differs from the baseline's; read its ratios with that in mind.",
                   ""]
@@ -141,7 +143,9 @@ HOW_TO_READ = [
     "- Every timing is paired: the variant and its sweep's baseline (the GPT-2 block, or Llama-2's in a sweep run "
     "with `baseline=llama2`) alternate (ABBA) in one process, and the ratio is taken per round. The baseline's own "
     "row is it timed against itself: its spread is the noise floor.",
-    "- Spreads are quartiles over rounds, not confidence intervals. Absolute times and tokens/s are secondary: "
+    "- A headline ratio's brackets are its 95% interval (the median's, from order statistics of the rounds); "
+    "spreads elsewhere (the every-shape grid, the figures' bars) are quartiles over rounds, not intervals. "
+    "Absolute times and tokens/s are secondary: "
     "they move with machine load, the ratios much less.",
     "- FLOPs count matrix products only (a multiply-add is 2; causal attention counts the full score matrix); "
     f"utilisation is achieved FLOP/s over the run's matmul peak (measured once per run, the best of "

@@ -16,6 +16,7 @@ from ablations.report.formatting import (
     fmt_p,
     fmt_params_delta,
     fmt_precision,
+    fmt_quartiles,
     fmt_rate,
     fmt_seeds,
     fmt_spread,
@@ -46,25 +47,38 @@ def variants_table(s: pd.DataFrame) -> str:
     }))
 
 
+def headline_cells(c: pd.DataFrame, key: str) -> list[str]:
+    """A headline ratio per row: median with its 95% interval; a table written before the interval rows gives the
+    quartiles instead, marked ``(p25–p75)`` so the two are never read as the same thing."""
+    if f"{key}_ci_lo" not in c:
+        c = c.assign(**{f"{key}_ci_lo": np.nan, f"{key}_ci_hi": np.nan})
+    return [fmt_spread(v, ci_lo, ci_hi) if not (pd.isna(ci_lo) or pd.isna(ci_hi)) else
+            fmt_spread(v, lo, hi) + ("" if pd.isna(lo) else " (p25–p75)")
+            for v, ci_lo, ci_hi, lo, hi in
+            c[[key, f"{key}_ci_lo", f"{key}_ci_hi", f"{key}_lo", f"{key}_hi"]].to_numpy()]
+
+
 def speed_table(c: pd.DataFrame) -> str:
     shape = c["shape"].iloc[0]
     decode = "decode ×" if c["decode_ctx"].isna().all() else (
         f"decode × (B={int(c['decode_batch'].iloc[0])}, context {int(c['decode_ctx'].iloc[0]):,})")
     columns = {
         "variant": c["case"],
-        f"forward × ({shape})": [fmt_spread(*v) for v in c[["fwd", "fwd_lo", "fwd_hi"]].to_numpy()],
-        f"train × ({shape})": [fmt_spread(*v) for v in c[["train", "train_lo", "train_hi"]].to_numpy()],
+        f"forward × ({shape})": headline_cells(c, "fwd"),
+        f"train × ({shape})": headline_cells(c, "train"),
         "forward tokens/s": c["fwd_tps"].map(fmt_rate),
         "train tokens/s": c["train_tps"].map(fmt_rate),
-        decode: [fmt_spread(*v) for v in c[["decode", "decode_lo", "decode_hi"]].to_numpy()],
+        decode: headline_cells(c, "decode"),
         "decode ms/step": c["decode_s"].map(lambda s: "—" if pd.isna(s) else f"{1e3 * s:.3g}"),
     }
     # How precise each ratio turned out (its 95% interval's half-width, the rounds it took; ‡ stopped on its round
-    # budget short of the target): absent from tables written before the interval rows.
+    # budget short of the target), and the spread of its rounds: absent from tables written before the interval rows.
     for key, name in (("fwd", "forward"), ("train", "train"), ("decode", "decode")):
         if f"{key}_ci" in c and c[f"{key}_ci"].notna().any():
             columns[f"{name} ±95% (rounds)"] = [fmt_precision(*v) for v in
                                                 c[[f"{key}_ci", f"{key}_rounds", f"{key}_budget"]].to_numpy()]
+            columns[f"{name} rounds p25–p75"] = [fmt_quartiles(lo, hi) for lo, hi in
+                                                 c[[f"{key}_lo", f"{key}_hi"]].to_numpy()]
     return markdown_table(pd.DataFrame(columns))
 
 

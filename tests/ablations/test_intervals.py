@@ -109,3 +109,39 @@ def test_paired_timing_stops_when_asked():
     paired = time_paired(lambda: None, lambda: None, rounds=40, min_run_time=0.001, warmup=1,
                          device=torch.device("cpu"), until=lambda ratios: len(ratios) == 6)
     assert len(paired.ratios) == 6 and len(paired.a) == len(paired.b) == 6
+
+
+def test_the_target_holds_at_the_headline_unless_the_scope_is_every():
+    settings = {"rounds": 8, "target_halfwidth": 0.03, "min_rounds": 8, "max_rounds": 48}
+    headline_scope = OmegaConf.create({**settings, "precision_scope": "headline"})
+    assert precision_of(headline_scope, headline=True).target_halfwidth == 0.03
+    other = precision_of(headline_scope, fixed_rounds=16, headline=False)
+    assert other.looks == [16] and other.target_halfwidth is None
+    every = OmegaConf.create({**settings, "precision_scope": "every"})
+    assert precision_of(every, headline=False).max_rounds == 48
+    with pytest.raises(ConfigError, match=re.escape("profile.precision_scope=some is not one of headline, every")):
+        precision_of(OmegaConf.create({**settings, "precision_scope": "some"}))
+
+
+def test_a_point_spends_its_target_on_the_headline_shape_and_decode_only(monkeypatch):
+    """The rules a point hands its paired timings: sequential at the headline forward/train shape and the longest
+    decode context at its largest batch (``ablations.config.headline``, what the report reads), fixed elsewhere."""
+    from ablations.config.headline import headline_decode, headline_shape
+    from ablations.measure import point
+    from tests.ablations.untimed import point_rows, untimed
+
+    untimed(monkeypatch)
+    seen = []
+    fake = point.paired_with
+    monkeypatch.setattr(point, "paired_with", lambda rule, a, b, **kw: seen.append(rule) or fake(rule, a, b, **kw))
+    shapes, contexts, batches = ["1x16", "2x16", "1x32"], [16, 32], [1, 2]
+    point_rows("norm=rmsnorm", f"profile.shapes=[{','.join(shapes)}]", f"profile.decode_contexts={contexts}",
+               f"profile.decode_batch_sizes={batches}", "profile.target_halfwidth=0.03", "profile.min_rounds=8",
+               "profile.max_rounds=24", "profile.prefill_max_tokens=0")
+    sequential = [r.target_halfwidth is not None for r in seen]
+    # forward and train per shape, in order, then decode per (context, batch)
+    timed_shapes = [s for s in shapes for _ in ("forward", "train")]
+    decode = [(b, c) for c in contexts for b in batches]
+    best = "x".join(map(str, headline_shape(tuple(map(int, s.split("x"))) for s in shapes)))
+    assert sequential == [s == best for s in timed_shapes] + [d == headline_decode(decode) for d in decode]
+    assert best == "1x32" and headline_decode(decode) == (2, 32)  # equal tokens: the longer sequence

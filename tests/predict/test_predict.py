@@ -79,5 +79,5 @@ def test_full_size_table_has_every_choice_at_7b_and_70b():
     assert "7B decode, batch 64" in lines[0] and "70B train step 4,096, batch 1" in lines[0]
     body = {line.split("|")[1].strip(): line for line in lines[2:]}
     # Every declared flip has its row, derived from the declarations alone.
-    assert set(body) == {c.flip_text(v) for c in choices() for v in c.flips} | {"all five (Llama-2 block)"}
+    assert set(body) == {c.flip_text(v) for c in choices() for v in c.flips} | {"all five (Llama-2's block)"}
     assert "[gqa4]" in body["MHA → GQA"] and "[gqa8]" in body["MHA → GQA"]

@@ -1,0 +1,74 @@
+"""The headline table (``ablations.report.headline``): built from a results table, and the copies the README and
+docs show are exactly what it builds from the committed reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ablations.report.headline import baseline_line, flip_name, headline_table, main
+from ablations.report.tables import load_table
+from components import ArchConfig, ModelConfig, choices, llama2_block
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "results" / "reference"
+COPIES = [ROOT / "README.md", ROOT / "docs" / "index.md", ROOT / "docs" / "findings.md"]
+HEADER = "| choice | block fwd+bwd time"
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load_table(REFERENCE)
+
+
+def shown_table(path: Path) -> str:
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(HEADER))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+@pytest.mark.parametrize("path", COPIES, ids=[p.name for p in COPIES])
+def test_every_copy_is_what_the_reference_builds(reference, path):
+    built = headline_table(reference)
+    assert shown_table(path) == built, (
+        f"{path.relative_to(ROOT)}'s headline table is not what `python -m ablations.report.headline "
+        f"results/reference` prints now:\n{built}\n(paste it over the table)")
+
+
+def test_the_baseline_line_is_quoted_where_the_table_is(reference):
+    line = baseline_line(reference)
+    for path in COPIES:
+        assert line in path.read_text().replace("\n", " "), f"{path.name} should quote the A/A line: {line}"
+
+
+def test_one_row_per_flip_in_declaration_order_llama2_last(reference):
+    rows = headline_table(reference).splitlines()[2:]
+    names = [r.split(" | ")[0].lstrip("| ") for r in rows]
+    moved = [c for c in choices() if c.in_llama2]
+    assert [n.split(" (")[0] for n in names[:-1]] == [c.flip_text(c.llama2) for c in moved]
+    assert names[-1].startswith(f"all {len(moved)}".replace("5", "five"))
+    for row in rows:  # every time cell is a median with an interval, every loss cell says its seeds
+        time_cells = row.split(" | ")[1:3]
+        assert all("× [" in cell for cell in time_cells), row
+        assert " seeds: " in row, row
+
+
+def test_flip_names_come_from_the_declarations():
+    model = ModelConfig(n_heads=16)
+    assert flip_name("gpt2", ArchConfig(model=model)) is None  # nothing moved: no row
+    assert flip_name("llama2", llama2_block(model, 2)) == f"all {'five'} (Llama-2's block)"
+    for c in choices():
+        if c.in_llama2:
+            arch = llama2_block(model, 2)
+            one = ArchConfig(model=model, **{c.group: getattr(arch, c.group)})
+            assert flip_name(c.value_name(c.llama2), one) == c.flip_text(c.llama2)
+
+
+def test_the_command_prints_the_table_and_a_bad_folder_is_one_line(reference, capsys, tmp_path):
+    assert main([str(REFERENCE)]) == 0
+    assert headline_table(reference) in capsys.readouterr().out
+    assert main([str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing" in err[0]
