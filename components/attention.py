@@ -609,15 +609,22 @@ def _attn_sized(cfg: AttnConfig, kv_heads: int) -> AttnConfig:
 
 
 ATTN = declare(Choice(
-    display={"mha": "MHA", "gqa": "GQA", "mqa": "MQA", "mla": "MLA"},
+    display={"mha": "MHA", "gqa": "GQA", "mqa": "MQA", "mla": "MLA", "window": "sliding window"},
     group="attn", title="KV heads / query heads", show=_attn_show, config=AttnConfig, registry=ATTENTIONS, gpt2="mha",
     llama2="gqa", hook="attention", order=40,
     rung=4, sized=_attn_sized, flip_values=("gqa", "mla"), label=_attn_label, matches=_attn_matches,
     to_row=_attn_row, from_row=_attn_from_row, sweep=False,
     # 64 of the small model's 1024 tokens: a window that the kv sweep's contexts (up to 4096) run well past.
     setting_flips={"window": {"window": 64}},
-    description="K/V heads: one per query head (MHA), shared by groups of query heads (GQA), or one (MQA); or one "
-                "cached latent per token, up-projected per head (MLA, DeepSeek-V2)",
+    about={"mha": "MHA: one K/V head per query head",
+           "gqa": "GQA: query heads share K/V heads (`attn.n_kv_heads`)",
+           "mqa": "MQA: one K/V head for all query heads",
+           "mla": "MLA, DeepSeek-V2's multi-head latent attention: one compressed latent cached per token, K and V "
+                  "up-projected from it per head (`attn.kv_lora_rank`, `attn.qk_rope_head_dim`, `attn.q_lora_rank`; "
+                  "`bias=on` is DeepSeek-V2's `attention_bias`: the down-projections and the output, never a "
+                  "full-rank query)",
+           "window": "each query sees only its last W keys (Mistral-7B); decode keeps a rolling cache of W "
+                     "positions"},
     claim=Claim(
         "GQA cuts the KV cache 8× at 70B and speeds long-context decode",
         (("arithmetic, Llama-2-70B fp16 at 4096 tokens", "GQA-8: 1.25 GiB; MHA: 10 GiB"),

@@ -51,7 +51,8 @@ BIAS = declare(Choice(
     group="bias", title="linear biases", show=_bias_show, config=BiasConfig, registry=BIASES, gpt2="on", llama2="off",
     hook="flag", order=50, rung=5,
 to_row=_bias_row, from_row=_bias_from_row,
-    description="the additive bias of every linear layer (LayerNorm keeps its shift)",
+    about={"on": "a bias on every linear layer (and LayerNorm's shift)",
+           "off": "no bias on the linear layers (LayerNorm keeps its shift)"},
     claim=Claim(
         "Linear layers need no bias: dropping them costs no quality and saves parameters and time",
         (("Chowdhery et al. 2022 (PaLM), §2",

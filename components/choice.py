@@ -60,7 +60,8 @@ class Choice:
     # ``label`` overrides it with a function of the whole architecture (attention names its KV heads).
     names: dict[str, str] = field(default_factory=dict)
     label: Callable[[ArchConfig], str] | None = None
-    # How prose and tables spell each value ("RMSNorm"); a value not listed is its own name.
+    # How prose and tables spell each value, or each of ``setting_flips`` ("RMSNorm", "sliding window"); a value
+    # not listed is its own name.
     display: dict[str, str] = field(default_factory=dict)
     # Whether an architecture has this choice at a value; default: the group's ``name`` equals it. Attention
     # overrides it because ``gqa`` with every head its own KV head is MHA.
@@ -85,7 +86,9 @@ class Choice:
     setting_flips: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A one-choice sweep (``+sweep=<group>``) over every value is generated unless the group sweeps otherwise.
     sweep: bool = True
-    description: str = ""
+    # What each value, and each of ``setting_flips``, is: one cell of the docs' and the README's choice tables
+    # (``ablations.config.doc_text`` renders them; ``tests/test_declarations.py`` fails on a value without one).
+    about: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.hook not in HOOKS:

@@ -122,7 +122,9 @@ FFN = declare(Choice(
     display={"gelu": "GELU", "swiglu": "SwiGLU", "geglu": "GeGLU"},
     group="ffn", title="FFN", config=FFNConfig, registry=FFNS, gpt2="gelu", llama2="swiglu", hook="ffn", order=30,
     rung=3,
-    description="the feed-forward layer: GELU with 4d, or a gated unit at about 8d/3 (parameter-matched)",
+    about={"gelu": "GELU (tanh approx.) MLP at 4d, two matrices",
+           "swiglu": "SwiGLU at hidden ≈ 8d/3, three matrices (`ffn.multiple_of`, `ffn.multiplier`, `ffn.hidden_dim`)",
+           "geglu": "GeGLU: SwiGLU with GELU as the gate (Shazeer 2020; Gemma's MLP)"},
     value_claims={"geglu": Claim(
         "GeGLU does as well as SwiGLU",
         (("Shazeer 2020, Table 1 (T5 base, 65k steps, log-ppl)", "GELU 1.983, GEGLU 1.942, SwiGLU 1.944"),),

@@ -90,7 +90,8 @@ NORM = declare(Choice(
     display={"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"},
     group="norm", title="norm", config=NormConfig, registry=NORMS, gpt2="layernorm", llama2="rmsnorm", hook="norm",
     order=20,
-    rung=1, description="the normalisation before attention, before the FFN and at the end",
+    rung=1,
+    about={"layernorm": "LayerNorm (mean, variance, weight, bias)", "rmsnorm": "RMSNorm (RMS only, weight)"},
     claim=Claim(
         "RMSNorm performs as well as LayerNorm at lower cost",
         (("Zhang & Sennrich 2019", "7%–64% less time; 6.9% on the Transformer (WMT14)"),

@@ -84,8 +84,9 @@ BLOCK = declare(Choice(
     group="block", config=BlockConfig, registry=BLOCKS, gpt2="sequential", llama2="sequential", hook="block",
     order=70, title="residual", display={"sequential": "sequential", "parallel": "parallel"}, label=_form,
     to_row=lambda arch: {"block": _form(arch)}, from_row=_from_row,
-    description="attention then the FFN (sequential), or both on the block's input, summed (parallel: GPT-J, "
-                "GPT-NeoX, PaLM)",
+    about={"sequential": "attention, then the FFN on the residual it updated",
+           "parallel": "attention and the FFN reading the same input side by side, summed (GPT-J, PaLM: one shared "
+                       "norm; GPT-NeoX: `block.shared_norm=false`)"},
     claim=Claim(
         "The parallel block trains faster at large scale with little quality cost",
         (("Chowdhery et al. 2022 (PaLM), §2",

@@ -246,7 +246,10 @@ POS = declare(Choice(
     group="pos", title="positions", config=PosConfig, registry=POSITIONS, gpt2="learned", llama2="rope",
     hook="positions", order=10,
     rung=2, to_row=_pos_row, from_row=_pos_from_row,
-    description="where position information enters: a table added at the input, a rotation of Q and K, or none",
+    about={"learned": "a learned absolute table added at the input",
+           "rope": "RoPE: Q and K rotated inside attention (`pos.layout=half|interleaved`, `pos.theta`)",
+           "alibi": "ALiBi: a distance penalty on the scores (Press et al. 2022)",
+           "none": "no positions (NoPE, a reference)"},
     claim=Claim(
         "RoPE extends to longer contexts more gracefully",
         (("Press et al. 2022 (ALiBi), Table 3", "rotary ppl 19.33 at L=1024 → 31.17 at 2024 → 106.99 at 16024"),),

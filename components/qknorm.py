@@ -67,7 +67,8 @@ class QKNorm(nn.Module):
 QKNORM = declare(Choice(
     group="qknorm", title="QK-norm", config=QKNormConfig, registry=QKNORMS, gpt2="off", llama2="off", hook="qk",
     order=60, display={"off": "no QK-norm", "on": "QK-norm"},
-    description="RMSNorm over each head's Q and K before the rotation (Gemma-3, Qwen3, OLMo-2)",
+    about={"off": "Q and K as projected",
+           "on": "RMSNorm over each head's Q and K before the rotation (Gemma-3, Qwen3, OLMo-2)"},
     claim=Claim(
         "QK-norm stabilises training (large learning rates, no loss spikes) at little cost",
         (("Dehghani et al. 2023 (ViT-22B), \"QK Normalization\"",

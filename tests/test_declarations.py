@@ -66,6 +66,14 @@ def test_the_declarations_are_consistent():
     assert len({c.rung for c in llama2_choices()}) == len(llama2_choices())
 
 
+def test_every_value_and_setting_flip_says_what_it_is():
+    # The choice tables of the docs and the README are made of these (ablations.config.doc_text); a key for a value
+    # that no longer exists is as wrong as a value without one.
+    for c in choices():
+        assert set(c.about) == set(c.values) | set(c.setting_flips), c.group
+        assert all(text.strip() for text in c.about.values()), c.group
+
+
 @pytest.mark.parametrize("group,value", VALUES, ids=IDS)
 def test_every_value_has_its_config_file_and_composes(group, value):
     assert (CONF_DIR / group / f"{value}.yaml").exists()

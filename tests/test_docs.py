@@ -4,8 +4,9 @@
   (``importlib.util.find_spec``), and every ``blockbench COMMAND`` names a subcommand of the console script
   whose module exists (skipped while the script is not installed).
 - Every page in docs/ is in mkdocs.yml's nav, and every page the nav names exists.
-- The copies of ``python -m ablations --help``'s "Sweeps" and "Design choices" sections in docs/ (each marked by
-  an HTML comment ``<!-- help:... -->`` before its fence) are what the code prints now.
+- Text the code knows is generated, not copied (``ablations.config.doc_text``): the mkdocs hook puts
+  ``python -m ablations --help``'s "Sweeps" and "Design choices" sections and the choice tables where docs/ pages
+  mark them (``<!-- generated: NAME -->``), and the README's marked text is what the declarations give now.
 - A Python block marked ``<!-- docs-test: run -->`` runs.
 
 The broken-link and broken-anchor checks are mkdocs's own: ``mkdocs build --strict`` (CI runs it).
@@ -22,6 +23,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from components import choices
+from tests.temporary_choice import temporary_choice
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -155,8 +159,16 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page():
     assert len(nav) == len(set(nav)), "mkdocs.yml's nav names a page twice"
 
 
+README = ROOT / "README.md"
+
+
+def page_text(page: Path) -> str:
+    return page.read_text(encoding="utf-8")
+
+
 def help_sections() -> dict[str, str]:
-    """The "Sweeps" and "Design choices" sections of ``python -m ablations --help``, as the code renders them."""
+    """The "Sweeps" and "Design choices" sections of ``python -m ablations --help``, as the code renders them, by
+    the marker name that asks for each."""
     from ablations.config.generated import help_node
 
     template = help_node()["template"]
@@ -166,17 +178,129 @@ def help_sections() -> dict[str, str]:
         body = template[template.index("\n", start) + 1:]
         return body[:body.index("\n\n==")].rstrip("\n")
 
-    return {"help:sweeps": section("Sweeps"), "help:design-choices": section("Design choices")}
+    return {"run-help-sweeps": section("Sweeps"), "run-help-choices": section("Design choices")}
 
 
-def test_help_copies_in_the_docs_match_the_code():
-    sections = help_sections()
-    marked = [b for b in ALL_BLOCKS if b.marker.startswith("help:")]
-    assert {b.marker for b in marked} == set(sections), "each --help section should be copied once into docs/"
-    for b in marked:
-        assert b.text.rstrip("\n") == sections[b.marker], (
-            f"{b.page.relative_to(ROOT)}:{b.line} copies `python -m ablations --help`'s {b.marker} section, which "
-            f"now reads:\n{sections[b.marker]}\n(paste it over the block)")
+def built(page: Path) -> str:
+    """A page as the site is built from it: through the mkdocs hook."""
+    from scripts.generated_docs import on_page_markdown
+
+    return on_page_markdown(page_text(page), page=None, config=None, files=None)
+
+
+def test_mkdocs_runs_the_hook_that_fills_the_markers():
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert "scripts/generated_docs.py" in config.get("hooks", [])
+
+
+def test_every_marker_names_generated_text_and_each_is_asked_for_where_the_docs_need_it():
+    from ablations.config.doc_text import SNIPPETS, names_in
+
+    asked = {page.relative_to(ROOT).as_posix(): names_in(page_text(page)) for page in [*PAGES, README]}
+    unknown = {page: names for page, names in asked.items() if set(names) - set(SNIPPETS)}
+    assert not unknown, f"markers that name no generated text (known: {', '.join(SNIPPETS)}): {unknown}"
+    assert asked["README.md"] == asked["docs/index.md"] == ["choice-table"]
+    assert asked["docs/choices.md"] == ["run-help-choices", "choice-details"]
+    assert asked["docs/methodology.md"] == ["run-help-sweeps"]
+
+
+def test_the_hook_puts_the_current_help_into_the_pages():
+    from ablations.config.doc_text import names_in
+
+    for name, section in help_sections().items():
+        pages = [p for p in PAGES if name in names_in(page_text(p))]
+        assert len(pages) == 1, f"--help's {name} should be asked for once in docs/, not in {pages}"
+        assert section not in page_text(pages[0]), f"{pages[0].name} holds a copy of --help's {name}: use the marker"
+        text = built(pages[0])
+        assert f"\n```text\n{section}\n```\n" in text, f"the built {pages[0].name} lacks --help's {name} as it is now"
+        assert not names_in(text), f"the built {pages[0].name} still has a marker"
+
+
+def test_a_marker_that_names_nothing_stops_the_build_with_one_line():
+    pytest.importorskip("mkdocs")  # the docs extra's
+    from types import SimpleNamespace
+
+    from mkdocs.exceptions import PluginError
+
+    from scripts.generated_docs import on_page_markdown
+
+    page = SimpleNamespace(file=SimpleNamespace(src_path="index.md"))
+    with pytest.raises(PluginError) as err:
+        on_page_markdown("# Home\n\n<!-- generated: choice-tabel -->\n", page=page)
+    assert str(err.value).startswith("index.md: <!-- generated: choice-tabel --> names no generated text; known: ")
+    assert "\n" not in str(err.value) and "choice-table" in str(err.value)
+
+
+def test_the_readme_holds_what_the_declarations_give():
+    from ablations.config.doc_text import committed_page
+
+    text = page_text(README)
+    assert committed_page(text) == text, ("README.md's generated text is not what the declarations give now: run "
+                                          "`python -m scripts.generated_docs`")
+
+
+def test_the_script_rewrites_a_stale_readme(tmp_path, capsys):
+    from ablations.config.doc_text import choice_table
+    from scripts.generated_docs import main
+
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n<!-- generated: choice-table -->\n| stale |\n<!-- /generated -->\n\nafter\n")
+    assert main([], readme=readme) == 0 and "rewritten" in capsys.readouterr().out
+    text = readme.read_text()
+    table = choice_table(github=True)
+    assert text == f"# x\n\n<!-- generated: choice-table -->\n{table}\n<!-- /generated -->\n\nafter\n"
+    assert main([], readme=readme) == 0 and "up to date" in capsys.readouterr().out
+
+
+CELL = re.compile(r"(?<!\\)\|")  # a cell separator: a pipe GitHub does not read as escaped
+
+
+def github_rows(table: str) -> list[list[str]]:
+    """A table's body rows as GitHub splits them into cells, each cell's escaped pipes read back."""
+    return [[cell.strip().replace("\\|", "|") for cell in CELL.split(line)[1:-1]] for line in table.splitlines()[2:]]
+
+
+def test_the_choice_tables_show_every_declared_choice_and_value():
+    from ablations.config.doc_text import choice_table, details_table
+
+    flips = [(c, name) for c in choices() for name in c.setting_flips]
+    for render, n_rows in ((choice_table, len(choices())), (details_table, len(choices()) + len(flips))):
+        rows = github_rows(render(github=True))
+        assert len(rows) == n_rows and all(len(r) == 4 for r in rows), render.__name__
+    readme_rows = github_rows(choice_table(github=True))
+    for c, row in zip(choices(), readme_rows, strict=True):
+        assert row[1] == c.about[c.gpt2] and row[2] == (c.about[c.llama2] if c.in_llama2 else "as GPT-2")
+        assert row[3].startswith(f"`{c.group}={'|'.join(c.values)}`")
+    details = {row[0]: row for row in github_rows(details_table(github=True))}
+    for c in choices():
+        row = details[f"{c.title} (`{c.group}`)"]
+        assert all(f"`{v}`" in row[1] for v in c.values) and all(c.about[v] in row[2] for v in c.values)
+        assert f"`{c.config.__module__.replace('.', '/')}.py`" in row[3]
+    assert all(c.about[name] == details[c.shown(name)][2] for c, name in flips)
+
+
+def test_the_site_renders_the_choice_tables_with_their_pipes():
+    markdown = pytest.importorskip("markdown")  # the docs extra's
+    from ablations.config.doc_text import choice_table
+
+    html = markdown.markdown(choice_table(github=False), extensions=["tables"])
+    assert html.count("<tr>") == len(choices()) + 1 and html.count("<td>") == 4 * len(choices())
+    assert "<code>pos=learned|rope|alibi|none</code>" in html and "\\|" not in html
+
+
+def test_a_newly_declared_choice_joins_both_tables():
+    from ablations.config.doc_text import choice_table, details_table
+
+    with temporary_choice(llama2="on") as extra:
+        short = {row[0]: row for row in github_rows(choice_table(github=True))}["extra thing"]
+        long = {row[0]: row for row in github_rows(details_table(github=True))}["extra thing (`extra`)"]
+    assert short == ["extra thing", "no extra thing", "the extra thing, switched on", "`extra=off|on`"]
+    assert long == ["extra thing (`extra`)", "`off` (GPT-2), `on` (Llama-2)",
+                    "no extra thing; the extra thing, switched on", "`tests/temporary_choice.py`"]
+    assert extra.title not in choice_table(github=True)
+    with temporary_choice(about={"off": "no extra thing"}):
+        with pytest.raises(KeyError, match="'extra' does not say what 'on' is"):
+            details_table(github=False)
 
 
 RUNNABLE = [b for b in ALL_BLOCKS if b.marker == "docs-test:run"]

@@ -188,10 +188,15 @@ More in README.md; Hydra's own flags: --hydra-help.
 """
 
 
-def _values_text(c: Choice) -> str:
-    marks = {c.gpt2: "GPT-2, the baseline"} if not c.in_llama2 else {c.gpt2: "GPT-2", c.llama2: "Llama-2"}
+def value_marks(c: Choice) -> dict[str, str]:
+    """Which model takes which value, as ``--help`` and the docs' choice tables mark it."""
     if not c.in_llama2:
-        marks[c.gpt2] += "; neither model varies it"
+        return {c.gpt2: "GPT-2, the baseline; neither model varies it"}
+    return {c.gpt2: "GPT-2", c.llama2: "Llama-2"}
+
+
+def _values_text(c: Choice) -> str:
+    marks = value_marks(c)
     return ", ".join(f"{v} ({marks[v]})" if v in marks else v for v in c.values)
 
 

@@ -46,9 +46,15 @@ FLOPS_CONVENTION = (
 KV_CONVENTION = "K and V over all layers, 2 bytes per element (fp16/bf16), batch 1"
 GIB = 2**30
 
-COLUMNS = ["model", "basis", "compared_to", "pos", "norm", "ffn", "d_model", "n_layers", "n_heads", "n_kv_heads",
-           "ffn_hidden", "context", "params", "params_delta", "flops_per_token", "flops_ratio",
-           "kv_bytes_per_token", "kv_bytes_context", "kv_ratio"]
+SIZE_COLUMNS = ["d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_hidden", "context", "params", "params_delta",
+                "flops_per_token", "flops_ratio", "kv_bytes_per_token", "kv_bytes_context", "kv_ratio"]
+# What a model's choices are called where no group leaves GPT-2's value.
+NONE_MOVED = "none"
+
+
+def columns() -> list[str]:
+    """The raw table's columns: the model, each declared group's value, the choices moved from GPT-2's, the sizes."""
+    return ["model", "basis", "compared_to", *(c.group for c in choices()), "choices", *SIZE_COLUMNS]
 
 
 # --- the numbers --------------------------------------------------------------------------------------
@@ -114,12 +120,18 @@ def counterfactuals() -> list[Entry]:
 
 # --- the table ----------------------------------------------------------------------------------------
 
+def moved_from_gpt2(arch: ArchConfig) -> str:
+    """Every declared choice ``arch`` has at a value other than GPT-2's, as a variant label names it (``rope``,
+    ``gqa8``, ``nobias``), in declaration order."""
+    return ", ".join(c.name_in(arch) for c in choices() if not c.has(arch, c.gpt2)) or NONE_MOVED
+
+
 def row(entry: Entry) -> dict:
     a = entry.arch
     per_token = kv_bytes_per_token(a)
     return {
         "model": entry.model, "basis": entry.basis, "compared_to": entry.compared_to,
-        "pos": a.pos.name, "norm": a.norm.name, "ffn": a.ffn.name,
+        **{c.group: getattr(a, c.group).name for c in choices()}, "choices": moved_from_gpt2(a),
         "d_model": a.model.d_model, "n_layers": a.model.n_layers, "n_heads": a.model.n_heads,
         "n_kv_heads": a.n_kv_heads, "ffn_hidden": a.ffn_hidden, "context": a.model.max_seq_len,
         "params": count_params(a), "flops_per_token": flops_per_token(a),
@@ -148,7 +160,7 @@ def _table(entries: list[Entry]) -> pd.DataFrame:
     table["params_delta"] = table["params"] - cmp.map(ref["params"])
     table["flops_ratio"] = table["flops_per_token"] / cmp.map(ref["flops_per_token"])
     table["kv_ratio"] = table["kv_bytes_per_token"] / cmp.map(ref["kv_bytes_per_token"])
-    return table[COLUMNS]
+    return table[columns()]
 
 
 def kv_70b(table: pd.DataFrame | None = None) -> dict[str, float]:
@@ -166,7 +178,7 @@ def formatted(table: pd.DataFrame) -> pd.DataFrame:
     """The sizes table with readable units, for printing and the report."""
     return pd.DataFrame({
         "model": table["model"],
-        "choices (pos/norm/ffn)": table["pos"] + "/" + table["norm"] + "/" + table["ffn"],
+        "choices not GPT-2's": table["choices"],
         "heads (q/kv)": table["n_heads"].astype(str) + "/" + table["n_kv_heads"].astype(str),
         "d / layers / ffn": table["d_model"].astype(str) + " / " + table["n_layers"].astype(str) + " / "
         + table["ffn_hidden"].astype(str),

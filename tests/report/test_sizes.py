@@ -7,7 +7,8 @@ import torch
 
 from ablations.measure.flops import count_flops
 from ablations.report import sizes
-from components import build_lm, preset
+from components import build_lm, choices, preset
+from tests.temporary_choice import temporary_choice
 
 GIB = 2**30
 
@@ -58,3 +59,27 @@ def test_cli_prints_both_tables_and_the_70b_line(capsys):
     assert "MHA 10 GiB, GQA-8 1.25 GiB: 8× smaller" in out
     assert sizes.main(["--csv"]) == 0
     assert capsys.readouterr().out.startswith("model,basis,")
+
+
+def test_the_choices_column_names_every_group_that_is_not_gpt2s(table):
+    shown = sizes.formatted(table.reset_index()).set_index("model")["choices not GPT-2's"]
+    assert shown["gpt2"] == shown["gpt2-xl"] == sizes.NONE_MOVED
+    # Llama-2-7B's attention is GQA with every head its own KV head: MHA, GPT-2's; 70B's has 8 KV heads.
+    assert shown["llama2-7b"] == "rope, rmsnorm, swiglu, nobias"
+    assert shown["llama2-70b"] == "rope, rmsnorm, swiglu, gqa8, nobias"
+    # The groups neither model varies, which the column once could not show, and each flip alone.
+    assert shown["gpt2 + qknorm"] == "qknorm" and shown["gpt2 + parallel"] == "parallel"
+    assert shown["gpt2 + mla"] == "mla" and shown["gpt2 + all five"] == "rope, rmsnorm, swiglu, gqa2, nobias"
+    assert list(table.columns[2:2 + len(choices())]) == [c.group for c in choices()]
+
+
+def test_a_newly_declared_group_appears_in_the_choices_column():
+    with temporary_choice() as extra:
+        entries = [e for e in sizes.counterfactuals() if e.model == "gpt2 + extra"]
+        assert len(entries) == 1, "the counterfactuals do not flip a newly declared group"
+        both = sizes.Entry("llama2-70b + extra", "test", preset("llama2-70b").replace(extra=extra.at("on")))
+        table = sizes.sizes_table([*entries, both])
+        shown = sizes.formatted(table)["choices not GPT-2's"].tolist()
+        assert table["extra"].tolist() == ["on", "on"]
+    assert shown == ["extra", "rope, rmsnorm, swiglu, gqa8, nobias, extra"]
+    assert "extra" not in sizes.columns()

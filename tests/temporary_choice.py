@@ -1,0 +1,37 @@
+"""A choice group declared for the length of a test, to show that a consumer takes up a group it has never seen."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from components import Choice, choices
+from components.registry import Registry
+
+# The module, not the package's ``choice`` function of the same name.
+declarations = importlib.import_module("components.choice")
+
+
+@dataclass
+class ExtraConfig:
+    name: str = "off"
+
+
+@contextmanager
+def temporary_choice(**fields: Any) -> Iterator[Choice]:
+    """``extra=off|on``: declared after every other group, neither model's (``off`` for both unless ``fields`` say
+    otherwise), building nothing (a ``flag`` no layer reads), so any architecture takes it; undeclared on exit."""
+    registry: Registry[None] = Registry("extra.name")
+    registry.add("off", None)
+    registry.add("on", None)
+    spec = dict(group="extra", config=ExtraConfig, registry=registry, gpt2="off", llama2="off", hook="flag",
+                order=max(c.order for c in choices()) + 1, title="extra thing",
+                about={"off": "no extra thing", "on": "the extra thing, switched on"})
+    extra = declarations.declare(Choice(**{**spec, **fields}))
+    try:
+        yield extra
+    finally:
+        del declarations._DECLARED[extra.group]
