@@ -6,7 +6,6 @@ Produces long-form rows (see ``ablations.results.store.COLUMNS``). Knows nothing
 from __future__ import annotations
 
 import itertools
-import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -280,8 +279,9 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
         if record_backends:
             add_backend_rows(rows, "prefill", sdpa_backends(prefill(0)))
         # A prefill is many times a decode step's work and steadier: half the decode rounds when fixed.
-        # No headline reads a prefill ratio: always the fixed rounds.
-        rule = precision_of(p, max(2, math.ceil(p.decode_rounds / 2)), headline=False)
+        # A prefill is many times a decode step's work and steadier, and no headline reads it: the fixed rounds of
+        # the forward shapes.
+        rule = precision_of(p, headline=False)
         with phase(rows, "prefill", shape):
             paired = paired_with(rule, prefill(0), prefill(1), **timed)
         latency = add_paired(rows, "prefill_", "prefill", shape, paired, batch * context, rule)

@@ -87,11 +87,11 @@ BAD_INPUT = {
         ["+sweep=norm", "+profile.round=3"],
         "Could not add '+profile.round=3'; Key 'round' not in 'ProfileConfig' (allowed keys: name, shapes, rounds, "
         "min_run_time, warmup, decode_contexts, decode_batch_sizes, decode_rounds, target_halfwidth, min_rounds, "
-        "max_rounds, prefill_max_tokens, peak_matmul_n, bandwidth_buffer_mib, forward, train_step, decode, flops, "
-        "memory)"),
+        "max_rounds, precision_scope, prefill_max_tokens, peak_matmul_n, bandwidth_buffer_mib, forward, train_step, "
+        "decode, flops, memory)"),
     "sequential rounds without their bounds": (
-        ["+sweep=norm", "profile.target_halfwidth=0.02"],
-        "profile.target_halfwidth=0.02 needs profile.min_rounds and profile.max_rounds (e.g. 8 and 48)"),
+        ["+sweep=norm", "profile.min_rounds=null"],
+        "profile.target_halfwidth=0.03 needs profile.min_rounds and profile.max_rounds (e.g. 8 and 48)"),
     "sweep folder that cannot be created": (
         ["+sweep=norm", "hydra.sweep.dir=/proc/x"],
         "hydra.sweep.dir=/proc/x: cannot create the output folder (No such file or directory)"),
