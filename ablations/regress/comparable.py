@@ -75,5 +75,5 @@ def design_gap(base: Mapping[str, int], head: Mapping[str, int]) -> str | None:
     for part in sorted(base.keys() | head.keys()):
         b, h = base.get(part, 0), head.get(part, 0)
         if b != h:
-            return f"the base builds {b:,} {part} elements, the head {h:,}: another design"
+            return f"the base builds {b:,} elements of {part}, the head {h:,}: another design"
     return None

@@ -1,7 +1,7 @@
 """The headline table: each flip of the ``all`` sweep against the GPT-2 block, time and loss, from a results table.
 
-The README, ``docs/index.md`` and ``docs/findings.md`` show it; ``tests/test_docs.py`` checks that each holds what
-this module builds from ``results/reference/results.csv``, so a rebuilt reference cannot leave them stale.
+The README, ``docs/index.md`` and ``docs/findings.md`` show it; ``tests/report/test_headline.py`` checks that each
+holds what this module builds from ``results/reference/results.csv``, so a rebuilt reference cannot leave them stale.
 ``python -m ablations.report.headline FOLDER`` prints it.
 
 Time cells are the median paired ratio with its 95% interval (``ablations.measure.intervals``); loss cells the
@@ -24,6 +24,7 @@ from ablations.report.formatting import fmt_p, markdown_table, number_word
 from ablations.report.sections import headline_cells, summarize_quality
 from ablations.report.tables import BASELINE, ReportError, load_table, split
 from components import ArchConfig, choices
+from components.choice import Choice
 
 SWEEP = "all"
 LLAMA2 = "llama2"
@@ -31,10 +32,15 @@ LLAMA2 = "llama2"
 ANSWERS = {"difference": "", "bounded": " (none as large as {target:g})", "budget": " (budget spent, not answered)"}
 
 
+def _moved(arch: ArchConfig) -> list[tuple[int, Choice]]:
+    """The declared choices ``arch`` holds at another value than GPT-2's, with their place in the declarations."""
+    return [(i, c) for i, c in enumerate(choices()) if not c.has(arch, c.gpt2)]
+
+
 def flip_name(name: str, arch: ArchConfig) -> str | None:
     """``LayerNorm → RMSNorm`` for a one-choice flip of GPT-2's block, ``all five (Llama-2's block)`` for
     Llama-2's; None for anything else (two choices moved, say), which a headline has no row for."""
-    moved = [c for c in choices() if not c.has(arch, c.gpt2)]
+    moved = [c for _, c in _moved(arch)]
     if name == LLAMA2:
         return f"all {number_word(len(moved))} (Llama-2's block)"
     return moved[0].flip_text(getattr(arch, moved[0].group).name) if len(moved) == 1 else None
@@ -65,17 +71,20 @@ def _loss(q: pd.Series | None) -> str:
 
 
 def headline_table(table: pd.DataFrame, sweep: str = SWEEP) -> str:
-    """The markdown table: one row per flip of ``sweep`` (its order), time ratios and loss difference."""
+    """The markdown table: one row per one-choice flip of ``sweep`` in the declarations' order, then Llama-2's
+    block; time ratios and loss difference."""
     measured, quality, _ = split(table[table["sweep"] == sweep])
     if measured.empty:
         raise ReportError(f"no timed rows of sweep {sweep!r} in the table")
     cmp = comparison(measured)
-    summary, why = summarize_quality(table[table["sweep"] == sweep]) if not quality.empty else (None, "")
+    summary, _ = summarize_quality(table[table["sweep"] == sweep]) if not quality.empty else (None, "")
     loss = summary[summary["metric"] == "val_loss"].set_index("variant") if summary is not None else None
     base = cmp[cmp["variant"] == BASELINE]
     if base.empty:
         raise ReportError(f"sweep {sweep!r} has no {BASELINE} point to read the table against")
     b = base.iloc[0]
+    if pd.isna(b["decode_ctx"]):
+        raise ReportError(f"sweep {sweep!r} has no decode rows: the headline's decode column needs them")
     shape, ctx, batch = b["shape"], int(b["decode_ctx"]), int(b["decode_batch"])
     base_loss = f" ({loss.loc[BASELINE, 'mean']:.3f})" if loss is not None and BASELINE in loss.index else ""
     flips = cmp[[r["variant"] != BASELINE and flip_name(r["variant"], arch_from_row(r)) is not None
@@ -92,9 +101,7 @@ def headline_table(table: pd.DataFrame, sweep: str = SWEEP) -> str:
 
 def _order(r: pd.Series) -> int:
     """The declarations' order (positions, norm, FFN, KV heads, bias, ...), Llama-2's block last."""
-    arch = arch_from_row(r)
-    moved = [i for i, c in enumerate(choices()) if not c.has(arch, c.gpt2)]
-    return len(choices()) if r["variant"] == LLAMA2 else moved[0]
+    return len(choices()) if r["variant"] == LLAMA2 else _moved(arch_from_row(r))[0][0]
 
 
 def baseline_line(table: pd.DataFrame, sweep: str = SWEEP) -> str:

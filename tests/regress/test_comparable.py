@@ -76,7 +76,7 @@ def test_a_base_that_builds_another_design_is_not_compared_where_it_differs(tmp_
     batch, context = 4, 2048
     full, rolling = (2 * batch * 8 * n * 64 for n in (context + 1, 64))  # K and V: batch x heads x slots x head_dim
     assert row["verdict"] == "not compared" and row["reason"] == (
-        f"the base builds {full:,} KV cache elements, the head {rolling:,}: another design")
+        f"the base builds {full:,} elements of KV cache, the head {rolling:,}: another design")
     assert timer == []
     row, _ = cli.measure(case("attn/mha-w64/forward"), base, head, ARGS, 0.95)  # the same design: timed
     assert "ratio" in row and len(timer) == 1
@@ -112,7 +112,7 @@ def test_the_design_and_config_gaps_name_the_first_difference():
 
     assert comparable.design_gap({"parameters": 10}, {"parameters": 10}) is None
     assert comparable.design_gap({"parameters": 10}, {"parameters": 10, "KV cache": 4}) == (
-        "the base builds 0 KV cache elements, the head 4: another design")
+        "the base builds 0 elements of KV cache, the head 4: another design")
     a, b = ArchConfig(attn=choice("attn").at("mha")), ArchConfig(attn=choice("attn").at("mha", window=64))
     assert comparable.config_gap(a, a, ["attn"]) is None
     assert comparable.config_gap(a, b, ["attn"]) == "the base resolves attn.window=None, the head 64"

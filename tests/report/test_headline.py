@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from ablations.report.formatting import number_word
 from ablations.report.headline import baseline_line, flip_name, headline_table, main
-from ablations.report.tables import load_table
+from ablations.report.tables import ReportError, load_table
 from components import ArchConfig, ModelConfig, choices, llama2_block
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ def test_one_row_per_flip_in_declaration_order_llama2_last(reference):
     names = [r.split(" | ")[0].lstrip("| ") for r in rows]
     moved = [c for c in choices() if c.in_llama2]
     assert [n.split(" (")[0] for n in names[:-1]] == [c.flip_text(c.llama2) for c in moved]
-    assert names[-1].startswith(f"all {len(moved)}".replace("5", "five"))
+    assert names[-1].startswith(f"all {number_word(len(moved))} (Llama-2's block)")
     for row in rows:  # every time cell is a median with an interval, every loss cell says its seeds
         time_cells = row.split(" | ")[1:3]
         assert all("× [" in cell for cell in time_cells), row
@@ -58,7 +59,8 @@ def test_one_row_per_flip_in_declaration_order_llama2_last(reference):
 def test_flip_names_come_from_the_declarations():
     model = ModelConfig(n_heads=16)
     assert flip_name("gpt2", ArchConfig(model=model)) is None  # nothing moved: no row
-    assert flip_name("llama2", llama2_block(model, 2)) == f"all {'five'} (Llama-2's block)"
+    moved = sum(c.in_llama2 for c in choices())
+    assert flip_name("llama2", llama2_block(model, 2)) == f"all {number_word(moved)} (Llama-2's block)"
     for c in choices():
         if c.in_llama2:
             arch = llama2_block(model, 2)
@@ -72,3 +74,11 @@ def test_the_command_prints_the_table_and_a_bad_folder_is_one_line(reference, ca
     assert main([str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing" in err[0]
+
+
+def test_a_sweep_the_table_cannot_be_built_from_is_one_line(reference, capsys):
+    assert main([str(REFERENCE), "--sweep", "pos"]) == 2  # quality only: no timed rows
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "no timed rows of sweep 'pos'" in line
+    with pytest.raises(ReportError, match="no decode rows"):
+        headline_table(reference[reference["mode"] != "decode"])
