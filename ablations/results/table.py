@@ -68,7 +68,8 @@ def load(path: Path) -> pd.DataFrame:
     elif not path.exists():
         raise TableError(f"{path}: no such file or folder")
     try:
-        table = pd.read_csv(path)
+        # Whole-file type inference: in chunks (pandas' default) a column such as ``stopped`` mixes types by row range.
+        table = pd.read_csv(path, low_memory=False)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise TableError(f"{path}: not a readable results table ({type(exc).__name__}: {exc})") from None
     if table.empty:
