@@ -224,8 +224,9 @@ def main(argv: list[str] | None = None) -> None:
     forget_run()  # this run measures its own ceilings, once, at its first timed point
     sys.argv = [sys.argv[0], *argv]
     # Hydra prints any exception of its own work (creating a job's folder, writing its .hydra/ records) with a
-    # traceback; with this set it raises it instead, and a fault of the disk becomes one line below.
-    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    # traceback unless this is "1"; then it raises it, and a fault of the disk becomes one line below. Set whatever
+    # the caller's environment holds: with HYDRA_FULL_ERROR=0 exported, Hydra printed its traceback.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
     # A log file on a full disk would print logging's own traceback for every record.
     logging.raiseExceptions = False
     try:

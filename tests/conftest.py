@@ -1,12 +1,17 @@
-"""Options for the whole suite, registered here so they work from the repository root; and the suite's own user
-config folder."""
+"""Options for the whole suite, registered here so they work from the repository root; the suite's own user
+config folder; and the one smoke sweep that the tests of what a real sweep writes all read."""
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 # No test reads the developer's own config folder (~/.config/blockbench: a calibration or sizes of their own would
 # change what the tests see): each process of the suite, and the subprocesses it starts, gets one that does not exist.
@@ -22,3 +27,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_SCRATCH, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """A finished sweep subprocess: its folder, exit status and output."""
+
+    folder: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+# The README's main job at the smoke profile, on the default model: what a newcomer's first sweep writes.
+SMOKE_NORM = ["+sweep=norm", "profile=smoke"]
+
+
+@pytest.fixture(scope="session")
+def smoke_norm_sweep(tmp_path_factory: pytest.TempPathFactory) -> SweepRun:
+    """``python -m ablations +sweep=norm profile=smoke`` run once for the whole session, however many xdist workers
+    ask: the first one runs it under a file lock in the folder all workers share, the others read what it left.
+    Tests read it; none may write into its folder (a report rebuilt from it goes to the test's own folder)."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # each worker's basetemp is a folder of the session's
+    folder, record = shared / "smoke-norm-sweep", shared / "smoke-norm-sweep.json"
+    with FileLock(str(shared / "smoke-norm-sweep.lock")):
+        if not record.exists():
+            proc = subprocess.run([sys.executable, "-m", "ablations", *SMOKE_NORM, f"hydra.sweep.dir={folder}"],
+                                  capture_output=True, text=True, timeout=600)
+            record.write_text(json.dumps({"returncode": proc.returncode, "stdout": proc.stdout,
+                                          "stderr": proc.stderr}))
+    return SweepRun(folder, **json.loads(record.read_text()))

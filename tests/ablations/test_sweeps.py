@@ -25,11 +25,11 @@ def run(args: list[str], folder: Path, timeout: int = 300) -> subprocess.Complet
     )
 
 
-def test_smoke_norm_sweep_default_model_writes_the_table(tmp_path):
-    proc = run(["+sweep=norm", "profile=smoke"], tmp_path)
+def test_smoke_norm_sweep_default_model_writes_the_table(smoke_norm_sweep):
+    proc, folder = smoke_norm_sweep, smoke_norm_sweep.folder
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == str(tmp_path.resolve())
-    table = pd.read_csv(tmp_path / "results.csv")
+    assert proc.stdout.strip().splitlines()[-1] == str(folder.resolve())
+    table = pd.read_csv(folder / "results.csv")
     assert set(table["variant"]) == {"gpt2", "rmsnorm"}
     assert set(table["status"]) == {"ok"}
     expected = {"params", "param_bytes", "matmul_peak", "latency", "baseline_latency", "latency_ratio",
@@ -59,21 +59,31 @@ def test_smoke_norm_sweep_default_model_writes_the_table(tmp_path):
 
 
 def test_every_value_of_every_choice_runs_end_to_end(tmp_path):
-    """GPT-2's block and every other value of every declared choice alone (the generated flip variants, one process:
-    the one-choice sweeps are these points in groups), named as the choices name them; a new choice or value runs
-    here without an edit. ``tests/ablations/test_config.py`` composes each ``+sweep=<group>``."""
-    names = ["gpt2", *(v.name for v in flips())]
+    """GPT-2's block, every other value of every declared choice alone (the generated flip variants, one process:
+    the one-choice sweeps and ``+sweep=all`` are these points in groups) and Llama-2's block, named as the choices
+    name them; a new choice or value runs here without an edit. ``tests/ablations/test_config.py`` composes each
+    ``+sweep=<group>`` and ``+sweep=all``."""
+    names = ["gpt2", *(v.name for v in flips()), "llama2"]
     proc = run(["-m", f"variant={','.join(names)}", "sweep_name=flips", *TINY], tmp_path)
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "results.csv")
-    labels = {"gpt2", *(c.name_in(ArchConfig(model=ModelConfig(n_heads=4), **{c.group: c.at_size(v, 2)}))
-                        for c in choices() for v in c.values[1:])}
+    labels = {"gpt2", "llama2", *(c.name_in(ArchConfig(model=ModelConfig(n_heads=4), **{c.group: c.at_size(v, 2)}))
+                                  for c in choices() for v in c.values[1:])}
     assert set(table["variant"]) == labels
     assert set(table["status"]) == {"ok"}
+    llama = table[(table.variant == "llama2")].iloc[0]
+    assert (llama["pos"], llama["norm"], llama["ffn"], llama["n_kv_heads"]) == ("rope-half", "rmsnorm", "swiglu", 2)
+    assert not llama["bias"] and not llama["tie_embeddings"]
+    nobias = table[(table.variant == "nobias") & (table.metric == "params")].iloc[0]
+    gpt2 = table[(table.variant == "gpt2") & (table.metric == "params")].iloc[0]
+    # model=tiny's 4 blocks (d=128, FFN 512), each with the biases of q, k, v, out (4 x 128), up (512), down (128).
+    assert gpt2["value"] - nobias["value"] == 4 * (4 * 128 + 512 + 128) and nobias["params_baseline"] == gpt2["value"]
 
 
 # The generated one-choice sweeps are the test above's points in groups (+sweep=norm runs in the smoke test);
-# kv is a file sweep over a setting.
+# kv is a file sweep over a setting. Extended: test_config composes it into its five points, the test above runs
+# its GQA path, and tests/components/test_attention.py checks MHA, GQA and MQA attention.
+@pytest.mark.extended
 @pytest.mark.parametrize("sweep,extra,variants", [
     # model=tiny has 4 heads, so the kv list is overridden the way the sweep file documents.
     ("kv", ["attn.n_kv_heads=4,2,1"], {"gpt2", "gqa2", "mqa"}),
@@ -86,6 +96,9 @@ def test_each_one_choice_sweep_runs(sweep, extra, variants, tmp_path):
     assert set(table["sweep"]) == {sweep}
 
 
+# Extended: the test above runs these seven points (and asserts on llama2's and nobias's rows); test_config composes
+# +sweep=all. This one runs the sweep file itself.
+@pytest.mark.extended
 def test_all_sweep_has_baseline_flips_and_llama2(tmp_path):
     proc = run(["+sweep=all", *TINY, "profile.decode=false", "profile.shapes=[1x16]"], tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -10,24 +10,24 @@ import pytest
 
 
 @pytest.mark.slow
-def test_smoke_sweep_builds_its_report(tmp_path):
-    sweep = [sys.executable, "-m", "ablations", "+sweep=norm", "profile=smoke", "model=tiny", "model.max_seq_len=256",
-             "threads=1", f"hydra.sweep.dir={tmp_path}"]
-    proc = subprocess.run(sweep, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    text = (tmp_path / "REPORT.md").read_text()  # written by the end-of-sweep callback
+def test_smoke_sweep_builds_its_report(smoke_norm_sweep, tmp_path):
+    folder = smoke_norm_sweep.folder
+    assert smoke_norm_sweep.returncode == 0, smoke_norm_sweep.stderr
+    text = (folder / "REPORT.md").read_text()  # written by the end-of-sweep callback
     for heading in ("## Setup", "## Claims", "## Sweep `norm`", "## Full-size models"):
         assert heading in text
     assert "| rmsnorm |" in text and "RMSNorm performs as well as LayerNorm at lower cost" in text
     figures = re.findall(r"\]\((figures/[^)]+)\)", text)
     assert any(f.endswith("norm-ratios.png") for f in figures)
     for name in figures:
-        assert (tmp_path / name).stat().st_size > 0, name
+        assert (folder / name).stat().st_size > 0, name
 
-    proc = subprocess.run([sys.executable, "-m", "ablations.report", str(tmp_path)], capture_output=True, text=True,
-                          timeout=120)
+    # Rebuilt into a folder of its own: the shared sweep's folder stays as the sweep left it for the other tests.
+    proc = subprocess.run([sys.executable, "-m", "ablations.report", str(folder), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str((tmp_path / "REPORT.md").resolve())
+    assert "## Sweep `norm`" in (tmp_path / "REPORT.md").read_text() and (tmp_path / "results.csv").exists()
 
 
 @pytest.mark.slow
