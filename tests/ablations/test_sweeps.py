@@ -25,6 +25,17 @@ def run(args: list[str], folder: Path, timeout: int = 300) -> subprocess.Complet
     )
 
 
+def assert_llama2_and_nobias_rows(table: pd.DataFrame) -> None:
+    """Llama-2's block carries its choices' values; dropping the biases removes exactly model=tiny's biases."""
+    llama = table[(table.variant == "llama2")].iloc[0]
+    assert (llama["pos"], llama["norm"], llama["ffn"], llama["n_kv_heads"]) == ("rope-half", "rmsnorm", "swiglu", 2)
+    assert not llama["bias"] and not llama["tie_embeddings"]
+    nobias = table[(table.variant == "nobias") & (table.metric == "params")].iloc[0]
+    gpt2 = table[(table.variant == "gpt2") & (table.metric == "params")].iloc[0]
+    # model=tiny's 4 blocks (d=128, FFN 512), each with the biases of q, k, v, out (4 x 128), up (512), down (128).
+    assert gpt2["value"] - nobias["value"] == 4 * (4 * 128 + 512 + 128) and nobias["params_baseline"] == gpt2["value"]
+
+
 def test_smoke_norm_sweep_default_model_writes_the_table(smoke_norm_sweep):
     proc, folder = smoke_norm_sweep, smoke_norm_sweep.folder
     assert proc.returncode == 0, proc.stderr
@@ -71,13 +82,7 @@ def test_every_value_of_every_choice_runs_end_to_end(tmp_path):
                                   for c in choices() for v in c.values[1:])}
     assert set(table["variant"]) == labels
     assert set(table["status"]) == {"ok"}
-    llama = table[(table.variant == "llama2")].iloc[0]
-    assert (llama["pos"], llama["norm"], llama["ffn"], llama["n_kv_heads"]) == ("rope-half", "rmsnorm", "swiglu", 2)
-    assert not llama["bias"] and not llama["tie_embeddings"]
-    nobias = table[(table.variant == "nobias") & (table.metric == "params")].iloc[0]
-    gpt2 = table[(table.variant == "gpt2") & (table.metric == "params")].iloc[0]
-    # model=tiny's 4 blocks (d=128, FFN 512), each with the biases of q, k, v, out (4 x 128), up (512), down (128).
-    assert gpt2["value"] - nobias["value"] == 4 * (4 * 128 + 512 + 128) and nobias["params_baseline"] == gpt2["value"]
+    assert_llama2_and_nobias_rows(table)
 
 
 # The generated one-choice sweeps are the test above's points in groups (+sweep=norm runs in the smoke test);
@@ -104,13 +109,7 @@ def test_all_sweep_has_baseline_flips_and_llama2(tmp_path):
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "results.csv")
     assert set(table["variant"]) == {"gpt2", "rmsnorm", "rope", "swiglu", "gqa2", "nobias", "llama2"}
-    llama = table[(table.variant == "llama2")].iloc[0]
-    assert (llama["pos"], llama["norm"], llama["ffn"], llama["n_kv_heads"]) == ("rope-half", "rmsnorm", "swiglu", 2)
-    assert not llama["bias"] and not llama["tie_embeddings"]
-    nobias = table[(table.variant == "nobias") & (table.metric == "params")].iloc[0]
-    gpt2 = table[(table.variant == "gpt2") & (table.metric == "params")].iloc[0]
-    # model=tiny's 4 blocks (d=128, FFN 512), each with the biases of q, k, v, out (4 x 128), up (512), down (128).
-    assert gpt2["value"] - nobias["value"] == 4 * (4 * 128 + 512 + 128) and nobias["params_baseline"] == gpt2["value"]
+    assert_llama2_and_nobias_rows(table)
 
 
 # Extended: three tiny points; test_errors' disk-full test also reruns a sweep and reuses its written point.
