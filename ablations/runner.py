@@ -19,7 +19,7 @@ from ablations.config.variants import variant_label
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import measure_point
 from ablations.quality.arch import check_quality
-from ablations.quality.data import check_data, load_corpus
+from ablations.quality.data import check_data, open_corpus
 from ablations.results.identity import point_identity
 from ablations.results.provenance import provenance
 from ablations.results.rows import Rows
@@ -49,8 +49,9 @@ def check_point(cfg: DictConfig) -> ArchConfig:
     arch = check_run(cfg)
     precision_of(cfg.profile)  # the rounds rule's settings, refused here before any work
     if cfg.train.enabled:
+        # The data first: its vocabulary is the quality model's.
+        check_data(cfg.data, cfg.train.context, max(cfg.train.extrapolation))
         check_quality(cfg, arch)
-        check_data(cfg.data.path, cfg.train.context, max(cfg.train.extrapolation), cfg.data.val_fraction)
     return arch
 
 
@@ -88,7 +89,7 @@ def run_job(cfg: DictConfig) -> str:
     if cfg.train.enabled:
         # Read (and cache) the corpus first: one that cannot be read stops the run (CorpusError) before the
         # measurement's minutes are spent on a point that could not be finished.
-        load_corpus(cfg.data.path, cfg.data.val_fraction)
+        open_corpus(cfg.data)
     status = "ok"
     if cfg.measure:
         try:

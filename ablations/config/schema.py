@@ -119,14 +119,31 @@ class TrainConfig:
     n_kv_heads: int | None = None
 
 
+class DataFormat(StrEnum):
+    """How ``data.path`` is read (``ablations.quality.tokens``): ``auto`` is an llm.c shard when the file starts with
+    llm.c's magic number, else bytes."""
+
+    auto = "auto"
+    bytes = "bytes"
+    nanogpt = "nanogpt"
+    llmc = "llmc"
+
+
 @dataclass
 class DataConfig:
-    """Training text for the quality run, read as bytes (vocabulary 256)."""
+    """Training data for the quality run: bytes (vocabulary 256, the default) or a user's token files, memory-mapped
+    (``ablations.quality.tokens``)."""
 
-    # Empty: the Python standard library's own .py sources (present wherever Python is). Else a text file.
+    # Empty: the Python standard library's own .py sources (present wherever Python is). Else a text file, or the
+    # training token file (nanoGPT's train.bin, an llm.c train shard).
     path: str = ""
-    # The last fraction of the bytes is the validation split (deterministic).
+    # The last fraction of the bytes is the validation split (deterministic). Bytes only.
     val_fraction: float = 0.1
+    format: DataFormat = DataFormat.auto
+    # Token files only: the validation file (nanoGPT's val.bin, an llm.c val shard).
+    val_path: str = ""
+    # Token files only: the vocabulary; nanoGPT's files need it, llm.c's GPT-2 shards default to 50257.
+    vocab_size: int | None = None
 
 
 class Device(StrEnum):

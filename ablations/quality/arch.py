@@ -12,6 +12,7 @@ from dataclasses import replace
 from omegaconf import DictConfig
 
 from ablations.config.variants import match_params
+from ablations.quality.data import vocab_of
 from ablations.quality.seeds import seed_rule
 from components import POSITIONS, ArchConfig, ModelConfig
 from components.config import ConfigError
@@ -40,7 +41,7 @@ def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     context, longest = int(tc.context), int(tc.context) * max(tc.extrapolation)
     model = ModelConfig(
         d_model=int(tc.d_model), n_layers=int(tc.n_layers), n_heads=int(tc.n_heads),
-        max_seq_len=context if POSITIONS.get(arch.pos.name).bounded_length else longest, vocab_size=256,
+        max_seq_len=context if POSITIONS.get(arch.pos.name).bounded_length else longest, vocab_size=vocab_of(cfg.data),
         tie_embeddings=arch.model.tie_embeddings, init_std=arch.model.init_std,
     )
     if arch.attn.name == "gqa" and arch.n_kv_heads < arch.model.n_heads:

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig
 
-from ablations.quality.data import VOCAB, Corpus, chunk_spans, eval_spans, train_starts, windows
+from ablations.quality.data import Corpus, chunk_spans, eval_spans, train_starts, windows
 from components import ArchConfig, LanguageModel, build_lm, common_random_init
 
 log = logging.getLogger("ablations")
@@ -32,7 +32,8 @@ log = logging.getLogger("ablations")
 @dataclass
 class TrainResult:
     model: LanguageModel
-    # (metric, step, value in nats/byte): train_loss averaged over the steps since the last entry, val_loss.
+    # (metric, step, value in nats per byte or token): train_loss averaged over the steps since the last entry,
+    # val_loss.
     curve: list[tuple[str, int, float]] = field(default_factory=list)
     final_val: float = math.nan
     diverged_at: int | None = None
@@ -157,7 +158,7 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
             loss = float(loss_by_position(model, val, tc.batch).mean())
         result.curve.append(("val_loss", step, loss))
         if progress:
-            progress(f"step {step}/{tc.steps}: val {loss:.3f} nats/byte")
+            progress(f"step {step}/{tc.steps}: val {loss:.3f} nats/{corpus.unit}")
         if not math.isfinite(loss):
             result.diverged_at, result.reason = step, f"validation loss became {loss} at step {step}"
             return False
@@ -174,7 +175,7 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
             group["lr"] = lr_at(step, tc)
         began = time.perf_counter()
         w = windows(corpus.train, starts[step], tc.context + 1).to(device)
-        loss = F.cross_entropy(model(w[:, :-1]).float().reshape(-1, VOCAB), w[:, 1:].reshape(-1))
+        loss = F.cross_entropy(model(w[:, :-1]).float().reshape(-1, arch.model.vocab_size), w[:, 1:].reshape(-1))
         value = loss.item()
         if not math.isfinite(value):
             result.diverged_at, result.reason = step, f"training loss became {value} at step {step}"

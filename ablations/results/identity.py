@@ -30,6 +30,9 @@ NEUTRAL_PROFILE_SETTINGS = {"target_halfwidth": None, "min_rounds": None, "max_r
 # init stream, the final loss on the curve's windows, no learning-rate check).
 NEUTRAL_TRAIN_SETTINGS = {"target_mde": None, "min_seeds": None, "max_seeds": None, "common_init": False,
                           "final_eval_batches": None, "lr_check": False, "average_last": 0.0}
+# Data settings added after points were first written, at the value that reads the same bytes as before (auto is
+# bytes for every file but an llm.c shard, which no earlier point could have trained on as tokens).
+NEUTRAL_DATA_SETTINGS = {"format": "auto", "val_path": "", "vocab_size": None}
 
 
 def _without_neutral(config: type, group: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +44,8 @@ def point_identity(cfg: DictConfig) -> dict[str, Any]:
     resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     identity = {k: v for k, v in resolved.items()
                 if k not in IDENTITY_EXCLUDES and not (k in NEUTRAL_RUN_SETTINGS and NEUTRAL_RUN_SETTINGS[k] == v)}
-    for key, neutral in (("profile", NEUTRAL_PROFILE_SETTINGS), ("train", NEUTRAL_TRAIN_SETTINGS)):
+    for key, neutral in (("profile", NEUTRAL_PROFILE_SETTINGS), ("train", NEUTRAL_TRAIN_SETTINGS),
+                         ("data", NEUTRAL_DATA_SETTINGS)):
         if isinstance(identity.get(key), dict):
             identity[key] = {k: v for k, v in identity[key].items() if not (k in neutral and neutral[k] == v)}
     for c in choices():
