@@ -28,6 +28,7 @@ from ablations.config.checks import check_keys
 from ablations.config.schema import (
     BaselineConfig,
     DataConfig,
+    LoggerConfig,
     ModelSizes,
     ProfileConfig,
     RunConfig,
@@ -51,7 +52,7 @@ register_configs()
 _NOISE = ("object_type=", "reference_type=", "Set the environment", "provider=", "path=", "full_key:",
           "To append to your config")
 _SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, *(c.config for c in choices()), ProfileConfig,
-                                          TrainConfig, DataConfig, BaselineConfig)}
+                                          TrainConfig, DataConfig, BaselineConfig, LoggerConfig)}
 
 
 def one_line(exc: BaseException) -> str:

@@ -24,6 +24,7 @@ from ablations.results.identity import point_identity
 from ablations.results.provenance import provenance
 from ablations.results.rows import Rows
 from ablations.results.store import config_hash, point_done, point_path, write_point
+from ablations.track import check_logger
 from components import ArchConfig, choices
 
 log = logging.getLogger("ablations")
@@ -48,6 +49,7 @@ def check_point(cfg: DictConfig) -> ArchConfig:
     """Every rule for one point: the measurement's, then the quality run's when it trains."""
     arch = check_run(cfg)
     precision_of(cfg.profile)  # the rounds rule's settings, refused here before any work
+    check_logger(cfg)
     if cfg.train.enabled:
         # The data first: its vocabulary is the quality model's.
         check_data(cfg.data, cfg.train.context, max(cfg.train.extrapolation))
@@ -74,6 +76,10 @@ def run_job(cfg: DictConfig) -> str:
     variant = variant_label(arch, matched=bool(cfg.match_params))
     folder = output_folder(cfg)
     path = point_path(folder, variant, config_hash(point_identity(cfg)))
+    if cfg.get("logger") is not None:  # its run's parameters, also for a point measured before
+        from ablations.track.plan import save_point_config
+
+        save_point_config(folder, path.stem, cfg)
     if point_done(path):
         log.info("point %s already measured in %s: skipped", variant, path)
         return "skipped"

@@ -21,6 +21,7 @@ ALLOWED = {
     "quality": {"config", "results"},
     "report": {"config", "results", "measure", "quality", "roofline"},
     "tools": {"config", "results"},
+    "track": {"config", "results", "report"},
     "regress": {"config", "results", "measure"},
     "predict": {"config", "results", "measure", "roofline", "report"},
 }

@@ -146,6 +146,25 @@ class DataConfig:
     vocab_size: int | None = None
 
 
+class Tracker(StrEnum):
+    mlflow = "mlflow"
+    tensorboard = "tensorboard"
+
+
+@dataclass
+class LoggerConfig:
+    """Where a finished sweep is also logged (``+logger=mlflow|tensorboard``, ``ablations.track``); results.csv
+    stays the source of truth. Not part of a point's identity."""
+
+    name: Tracker = MISSING
+    # MLflow: empty is a SQLite store in the sweep folder, sqlite:///<folder>/mlflow.db.
+    tracking_uri: str = ""
+    # MLflow: empty is the sweep's name (sweep_name).
+    experiment: str = ""
+    # TensorBoard: empty is <folder>/tensorboard.
+    log_dir: str = ""
+
+
 class Device(StrEnum):
     auto = "auto"
     cpu = "cpu"
@@ -175,6 +194,8 @@ class RunSettings:
     train: TrainConfig = field(default_factory=TrainConfig)
     baseline: BaselineConfig = field(default_factory=BaselineConfig)
     data: DataConfig = field(default_factory=DataConfig)
+    # Set by +logger=mlflow or +logger=tensorboard (conf/logger); null: the results folder only.
+    logger: LoggerConfig | None = None
     # false: skip the latency/FLOPs/memory measurement and run only the quality runs (train.enabled).
     measure: bool = True
     # Like for like: change the FFN's width by the weights the attention saves against MHA (GQA/MQA's K/V heads,
@@ -225,7 +246,7 @@ def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
     groups = {"model": ModelSizes, **{c.group: c.config for c in choices()}, "profile": ProfileConfig,
-              "train": TrainConfig, "baseline": BaselineConfig}
+              "train": TrainConfig, "baseline": BaselineConfig, "logger": LoggerConfig}
     for group, node in groups.items():
         cs.store(name=f"{group}_schema", node=node)
     register_generated(cs)

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from components import choices
 
 # Settings that say where and how to run, not what is measured.
-IDENTITY_EXCLUDES = ("out", "allow_parallel_timing", "hydra")
+IDENTITY_EXCLUDES = ("out", "allow_parallel_timing", "hydra", "logger")
 # Run settings added after points were first written, at the value that changes nothing they measured.
 NEUTRAL_RUN_SETTINGS = {"baseline": {"name": "gpt2"}}
 # Profile settings added after points were first written, at the value that changes nothing (fixed rounds).
