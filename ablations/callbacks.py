@@ -26,6 +26,10 @@ def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> 
     A table or report that cannot be written (a full disk), or a report that fails, is a ``Fault``: Hydra
     turns a callback's exception into a warning and exit status 0. The point files and the table stay, and a
     rerun into the folder writes what is missing."""
+    from ablations.quality.distributed import is_writer
+
+    if not is_writer():  # under torchrun rank 0 writes the table and says how the sweep went
+        return
     try:
         _finish(folder, statuses, cfg)
     except OSError as exc:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from ablations.quality import distributed
 from ablations.results.durable import make_folder, write_atomic
 from components import ArchConfig
 
@@ -49,6 +50,10 @@ class Ledger:
     def get(self, arm: str, seed: int) -> list[dict] | None:
         if self.folder is None:
             return self._memory.get((arm, seed))
+        # Under torchrun rank 0 reads and every rank takes its answer: all train a seed, or none does.
+        return distributed.from_writer(self._read(arm, seed) if distributed.is_writer() else None)
+
+    def _read(self, arm: str, seed: int) -> list[dict] | None:
         path = self._path(arm, seed)
         if not path.is_file():
             return None
@@ -62,6 +67,8 @@ class Ledger:
     def put(self, arm: str, seed: int, rows: list[dict]) -> None:
         if self.folder is None:
             self._memory[(arm, seed)] = [dict(r) for r in rows]
+            return
+        if not distributed.is_writer():
             return
         path = self._path(arm, seed)
         make_folder(path.parent)

@@ -33,6 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 from ablations.config.variants import baseline_from
 from ablations.quality.arch import quality_arch
 from ablations.quality.data import Corpus, CorpusError, open_corpus
+from ablations.quality.distributed import RankLost
 from ablations.quality.extrapolation import buckets, extrapolate
 from ablations.quality.inference import paired_test
 from ablations.quality.ledger import Ledger, arm_id
@@ -58,7 +59,7 @@ def run_quality(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.dev
     ``folder`` is the sweep's: its seed ledger lets points share the baseline's seeds (``ledger``)."""
     try:
         return _run_seeds(cfg, arch, rows, device, Ledger(folder))
-    except CorpusError:  # every later point would read the same file: stop with one line, not N failed points
+    except (CorpusError, RankLost):  # every later point would meet it too: stop with one line, not N failed points
         raise
     except Exception as exc:  # whatever escaped the per-seed guard is this point's failure, not the sweep's
         return _failed(Rows(base=rows.base), rows, f"{type(exc).__name__}: {exc}", f"quality {rows.base['variant']}")
@@ -148,6 +149,8 @@ def _seed(arm: _Arm, seed: int, cfg: DictConfig, corpus: Corpus, spans: torch.Te
             _result_rows(seeded, result, tc, spans, arm.note, corpus.unit)
             seeded.add("train_wall_time", time.perf_counter() - began, "s", mode="quality",
                        note="the whole seed: build, training, every evaluation and the extrapolation")
+        except RankLost:
+            raise
         except Exception as exc:  # this seed is recorded as failed; the others and the sweep go on
             arm.status = _failed(seeded, rows, f"{type(exc).__name__}: {exc}", label)
             return seeded.rows  # not in the ledger: a rerun tries it again

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig
 
+from ablations.quality import distributed
 from ablations.quality.data import Corpus, chunk_spans, eval_spans, train_starts, windows
 from components import ArchConfig, LanguageModel, build_lm, common_random_init
 
@@ -113,7 +114,7 @@ def window_losses(model: LanguageModel, rows: torch.Tensor, batch: int) -> torch
     model.eval()
     out = []
     for i in range(0, len(rows), batch):
-        w = rows[i : i + batch].to(next(model.parameters()).device)
+        w = to_device(rows[i : i + batch], next(model.parameters()).device)
         logits = model(w[:, :-1]).float()
         out.append(F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none").double().mean(1).cpu())
     model.train(was_training)
@@ -127,12 +128,20 @@ def loss_by_position(model: LanguageModel, rows: torch.Tensor, batch: int) -> to
     model.eval()
     total = torch.zeros(rows.shape[1] - 1, dtype=torch.float64)
     for i in range(0, len(rows), batch):
-        w = rows[i : i + batch].to(next(model.parameters()).device)
+        w = to_device(rows[i : i + batch], next(model.parameters()).device)
         logits = model(w[:, :-1]).float()
         nll = F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none")  # (b, length)
         total += nll.sum(0).double().cpu()
     model.train(was_training)
     return total / len(rows)
+
+
+def to_device(rows: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``rows`` on ``device``; to a GPU from pinned memory without blocking, so the copy overlaps the work queued
+    before it (the next use is on the same stream, which orders it)."""
+    if device.type == "cuda":
+        return rows.pin_memory().to(device, non_blocking=True)
+    return rows.to(device)
 
 
 def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: torch.device,
@@ -174,14 +183,17 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
         for group in opt.param_groups:
             group["lr"] = lr_at(step, tc)
         began = time.perf_counter()
-        w = windows(corpus.train, starts[step], tc.context + 1).to(device)
+        # Under torchrun this rank's shard of the global batch; the loss and the gradients are then averaged over
+        # the ranks, which makes the step the single-process one (ablations.quality.distributed).
+        w = to_device(windows(corpus.train, distributed.shard(starts[step]), tc.context + 1), device)
         loss = F.cross_entropy(model(w[:, :-1]).float().reshape(-1, arch.model.vocab_size), w[:, 1:].reshape(-1))
-        value = loss.item()
+        value = distributed.mean(loss.item(), device)
         if not math.isfinite(value):
             result.diverged_at, result.reason = step, f"training loss became {value} at step {step}"
             return result
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        distributed.average_gradients(model)
         if tc.clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
         opt.step()
@@ -190,7 +202,7 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
             if step == tc.steps - 1:
                 averaged.load_into(model)
         result.train_seconds += time.perf_counter() - began
-        result.tokens += w.shape[0] * tc.context
+        result.tokens += w.shape[0] * tc.context * distributed.world_size()
         running, since = running + value, since + 1
         done = step + 1
         if done % tc.log_interval == 0 or done == tc.steps:
