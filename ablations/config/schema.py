@@ -114,6 +114,11 @@ class TrainConfig:
     d_model: int = 128
     n_layers: int = 4
     n_heads: int = 4
+    # Mixed precision for the quality run: null trains in fp32 (every CPU profile); bfloat16 runs the forward and
+    # loss under torch.autocast with fp32 weights and optimizer (train=gpu). compile: torch.compile the training
+    # forward (evaluation stays eager: its lengths vary).
+    autocast: str | None = None
+    compile: bool = False
     # KV heads of the quality model at GQA points; null keeps the point's query heads per KV head where
     # n_heads allows (16 heads, 2 KV -> 8 per KV head -> 4 heads, 1 KV), clamped to [1, n_heads].
     n_kv_heads: int | None = None

@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ablations.quality import distributed
 from ablations.results.durable import make_folder, write_atomic
+from ablations.results.identity import NEUTRAL_ARM_SETTINGS
 from components import ArchConfig
 
 SEEDS_DIR = "seeds"
@@ -30,7 +31,8 @@ NOT_ARM = ("name", "enabled", "seeds", "min_seeds", "max_seeds", "target_mde", "
 
 def arm_id(arch: ArchConfig, tc: DictConfig, corpus_sha256: str) -> str:
     """Everything that fixes one seed's numbers: the quality model, the training settings and the corpus."""
-    train = {k: v for k, v in OmegaConf.to_container(tc, resolve=True).items() if k not in NOT_ARM}
+    train = {k: v for k, v in OmegaConf.to_container(tc, resolve=True).items() if k not in NOT_ARM
+             and not (k in NEUTRAL_ARM_SETTINGS and NEUTRAL_ARM_SETTINGS[k] == v)}
     key = json.dumps({"arch": arch.to_dict(), "train": train, "corpus": corpus_sha256}, sort_keys=True,
                      default=str)
     return hashlib.sha1(key.encode()).hexdigest()[:12]

@@ -2,14 +2,14 @@
 
 Quality rows describe the quality model, not the measurement model: their size columns (d_model, n_layers,
 n_heads, n_kv_heads, ffn_hidden, params, params_baseline) are the small model's, ``batch``/``seq_len`` the
-training shape, ``vocab_size`` the data's vocabulary (256 for bytes), ``dtype`` float32 (training is always
-fp32 here, so a bf16 measurement sweep does not change the losses), ``compile`` empty (the quality model always
-trains eagerly; ``compile=true`` is the measurement's) and ``corpus`` the sha256 of the training data. Losses
-are in nats per byte, or per token on token files (the ``unit`` says which; bits-per-byte rows are the bytes'
-alone). A failing seed becomes a ``failed`` row and the other seeds still run; a diverging seed is a
-``diverged`` row, a result rather than a failure (its pair leaves the comparison, and a sequential point goes
-on to its next seed). A corpus that cannot be read is the environment's fault, not the point's: ``CorpusError``
-stops the run.
+training shape, ``vocab_size`` the data's vocabulary (256 for bytes), ``dtype`` the training's precision
+(``train.autocast``, float32 unless set: a bf16 measurement sweep does not change the losses), ``compile`` true
+only with ``train.compile`` (the top-level ``compile=true`` is the measurement's) and ``corpus`` the sha256 of
+the training data. Losses are in nats per byte, or per token on token files (the ``unit`` says which;
+bits-per-byte rows are the bytes' alone). A failing seed becomes a ``failed`` row and the other seeds still
+run; a diverging seed is a ``diverged`` row, a result rather than a failure (its pair leaves the comparison, and
+a sequential point goes on to its next seed). A corpus that cannot be read is the environment's fault, not the
+point's: ``CorpusError`` stops the run.
 
 With ``train.target_mde`` the seeds are sequential (``seeds``): the point trains each next seed for itself and
 for its baseline (``arm``: ``ledger``) until its comparison is answered or the budget is spent, and its final
@@ -85,7 +85,8 @@ def _arm(cfg: DictConfig, point_base: dict, measured: ArchConfig, variant: str, 
     base = {**point_base, **{k: v for c in choices() for k, v in c.row_values(measured).items()}}
     base.update(variant=variant, tie_embeddings=measured.model.tie_embeddings, d_model=q.model.d_model,
                 n_layers=q.model.n_layers, n_heads=q.model.n_heads, n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden,
-                attn=q.attn.name, params=_params(q), params_baseline=params_baseline, dtype="float32", compile=None,
+                attn=q.attn.name, params=_params(q), params_baseline=params_baseline,
+                dtype=tc.get("autocast") or "float32", compile=True if tc.get("compile") else None,
                 batch=tc.batch, seq_len=tc.context, corpus=corpus.sha256, vocab_size=q.model.vocab_size, arm=aid)
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
             f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {measured.n_kv_heads} of "

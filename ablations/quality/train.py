@@ -13,6 +13,7 @@ bytes' own sampling noise stays well below the seeds'. A NaN or infinite loss st
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -108,32 +109,52 @@ def curve_spans(spans: torch.Tensor, tc: DictConfig) -> torch.Tensor:
 
 
 @torch.no_grad()
-def window_losses(model: LanguageModel, rows: torch.Tensor, batch: int) -> torch.Tensor:
+def window_losses(model: LanguageModel, rows: torch.Tensor, batch: int,
+                  precision: contextlib.AbstractContextManager | None = None) -> torch.Tensor:
     """Mean next-byte loss of each of ``rows`` (windows of length + 1 bytes), in nats; shape (len(rows),)."""
     was_training = model.training
     model.eval()
     out = []
     for i in range(0, len(rows), batch):
         w = to_device(rows[i : i + batch], next(model.parameters()).device)
-        logits = model(w[:, :-1]).float()
+        with precision or contextlib.nullcontext():
+            logits = model(w[:, :-1]).float()
         out.append(F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none").double().mean(1).cpu())
     model.train(was_training)
     return torch.cat(out)
 
 
 @torch.no_grad()
-def loss_by_position(model: LanguageModel, rows: torch.Tensor, batch: int) -> torch.Tensor:
+def loss_by_position(model: LanguageModel, rows: torch.Tensor, batch: int,
+                     precision: contextlib.AbstractContextManager | None = None) -> torch.Tensor:
     """Mean next-byte loss at each position over ``rows`` of (length + 1) bytes, in nats; shape (length,)."""
     was_training = model.training
     model.eval()
     total = torch.zeros(rows.shape[1] - 1, dtype=torch.float64)
     for i in range(0, len(rows), batch):
         w = to_device(rows[i : i + batch], next(model.parameters()).device)
-        logits = model(w[:, :-1]).float()
+        with precision or contextlib.nullcontext():
+            logits = model(w[:, :-1]).float()
         nll = F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none")  # (b, length)
         total += nll.sum(0).double().cpu()
     model.train(was_training)
     return total / len(rows)
+
+
+# train.autocast's values: the dtype torch.autocast runs the forward in (null: fp32, no autocast).
+AUTOCAST = {"bfloat16": torch.bfloat16}
+
+
+def autocast(tc: DictConfig, device: torch.device) -> contextlib.AbstractContextManager:
+    """The forward's precision: ``torch.autocast`` at ``train.autocast`` on ``device``, or nothing (fp32)."""
+    dtype = AUTOCAST.get(tc.get("autocast") or "")
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+def training_forward(model: LanguageModel, tc: DictConfig) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The model as the training steps call it: ``torch.compile``d with ``train.compile`` (one shape, so it compiles
+    once); evaluation calls the eager model, whose lengths vary."""
+    return torch.compile(model) if tc.get("compile") else model
 
 
 def to_device(rows: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -152,6 +173,7 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
     if tc.get("common_init", False):
         common_random_init(model, seed)
     result = TrainResult(model)
+    forward = training_forward(model, tc)
     opt = make_optimizer(model, tc)
     starts = train_starts(len(corpus.train), tc.context, tc.steps, tc.batch, seed)
     spans = spans if spans is not None else validation_spans(corpus, tc)
@@ -160,11 +182,11 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
 
     def evaluate(step: int) -> bool:
         if step == tc.steps:
-            windows_loss = window_losses(model, final, tc.batch)
+            windows_loss = window_losses(model, final, tc.batch, autocast(tc, device))
             result.final_windows = windows_loss
             loss = result.final_val = float(windows_loss.mean())
         else:
-            loss = float(loss_by_position(model, val, tc.batch).mean())
+            loss = float(loss_by_position(model, val, tc.batch, autocast(tc, device)).mean())
         result.curve.append(("val_loss", step, loss))
         if progress:
             progress(f"step {step}/{tc.steps}: val {loss:.3f} nats/{corpus.unit}")
@@ -186,7 +208,9 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
         # Under torchrun this rank's shard of the global batch; the loss and the gradients are then averaged over
         # the ranks, which makes the step the single-process one (ablations.quality.distributed).
         w = to_device(windows(corpus.train, distributed.shard(starts[step]), tc.context + 1), device)
-        loss = F.cross_entropy(model(w[:, :-1]).float().reshape(-1, arch.model.vocab_size), w[:, 1:].reshape(-1))
+        with autocast(tc, device):
+            logits = forward(w[:, :-1]).float()
+        loss = F.cross_entropy(logits.reshape(-1, arch.model.vocab_size), w[:, 1:].reshape(-1))
         value = distributed.mean(loss.item(), device)
         if not math.isfinite(value):
             result.diverged_at, result.reason = step, f"training loss became {value} at step {step}"
