@@ -15,6 +15,7 @@ import torch
 
 from ablations.cli import prevalidate
 from ablations.errors import UsageError
+from ablations.quality.__main__ import report as quality_report
 from ablations.quality.arch import quality_arch
 from ablations.quality.data import data_format, open_corpus, vocab_of, windows
 from ablations.quality.tokens import GPT2_VOCAB, LLMC_HEADER_INTS, LLMC_MAGIC, LLMC_VERSION, MAX_VOCAB, open_tokens
@@ -187,3 +188,4 @@ def test_a_smoke_sweep_on_a_nanogpt_pair_end_to_end(tmp_path):
     assert set(table["variant"]) == {"llama2"} and set(table["status"]) == {"ok"}
     assert set(table["vocab_size"].dropna()) == {VOCAB}
     assert f"vocabulary {VOCAB} (losses in nats/token)" in (tmp_path / "sweep" / "REPORT.md").read_text()
+    assert "val_loss at 32 tokens (nats/token)" in quality_report(table)  # python -m ablations.quality
