@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -10,7 +9,6 @@ import sys
 import pandas as pd
 import pytest
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from ablations.cli import prevalidate
@@ -20,6 +18,7 @@ from ablations.quality.arch import quality_arch
 from ablations.quality.data import load_corpus
 from ablations.quality.train import train
 from ablations.runner import check_point
+from tests.quality import ranks
 from tests.quality.helpers import composed
 
 TEXT = ("The quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs. " * 120).encode()
@@ -32,16 +31,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _rank(rank: int, world: int, port: int, arch, tc, path: str, queue) -> None:
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    try:
-        torch.set_num_threads(1)
-        result = train(arch, load_corpus(path), tc, 0, torch.device("cpu"))
-        queue.put((rank, result.curve, result.tokens))
-    finally:
-        dist.destroy_process_group()
-
-
 def test_two_gloo_ranks_give_the_one_rank_loss_curve(tmp_path):
     path = tmp_path / "text.txt"
     path.write_bytes(TEXT)
@@ -51,7 +40,7 @@ def test_two_gloo_ranks_give_the_one_rank_loss_curve(tmp_path):
     alone = train(arch, load_corpus(str(path)), cfg.train, 0, torch.device("cpu"))
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    mp.start_processes(_rank, args=(2, _free_port(), arch, cfg.train, str(path), queue), nprocs=2, join=True,
+    mp.start_processes(ranks.trains, args=(2, _free_port(), arch, cfg.train, str(path), queue), nprocs=2, join=True,
                        start_method="spawn")
     results = sorted(queue.get(timeout=60) for _ in range(2))
     for _, curve, tokens in results:
@@ -61,22 +50,11 @@ def test_two_gloo_ranks_give_the_one_rank_loss_curve(tmp_path):
     assert results[0][1] == results[1][1]  # every rank holds the same model: the same losses, bit for bit
 
 
-def _dies(rank: int, port: int, queue) -> None:
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    if rank == 1:
-        os._exit(3)  # a rank that dies without a word, as an OOM kill does
-    try:
-        distributed.mean(1.0, torch.device("cpu"))
-        queue.put("no error")
-    except distributed.RankLost as exc:
-        queue.put(str(exc))
-
-
 def test_a_rank_that_dies_is_one_line_at_the_next_collective():
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_dies, args=(r, port, queue)) for r in range(2)]
+    procs = [ctx.Process(target=ranks.dies, args=(r, port, queue)) for r in range(2)]
     for p in procs:
         p.start()
     line = queue.get(timeout=120)
