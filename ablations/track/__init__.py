@@ -13,7 +13,6 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from ablations.report.markdown import FIGURES, REPORT
 from ablations.results.table import TABLE
 from components.config import ConfigError
 
@@ -34,6 +33,8 @@ def check_logger(cfg: DictConfig) -> None:
 
 def artifacts(folder: Path) -> list[Path]:
     """The sweep's files a tracker keeps: the table, the report and its figures, those that exist."""
+    from ablations.report.markdown import FIGURES, REPORT  # the report's modules only when a sweep is logged
+
     found = [folder / TABLE, folder / REPORT, *sorted((folder / FIGURES).glob("*.png"))]
     return [p for p in found if p.is_file()]
 
