@@ -26,6 +26,10 @@ def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> 
     A table or report that cannot be written (a full disk), or a report that fails, is a ``Fault``: Hydra
     turns a callback's exception into a warning and exit status 0. The point files and the table stay, and a
     rerun into the folder writes what is missing."""
+    from ablations.quality.distributed import is_writer
+
+    if not is_writer():  # under torchrun rank 0 writes the table and says how the sweep went
+        return
     try:
         _finish(folder, statuses, cfg)
     except OSError as exc:
@@ -47,6 +51,8 @@ def _finish(folder: Path, statuses: list[str], cfg: DictConfig | None) -> None:
     )
     if cfg is not None and failed == 0:
         _build_report(folder)
+    if cfg is not None and cfg.get("logger") is not None:
+        summary += f"; logged to {_track(folder, cfg)}"
     print(summary, file=sys.stderr)
     print(folder.resolve())
     sys.stdout.flush()
@@ -67,6 +73,21 @@ def _build_report(folder: Path) -> None:
         reason = " ".join(str(exc).split())  # one line, whatever the exception's message spans
         raise Fault(f"the report could not be built ({type(exc).__name__}: {reason}); the measurements are in "
                     f"{folder / 'results.csv'}: rebuild with blockbench report {folder}") from None
+
+
+def _track(folder: Path, cfg: DictConfig) -> str:
+    """Log the finished sweep to ``+logger``'s tracker (``ablations.track``); a tracker that fails is one line and
+    exit 1, the results folder (the source of truth) already whole."""
+    try:
+        from ablations.track import log_sweep
+
+        return log_sweep(folder, cfg)
+    except OSError:
+        raise
+    except Exception as exc:
+        reason = " ".join(str(exc).split())
+        raise Fault(f"logger={cfg.logger.name} failed ({type(exc).__name__}: {reason}); the results are whole in "
+                    f"{folder / 'results.csv'}") from None
 
 
 class SweepCallback(Callback):

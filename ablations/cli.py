@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import sys
+import time
 from dataclasses import fields
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from ablations.config.checks import check_keys
 from ablations.config.schema import (
     BaselineConfig,
     DataConfig,
+    LoggerConfig,
     ModelSizes,
     ProfileConfig,
     RunConfig,
@@ -51,7 +53,7 @@ register_configs()
 _NOISE = ("object_type=", "reference_type=", "Set the environment", "provider=", "path=", "full_key:",
           "To append to your config")
 _SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, *(c.config for c in choices()), ProfileConfig,
-                                          TrainConfig, DataConfig, BaselineConfig)}
+                                          TrainConfig, DataConfig, BaselineConfig, LoggerConfig)}
 
 
 def one_line(exc: BaseException) -> str:
@@ -213,9 +215,27 @@ def hydra_main(cfg: DictConfig) -> str:
         raise Fault(os_error_line(exc)) from None
 
 
+def under_torchrun(argv: list[str]) -> list[str]:
+    """Under ``torchrun`` with several processes: join the process group, and give every rank rank 0's output
+    folder (Hydra names it by the clock, which may tick between ranks); ranks past 0 leave Hydra's config records to
+    rank 0. Outside torchrun ``argv`` unchanged."""
+    from ablations.quality import distributed
+
+    if distributed.requested() == 1 or any(a.split("=")[0] in _INFO_FLAGS for a in argv):
+        return argv
+    distributed.start("cpu" if "device=cpu" in argv else "auto")
+    named = {a.split("=")[0].lstrip("+") for a in argv}
+    stamp = distributed.from_writer(time.strftime("%Y-%m-%d_%H-%M-%S"))
+    extra = [f"hydra.{mode}.dir=results/runs/${{sweep_name}}/{stamp}" for mode in ("run", "sweep")
+             if f"hydra.{mode}.dir" not in named]
+    if distributed.rank() > 0:
+        extra.append("hydra.output_subdir=null")
+    return [*argv, *extra]
+
+
 @command("run")
 def main(argv: list[str] | None = None) -> None:
-    argv = with_baseline_variant(sys.argv[1:] if argv is None else argv)
+    argv = under_torchrun(with_baseline_variant(sys.argv[1:] if argv is None else argv))
     from ablations import callbacks
 
     callbacks.EXPECTED_POINTS = prevalidate(argv)

@@ -16,15 +16,19 @@ from omegaconf import DictConfig
 
 from ablations.config.checks import check_run, resolve_device, resolve_dtype
 from ablations.config.variants import variant_label
+from ablations.errors import Fault
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import measure_point
+from ablations.quality import distributed
 from ablations.quality.arch import check_quality
-from ablations.quality.data import check_data, load_corpus
+from ablations.quality.data import check_data, open_corpus
 from ablations.results.identity import point_identity
 from ablations.results.provenance import provenance
 from ablations.results.rows import Rows
 from ablations.results.store import config_hash, point_done, point_path, write_point
+from ablations.track import check_logger
 from components import ArchConfig, choices
+from components.config import ConfigError
 
 log = logging.getLogger("ablations")
 
@@ -48,9 +52,15 @@ def check_point(cfg: DictConfig) -> ArchConfig:
     """Every rule for one point: the measurement's, then the quality run's when it trains."""
     arch = check_run(cfg)
     precision_of(cfg.profile)  # the rounds rule's settings, refused here before any work
+    check_logger(cfg)
+    ranks = distributed.requested()
+    if cfg.train.enabled and cfg.train.batch % ranks:
+        raise ConfigError(f"train.batch={cfg.train.batch} must divide evenly among the {ranks} torchrun processes "
+                          "(each rank trains an equal shard of the global batch)")
     if cfg.train.enabled:
+        # The data first: its vocabulary is the quality model's.
+        check_data(cfg.data, cfg.train.context, max(cfg.train.extrapolation))
         check_quality(cfg, arch)
-        check_data(cfg.data.path, cfg.train.context, max(cfg.train.extrapolation), cfg.data.val_fraction)
     return arch
 
 
@@ -63,7 +73,12 @@ def run_job(cfg: DictConfig) -> str:
     torch.set_num_threads(threads)
     launcher = launcher_name()
     timing = launcher == "basic" or bool(cfg.allow_parallel_timing)
-    if not timing:
+    if distributed.world_size() > 1:
+        timing = False
+        log.warning("torchrun runs %d processes side by side, so their timings would measure each other: latency, "
+                    "throughput and decode timing are SKIPPED (FLOPs, memory and parameters still run); time with "
+                    "one process.", distributed.world_size())
+    elif not timing:
         log.warning(
             "launcher %s runs points side by side, so their timings would measure each other: latency, "
             "throughput and decode timing are SKIPPED (FLOPs, memory and parameters still run). Use the basic "
@@ -71,9 +86,14 @@ def run_job(cfg: DictConfig) -> str:
         )
 
     variant = variant_label(arch, matched=bool(cfg.match_params))
-    folder = output_folder(cfg)
+    # Under torchrun rank 0's folder and decisions are every rank's (its clock named the folder).
+    folder = distributed.from_writer(output_folder(cfg))
     path = point_path(folder, variant, config_hash(point_identity(cfg)))
-    if point_done(path):
+    if cfg.get("logger") is not None and distributed.is_writer():  # its run's parameters, also for a point done before
+        from ablations.track.plan import save_point_config
+
+        save_point_config(folder, path.stem, cfg)
+    if distributed.from_writer(point_done(path)):
         log.info("point %s already measured in %s: skipped", variant, path)
         return "skipped"
 
@@ -88,7 +108,7 @@ def run_job(cfg: DictConfig) -> str:
     if cfg.train.enabled:
         # Read (and cache) the corpus first: one that cannot be read stops the run (CorpusError) before the
         # measurement's minutes are spent on a point that could not be finished.
-        load_corpus(cfg.data.path, cfg.data.val_fraction)
+        open_corpus(cfg.data)
     status = "ok"
     if cfg.measure:
         try:
@@ -104,8 +124,13 @@ def run_job(cfg: DictConfig) -> str:
         # seed is recorded inside and never raises. Same point file: written once, below.
         from ablations.quality.run import run_quality
 
-        if run_quality(cfg, arch, rows, device, folder) == "failed":
-            status = "failed"
+        try:
+            if run_quality(cfg, arch, rows, device, folder) == "failed":
+                status = "failed"
+        except distributed.RankLost as exc:  # the points before it are written; this one cannot finish
+            raise Fault(f"point {variant} failed: {exc}; the points before it are in {folder}") from None
+    if not distributed.is_writer():
+        return status
     write_point(rows.rows, path)
     if HydraConfig.get().mode != RunMode.MULTIRUN:
         from ablations.callbacks import finish

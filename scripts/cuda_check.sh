@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The one prepared CUDA run (issue 3, item 7): tests, a smoke sweep, and the default kv and norm sweeps on
-# the GPU, in bf16. Writes logs and result tables under $OUT (the device tool's folder) or results/cuda/.
+# The one prepared CUDA run (issue 3, item 7): tests, a smoke sweep, the GPU quality profile briefly (issue 31),
+# and the default kv and norm sweeps on the GPU, in bf16. Writes logs and result tables under $OUT (the device tool's folder) or results/cuda/.
 # Run from the repository root on a machine with a CUDA build of torch >= 2.5 already installed:
 #   bash scripts/cuda_check.sh
 #
@@ -34,8 +34,15 @@ sweep() {  # folder, sweep name, extra overrides...
   python -m ablations "+sweep=$name" device=cuda "$@" "hydra.sweep.dir=$OUT/runs/$dir" 2>&1 | tail -n 3
 }
 sweep smoke norm profile=smoke dtype=bfloat16
+# The GPU quality profile, briefly (train=gpu: bf16 autocast, compiled training forward, pinned non-blocking copies):
+# its tests first, then 200 of its 5000 steps on one seed of each norm; beside it, what the predictor says a whole
+# seed takes here (predicted, not measured).
+python -m pytest -q -p no:cacheprovider tests/quality/test_gpu_profile.py 2>&1 | tail -n 3 | tee -a "$OUT/tests.txt"
+sweep gpu_quality norm measure=false train=gpu train.steps=200 train.warmup=20 train.eval_interval=100 \
+  "train.seeds=[0]" train.target_mde=null train.min_seeds=null train.max_seeds=null
+python -m ablations.predict.quality_seed hardware=h200 2>&1 | tee "$OUT/gpu_quality_predicted.txt"
 sweep kv kv dtype=bfloat16
 sweep norm norm dtype=bfloat16
 # Collect the tables (the device tool returns at most 8 files).
-for name in kv norm; do cp "$OUT/runs/$name/results.csv" "$OUT/$name-results.csv" 2>/dev/null; done
+for name in kv norm gpu_quality; do cp "$OUT/runs/$name/results.csv" "$OUT/$name-results.csv" 2>/dev/null; done
 tar -czf "$OUT/runs.tar.gz" -C "$OUT" runs && rm -rf "$OUT/runs"

@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ablations.cli import CONF_DIR
 from ablations.quality.arch import quality_arch
-from ablations.quality.data import chunk_spans, load_corpus
+from ablations.quality.data import chunk_spans, open_corpus
 from ablations.quality.train import curve_spans, train, validation_spans, window_losses
 from ablations.runner import check_point
 
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> None:
                 cfg = composed(variant, overrides)
                 tc = cfg.train
                 q = quality_arch(cfg, check_point(cfg))
-                corpus = load_corpus(cfg.data.path, cfg.data.val_fraction)
+                corpus = open_corpus(cfg.data)
                 spans = validation_spans(corpus, tc)
                 began, cpu = time.perf_counter(), time.process_time()
                 result = train(q, corpus, tc, seed, torch.device("cpu"), spans)

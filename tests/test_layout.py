@@ -21,8 +21,9 @@ ALLOWED = {
     "quality": {"config", "results"},
     "report": {"config", "results", "measure", "quality", "roofline"},
     "tools": {"config", "results"},
+    "track": {"config", "results", "report"},
     "regress": {"config", "results", "measure"},
-    "predict": {"config", "results", "measure", "roofline", "report"},
+    "predict": {"config", "results", "measure", "roofline", "report", "quality"},
 }
 # Below every stage, and importable from each: the commands' one error type and line (``errors``) and where
 # ``conf/`` and the user's folder are (``paths``). Each imports nothing of ``ablations`` but what is listed here:

@@ -114,19 +114,60 @@ class TrainConfig:
     d_model: int = 128
     n_layers: int = 4
     n_heads: int = 4
+    # Mixed precision for the quality run: null trains in fp32 (every CPU profile); bfloat16 runs the forward and
+    # loss under torch.autocast with fp32 weights and optimizer (train=gpu). compile: torch.compile the training
+    # forward (evaluation stays eager: its lengths vary).
+    autocast: str | None = None
+    compile: bool = False
     # KV heads of the quality model at GQA points; null keeps the point's query heads per KV head where
     # n_heads allows (16 heads, 2 KV -> 8 per KV head -> 4 heads, 1 KV), clamped to [1, n_heads].
     n_kv_heads: int | None = None
 
 
+class DataFormat(StrEnum):
+    """How ``data.path`` is read (``ablations.quality.tokens``): ``auto`` is an llm.c shard when the file starts with
+    llm.c's magic number, else bytes."""
+
+    auto = "auto"
+    bytes = "bytes"
+    nanogpt = "nanogpt"
+    llmc = "llmc"
+
+
 @dataclass
 class DataConfig:
-    """Training text for the quality run, read as bytes (vocabulary 256)."""
+    """Training data for the quality run: bytes (vocabulary 256, the default) or a user's token files, memory-mapped
+    (``ablations.quality.tokens``)."""
 
-    # Empty: the Python standard library's own .py sources (present wherever Python is). Else a text file.
+    # Empty: the Python standard library's own .py sources (present wherever Python is). Else a text file, or the
+    # training token file (nanoGPT's train.bin, an llm.c train shard).
     path: str = ""
-    # The last fraction of the bytes is the validation split (deterministic).
+    # The last fraction of the bytes is the validation split (deterministic). Bytes only.
     val_fraction: float = 0.1
+    format: DataFormat = DataFormat.auto
+    # Token files only: the validation file (nanoGPT's val.bin, an llm.c val shard).
+    val_path: str = ""
+    # Token files only: the vocabulary; nanoGPT's files need it, llm.c's GPT-2 shards default to 50257.
+    vocab_size: int | None = None
+
+
+class Tracker(StrEnum):
+    mlflow = "mlflow"
+    tensorboard = "tensorboard"
+
+
+@dataclass
+class LoggerConfig:
+    """Where a finished sweep is also logged (``+logger=mlflow|tensorboard``, ``ablations.track``); results.csv
+    stays the source of truth. Not part of a point's identity."""
+
+    name: Tracker = MISSING
+    # MLflow: empty is a SQLite store in the sweep folder, sqlite:///<folder>/mlflow.db.
+    tracking_uri: str = ""
+    # MLflow: empty is the sweep's name (sweep_name).
+    experiment: str = ""
+    # TensorBoard: empty is <folder>/tensorboard.
+    log_dir: str = ""
 
 
 class Device(StrEnum):
@@ -158,6 +199,8 @@ class RunSettings:
     train: TrainConfig = field(default_factory=TrainConfig)
     baseline: BaselineConfig = field(default_factory=BaselineConfig)
     data: DataConfig = field(default_factory=DataConfig)
+    # Set by +logger=mlflow or +logger=tensorboard (conf/logger); null: the results folder only.
+    logger: LoggerConfig | None = None
     # false: skip the latency/FLOPs/memory measurement and run only the quality runs (train.enabled).
     measure: bool = True
     # Like for like: change the FFN's width by the weights the attention saves against MHA (GQA/MQA's K/V heads,
@@ -208,7 +251,7 @@ def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
     groups = {"model": ModelSizes, **{c.group: c.config for c in choices()}, "profile": ProfileConfig,
-              "train": TrainConfig, "baseline": BaselineConfig}
+              "train": TrainConfig, "baseline": BaselineConfig, "logger": LoggerConfig}
     for group, node in groups.items():
         cs.store(name=f"{group}_schema", node=node)
     register_generated(cs)

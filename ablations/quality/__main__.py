@@ -56,7 +56,8 @@ def report(table: pd.DataFrame) -> str:
             m = int(g["family"].max()) if g["family"].notna().any() else 0
             holm = (f"; verdicts by Holm-Bonferroni across the {m} comparison{'s' if m != 1 else ''} here "
                     f"(family-wise alpha {ALPHA:g}), intervals at each one's adjusted level") if m else ""
-            lines.append(f"{metric} at {int(seq_len)} bytes (nats/byte){holm}:")
+            unit = str(g["unit"].dropna().iloc[0]) if g["unit"].notna().any() else "nats/byte"  # nats/token on tokens
+            lines.append(f"{metric} at {int(seq_len)} {unit.split('/')[-1]}s ({unit}){holm}:")
             for _, r in g.iterrows():
                 ci = f"[{_fmt(r['ci_lo'])}, {_fmt(r['ci_hi'])}]"
                 name = f"{r['variant']} d={int(r['d_model'])}" if widths else r["variant"]

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import torch
 from omegaconf import DictConfig
 
+from ablations.config.checks import resolve_device
 from ablations.config.variants import match_params
+from ablations.quality.data import vocab_of
 from ablations.quality.seeds import seed_rule
+from ablations.quality.train import AUTOCAST
 from components import POSITIONS, ArchConfig, ModelConfig
 from components.config import ConfigError
 
@@ -40,7 +44,7 @@ def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     context, longest = int(tc.context), int(tc.context) * max(tc.extrapolation)
     model = ModelConfig(
         d_model=int(tc.d_model), n_layers=int(tc.n_layers), n_heads=int(tc.n_heads),
-        max_seq_len=context if POSITIONS.get(arch.pos.name).bounded_length else longest, vocab_size=256,
+        max_seq_len=context if POSITIONS.get(arch.pos.name).bounded_length else longest, vocab_size=vocab_of(cfg.data),
         tie_embeddings=arch.model.tie_embeddings, init_std=arch.model.init_std,
     )
     if arch.attn.name == "gqa" and arch.n_kv_heads < arch.model.n_heads:
@@ -78,6 +82,11 @@ def check_quality(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     if not 0 <= average < 1:
         raise ConfigError(f"train.average_last={average} must be a fraction of the steps in [0, 1) (0: the last step)")
     seed_rule(tc)  # target_mde, min_seeds, max_seeds: one line each
+    precision = tc.get("autocast")
+    if precision is not None and precision not in AUTOCAST:
+        raise ConfigError(f"train.autocast={precision} is not known; allowed: {', '.join(AUTOCAST)} or null (fp32)")
+    if precision == "bfloat16" and resolve_device(cfg).type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ConfigError("train.autocast=bfloat16 but this CUDA device does not support bfloat16; use null (fp32)")
     if tc.warmup >= tc.steps:
         raise ConfigError(f"train.warmup={tc.warmup} must be below train.steps={tc.steps}")
     factors = list(tc.extrapolation)

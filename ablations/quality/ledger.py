@@ -19,7 +19,9 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from ablations.quality import distributed
 from ablations.results.durable import make_folder, write_atomic
+from ablations.results.identity import NEUTRAL_ARM_SETTINGS
 from components import ArchConfig
 
 SEEDS_DIR = "seeds"
@@ -29,7 +31,8 @@ NOT_ARM = ("name", "enabled", "seeds", "min_seeds", "max_seeds", "target_mde", "
 
 def arm_id(arch: ArchConfig, tc: DictConfig, corpus_sha256: str) -> str:
     """Everything that fixes one seed's numbers: the quality model, the training settings and the corpus."""
-    train = {k: v for k, v in OmegaConf.to_container(tc, resolve=True).items() if k not in NOT_ARM}
+    train = {k: v for k, v in OmegaConf.to_container(tc, resolve=True).items() if k not in NOT_ARM
+             and not (k in NEUTRAL_ARM_SETTINGS and NEUTRAL_ARM_SETTINGS[k] == v)}
     key = json.dumps({"arch": arch.to_dict(), "train": train, "corpus": corpus_sha256}, sort_keys=True,
                      default=str)
     return hashlib.sha1(key.encode()).hexdigest()[:12]
@@ -49,6 +52,10 @@ class Ledger:
     def get(self, arm: str, seed: int) -> list[dict] | None:
         if self.folder is None:
             return self._memory.get((arm, seed))
+        # Under torchrun rank 0 reads and every rank takes its answer: all train a seed, or none does.
+        return distributed.from_writer(self._read(arm, seed) if distributed.is_writer() else None)
+
+    def _read(self, arm: str, seed: int) -> list[dict] | None:
         path = self._path(arm, seed)
         if not path.is_file():
             return None
@@ -62,6 +69,8 @@ class Ledger:
     def put(self, arm: str, seed: int, rows: list[dict]) -> None:
         if self.folder is None:
             self._memory[(arm, seed)] = [dict(r) for r in rows]
+            return
+        if not distributed.is_writer():
             return
         path = self._path(arm, seed)
         make_folder(path.parent)

@@ -2,12 +2,14 @@
 
 Quality rows describe the quality model, not the measurement model: their size columns (d_model, n_layers,
 n_heads, n_kv_heads, ffn_hidden, params, params_baseline) are the small model's, ``batch``/``seq_len`` the
-training shape, ``dtype`` float32 (training is always fp32 here, so a bf16 measurement sweep does not change
-the losses), ``compile`` empty (the quality model always trains eagerly; ``compile=true`` is the
-measurement's) and ``corpus`` the sha256 of the training text. A failing seed becomes a ``failed`` row and the
-other seeds still run; a diverging seed is a ``diverged`` row, a result rather than a failure (its pair leaves
-the comparison, and a sequential point goes on to its next seed). A corpus that cannot be read is the
-environment's fault, not the point's: ``CorpusError`` stops the run.
+training shape, ``vocab_size`` the data's vocabulary (256 for bytes), ``dtype`` the training's precision
+(``train.autocast``, float32 unless set: a bf16 measurement sweep does not change the losses), ``compile`` true
+only with ``train.compile`` (the top-level ``compile=true`` is the measurement's) and ``corpus`` the sha256 of
+the training data. Losses are in nats per byte, or per token on token files (the ``unit`` says which;
+bits-per-byte rows are the bytes' alone). A failing seed becomes a ``failed`` row and the other seeds still
+run; a diverging seed is a ``diverged`` row, a result rather than a failure (its pair leaves the comparison, and
+a sequential point goes on to its next seed). A corpus that cannot be read is the environment's fault, not the
+point's: ``CorpusError`` stops the run.
 
 With ``train.target_mde`` the seeds are sequential (``seeds``): the point trains each next seed for itself and
 for its baseline (``arm``: ``ledger``) until its comparison is answered or the budget is spent, and its final
@@ -30,7 +32,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from ablations.config.variants import baseline_from
 from ablations.quality.arch import quality_arch
-from ablations.quality.data import Corpus, CorpusError, load_corpus
+from ablations.quality.data import Corpus, CorpusError, open_corpus
+from ablations.quality.distributed import RankLost
 from ablations.quality.extrapolation import buckets, extrapolate
 from ablations.quality.inference import paired_test
 from ablations.quality.ledger import Ledger, arm_id
@@ -40,7 +43,7 @@ from ablations.results.rows import Rows
 from components import ArchConfig, build_lm, choices, count_parameters
 
 log = logging.getLogger("ablations")
-NATS, BITS = "nats/byte", "bits/byte"
+BITS = "bits/byte"
 # The learning-rate check's rates, as multiples of train.lr (train.lr_check).
 LR_FACTORS = (0.5, 1.0, 2.0)
 
@@ -56,7 +59,7 @@ def run_quality(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.dev
     ``folder`` is the sweep's: its seed ledger lets points share the baseline's seeds (``ledger``)."""
     try:
         return _run_seeds(cfg, arch, rows, device, Ledger(folder))
-    except CorpusError:  # every later point would read the same file: stop with one line, not N failed points
+    except (CorpusError, RankLost):  # every later point would meet it too: stop with one line, not N failed points
         raise
     except Exception as exc:  # whatever escaped the per-seed guard is this point's failure, not the sweep's
         return _failed(Rows(base=rows.base), rows, f"{type(exc).__name__}: {exc}", f"quality {rows.base['variant']}")
@@ -74,16 +77,17 @@ class _Arm:
     status: str = "ok"
 
 
-def _arm(cfg: DictConfig, point_base: dict, measured: ArchConfig, variant: str, corpus_sha: str,
+def _arm(cfg: DictConfig, point_base: dict, measured: ArchConfig, variant: str, corpus: Corpus,
          params_baseline: int) -> _Arm:
     tc = cfg.train
     q = quality_arch(cfg, measured)
-    aid = arm_id(q, tc, corpus_sha)
+    aid = arm_id(q, tc, corpus.sha256)
     base = {**point_base, **{k: v for c in choices() for k, v in c.row_values(measured).items()}}
     base.update(variant=variant, tie_embeddings=measured.model.tie_embeddings, d_model=q.model.d_model,
                 n_layers=q.model.n_layers, n_heads=q.model.n_heads, n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden,
-                attn=q.attn.name, params=_params(q), params_baseline=params_baseline, dtype="float32", compile=None,
-                batch=tc.batch, seq_len=tc.context, corpus=corpus_sha, arm=aid)
+                attn=q.attn.name, params=_params(q), params_baseline=params_baseline,
+                dtype=tc.get("autocast") or "float32", compile=True if tc.get("compile") else None,
+                batch=tc.batch, seq_len=tc.context, corpus=corpus.sha256, vocab_size=q.model.vocab_size, arm=aid)
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
             f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {measured.n_kv_heads} of "
             f"{measured.model.n_heads})")
@@ -94,12 +98,13 @@ def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.devi
     tc = cfg.train
     rule = seed_rule(tc)
     family = family_size()
-    corpus = load_corpus(cfg.data.path, cfg.data.val_fraction)
+    corpus = open_corpus(cfg.data)
     measured_baseline = baseline_from(cfg, arch)
     params_baseline = _params(quality_arch(cfg, measured_baseline))
-    own = _arm(cfg, rows.base, arch, rows.base["variant"], corpus.sha256, params_baseline)
-    ref = _arm(cfg, rows.base, measured_baseline, str(cfg.baseline.name), corpus.sha256, params_baseline)
-    source = f"; corpus: {corpus.source}, {len(corpus.train)} B train, {len(corpus.val)} B validation"
+    own = _arm(cfg, rows.base, arch, rows.base["variant"], corpus, params_baseline)
+    ref = _arm(cfg, rows.base, measured_baseline, str(cfg.baseline.name), corpus, params_baseline)
+    source = (f"; corpus: {corpus.source}, {len(corpus.train)} B train, {len(corpus.val)} B validation"
+              if corpus.unit == "byte" else f"; corpus: {corpus.source}")
     own.note += source
     ref.note += source
     spans = validation_spans(corpus, tc)
@@ -142,9 +147,11 @@ def _seed(arm: _Arm, seed: int, cfg: DictConfig, corpus: Corpus, spans: torch.Te
         try:
             began = time.perf_counter()
             result = train(arm.q, corpus, tc, int(seed), device, spans, functools.partial(log.info, f"{label} %s"))
-            _result_rows(seeded, result, tc, spans, arm.note)
+            _result_rows(seeded, result, tc, spans, arm.note, corpus.unit)
             seeded.add("train_wall_time", time.perf_counter() - began, "s", mode="quality",
                        note="the whole seed: build, training, every evaluation and the extrapolation")
+        except RankLost:
+            raise
         except Exception as exc:  # this seed is recorded as failed; the others and the sweep go on
             arm.status = _failed(seeded, rows, f"{type(exc).__name__}: {exc}", label)
             return seeded.rows  # not in the ledger: a rerun tries it again
@@ -182,27 +189,31 @@ def _failed(seeded: Rows, rows: Rows, error: str, label: str) -> str:
     return "failed"
 
 
-def _result_rows(rows: Rows, result: TrainResult, tc: DictConfig, spans: torch.Tensor, note: str) -> None:
+def _result_rows(rows: Rows, result: TrainResult, tc: DictConfig, spans: torch.Tensor, note: str,
+                 unit: str) -> None:
+    nats, per_byte = f"nats/{unit}", unit == "byte"
     for metric, step, value in result.curve:
-        rows.add(metric, value, NATS, mode="curve", step=step, statistic="mean")
-        rows.add(metric.replace("_loss", "_bpb"), value / math.log(2), BITS, mode="curve", step=step,
-                 statistic="mean")
+        rows.add(metric, value, nats, mode="curve", step=step, statistic="mean")
+        if per_byte:
+            rows.add(metric.replace("_loss", "_bpb"), value / math.log(2), BITS, mode="curve", step=step,
+                     statistic="mean")
     if result.diverged_at is not None:
         log.warning("quality %s seed %s diverged: %s", rows.base["variant"], rows.base["seed"], result.reason)
-        rows.add("val_loss", math.nan, NATS, mode="final", step=result.diverged_at, statistic="diverged",
+        rows.add("val_loss", math.nan, nats, mode="final", step=result.diverged_at, statistic="diverged",
                  status="diverged", error=result.reason, note=note)
         return
-    rows.add("val_loss", result.final_val, NATS, mode="final", step=tc.steps, statistic="mean", note=note)
-    rows.add("val_bpb", result.final_val / math.log(2), BITS, mode="final", step=tc.steps, statistic="mean")
+    rows.add("val_loss", result.final_val, nats, mode="final", step=tc.steps, statistic="mean", note=note)
+    if per_byte:
+        rows.add("val_bpb", result.final_val / math.log(2), BITS, mode="final", step=tc.steps, statistic="mean")
     rows.add("train_tokens_per_s", result.tokens / result.train_seconds, "tokens/s", mode="quality",
              note="training steps only (evaluation excluded)")
     width = tc.context // tc.position_buckets
     for ex in extrapolate(result.model, curve_spans(spans, tc), tc.context, list(tc.extrapolation), tc.batch):
         if ex.loss is None:
-            rows.add("extrap_loss", math.nan, NATS, mode="extrapolation", seq_len=ex.seq_len, statistic="cannot",
+            rows.add("extrap_loss", math.nan, nats, mode="extrapolation", seq_len=ex.seq_len, statistic="cannot",
                      note=f"learned positions have no vector past position {tc.context - 1}")
             continue
-        rows.add("extrap_loss", ex.loss, NATS, mode="extrapolation", seq_len=ex.seq_len, statistic="mean")
+        rows.add("extrap_loss", ex.loss, nats, mode="extrapolation", seq_len=ex.seq_len, statistic="mean")
         for first, last, value in buckets(ex.by_position, width):
-            rows.add("loss_by_position", value, NATS, mode="extrapolation", seq_len=ex.seq_len, position=first,
+            rows.add("loss_by_position", value, nats, mode="extrapolation", seq_len=ex.seq_len, position=first,
                      statistic="mean", note=f"positions {first}-{last}")

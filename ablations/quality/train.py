@@ -13,6 +13,7 @@ bytes' own sampling noise stays well below the seeds'. A NaN or infinite loss st
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -23,7 +24,8 @@ import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig
 
-from ablations.quality.data import VOCAB, Corpus, chunk_spans, eval_spans, train_starts, windows
+from ablations.quality import distributed
+from ablations.quality.data import Corpus, chunk_spans, eval_spans, train_starts, windows
 from components import ArchConfig, LanguageModel, build_lm, common_random_init
 
 log = logging.getLogger("ablations")
@@ -32,7 +34,8 @@ log = logging.getLogger("ablations")
 @dataclass
 class TrainResult:
     model: LanguageModel
-    # (metric, step, value in nats/byte): train_loss averaged over the steps since the last entry, val_loss.
+    # (metric, step, value in nats per byte or token): train_loss averaged over the steps since the last entry,
+    # val_loss.
     curve: list[tuple[str, int, float]] = field(default_factory=list)
     final_val: float = math.nan
     diverged_at: int | None = None
@@ -106,32 +109,60 @@ def curve_spans(spans: torch.Tensor, tc: DictConfig) -> torch.Tensor:
 
 
 @torch.no_grad()
-def window_losses(model: LanguageModel, rows: torch.Tensor, batch: int) -> torch.Tensor:
+def window_losses(model: LanguageModel, rows: torch.Tensor, batch: int,
+                  precision: contextlib.AbstractContextManager | None = None) -> torch.Tensor:
     """Mean next-byte loss of each of ``rows`` (windows of length + 1 bytes), in nats; shape (len(rows),)."""
     was_training = model.training
     model.eval()
     out = []
     for i in range(0, len(rows), batch):
-        w = rows[i : i + batch].to(next(model.parameters()).device)
-        logits = model(w[:, :-1]).float()
+        w = to_device(rows[i : i + batch], next(model.parameters()).device)
+        with precision or contextlib.nullcontext():
+            logits = model(w[:, :-1]).float()
         out.append(F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none").double().mean(1).cpu())
     model.train(was_training)
     return torch.cat(out)
 
 
 @torch.no_grad()
-def loss_by_position(model: LanguageModel, rows: torch.Tensor, batch: int) -> torch.Tensor:
+def loss_by_position(model: LanguageModel, rows: torch.Tensor, batch: int,
+                     precision: contextlib.AbstractContextManager | None = None) -> torch.Tensor:
     """Mean next-byte loss at each position over ``rows`` of (length + 1) bytes, in nats; shape (length,)."""
     was_training = model.training
     model.eval()
     total = torch.zeros(rows.shape[1] - 1, dtype=torch.float64)
     for i in range(0, len(rows), batch):
-        w = rows[i : i + batch].to(next(model.parameters()).device)
-        logits = model(w[:, :-1]).float()
+        w = to_device(rows[i : i + batch], next(model.parameters()).device)
+        with precision or contextlib.nullcontext():
+            logits = model(w[:, :-1]).float()
         nll = F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none")  # (b, length)
         total += nll.sum(0).double().cpu()
     model.train(was_training)
     return total / len(rows)
+
+
+# train.autocast's values: the dtype torch.autocast runs the forward in (null: fp32, no autocast).
+AUTOCAST = {"bfloat16": torch.bfloat16}
+
+
+def autocast(tc: DictConfig, device: torch.device) -> contextlib.AbstractContextManager:
+    """The forward's precision: ``torch.autocast`` at ``train.autocast`` on ``device``, or nothing (fp32)."""
+    dtype = AUTOCAST.get(tc.get("autocast") or "")
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+def training_forward(model: LanguageModel, tc: DictConfig) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The model as the training steps call it: ``torch.compile``d with ``train.compile`` (one shape, so it compiles
+    once); evaluation calls the eager model, whose lengths vary."""
+    return torch.compile(model) if tc.get("compile") else model
+
+
+def to_device(rows: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``rows`` on ``device``; to a GPU from pinned memory without blocking, so the copy overlaps the work queued
+    before it (the next use is on the same stream, which orders it)."""
+    if device.type == "cuda":
+        return rows.pin_memory().to(device, non_blocking=True)
+    return rows.to(device)
 
 
 def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: torch.device,
@@ -142,6 +173,7 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
     if tc.get("common_init", False):
         common_random_init(model, seed)
     result = TrainResult(model)
+    forward = training_forward(model, tc)
     opt = make_optimizer(model, tc)
     starts = train_starts(len(corpus.train), tc.context, tc.steps, tc.batch, seed)
     spans = spans if spans is not None else validation_spans(corpus, tc)
@@ -150,14 +182,14 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
 
     def evaluate(step: int) -> bool:
         if step == tc.steps:
-            windows_loss = window_losses(model, final, tc.batch)
+            windows_loss = window_losses(model, final, tc.batch, autocast(tc, device))
             result.final_windows = windows_loss
             loss = result.final_val = float(windows_loss.mean())
         else:
-            loss = float(loss_by_position(model, val, tc.batch).mean())
+            loss = float(loss_by_position(model, val, tc.batch, autocast(tc, device)).mean())
         result.curve.append(("val_loss", step, loss))
         if progress:
-            progress(f"step {step}/{tc.steps}: val {loss:.3f} nats/byte")
+            progress(f"step {step}/{tc.steps}: val {loss:.3f} nats/{corpus.unit}")
         if not math.isfinite(loss):
             result.diverged_at, result.reason = step, f"validation loss became {loss} at step {step}"
             return False
@@ -173,14 +205,19 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
         for group in opt.param_groups:
             group["lr"] = lr_at(step, tc)
         began = time.perf_counter()
-        w = windows(corpus.train, starts[step], tc.context + 1).to(device)
-        loss = F.cross_entropy(model(w[:, :-1]).float().reshape(-1, VOCAB), w[:, 1:].reshape(-1))
-        value = loss.item()
+        # Under torchrun this rank's shard of the global batch; the loss and the gradients are then averaged over
+        # the ranks, which makes the step the single-process one (ablations.quality.distributed).
+        w = to_device(windows(corpus.train, distributed.shard(starts[step]), tc.context + 1), device)
+        with autocast(tc, device):
+            logits = forward(w[:, :-1]).float()
+        loss = F.cross_entropy(logits.reshape(-1, arch.model.vocab_size), w[:, 1:].reshape(-1))
+        value = distributed.mean(loss.item(), device)
         if not math.isfinite(value):
             result.diverged_at, result.reason = step, f"training loss became {value} at step {step}"
             return result
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        distributed.average_gradients(model)
         if tc.clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
         opt.step()
@@ -189,7 +226,7 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
             if step == tc.steps - 1:
                 averaged.load_into(model)
         result.train_seconds += time.perf_counter() - began
-        result.tokens += w.shape[0] * tc.context
+        result.tokens += w.shape[0] * tc.context * distributed.world_size()
         running, since = running + value, since + 1
         done = step + 1
         if done % tc.log_interval == 0 or done == tc.steps:

@@ -134,6 +134,11 @@ def quality_setup(q: pd.DataFrame) -> str:
     corpus = q["corpus"].dropna().unique()
     if len(corpus):
         parts.append("corpus " + ", ".join(f"`{str(c)[:12]}`" for c in corpus))
+    vocab = q["vocab_size"].dropna().unique() if "vocab_size" in q else []
+    if len(vocab):  # tables written before token files carry no column: bytes, vocabulary 256
+        unit = str(final["unit"].iloc[0]) if not final.empty else ""
+        parts.append("vocabulary " + ", ".join(str(int(v)) for v in sorted(vocab)) + (f" (losses in {unit})" if unit
+                                                                                       else ""))
     return "Quality runs (a small model trained from scratch, not the timed block): " + "; ".join(parts) + "."
 
 

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from components import choices
 
 # Settings that say where and how to run, not what is measured.
-IDENTITY_EXCLUDES = ("out", "allow_parallel_timing", "hydra")
+IDENTITY_EXCLUDES = ("out", "allow_parallel_timing", "hydra", "logger")
 # Run settings added after points were first written, at the value that changes nothing they measured.
 NEUTRAL_RUN_SETTINGS = {"baseline": {"name": "gpt2"}}
 # Profile settings added after points were first written, at the value that changes nothing (fixed rounds).
@@ -28,8 +28,14 @@ NEUTRAL_PROFILE_SETTINGS = {"target_halfwidth": None, "min_rounds": None, "max_r
                             "precision_scope": "headline"}
 # Train settings added after points were first written, at the value that trains as before (fixed seeds, one global
 # init stream, the final loss on the curve's windows, no learning-rate check).
+# Train settings added after the seed ledger's arms were first named: left out of an arm's id at these values too
+# (ablations.quality.ledger), so a resumed sweep finds its seeds.
+NEUTRAL_ARM_SETTINGS = {"autocast": None, "compile": False}
 NEUTRAL_TRAIN_SETTINGS = {"target_mde": None, "min_seeds": None, "max_seeds": None, "common_init": False,
-                          "final_eval_batches": None, "lr_check": False, "average_last": 0.0}
+                          "final_eval_batches": None, "lr_check": False, "average_last": 0.0, **NEUTRAL_ARM_SETTINGS}
+# Data settings added after points were first written, at the value that reads the same bytes as before (auto is
+# bytes for every file but an llm.c shard, which no earlier point could have trained on as tokens).
+NEUTRAL_DATA_SETTINGS = {"format": "auto", "val_path": "", "vocab_size": None}
 
 
 def _without_neutral(config: type, group: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +47,8 @@ def point_identity(cfg: DictConfig) -> dict[str, Any]:
     resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     identity = {k: v for k, v in resolved.items()
                 if k not in IDENTITY_EXCLUDES and not (k in NEUTRAL_RUN_SETTINGS and NEUTRAL_RUN_SETTINGS[k] == v)}
-    for key, neutral in (("profile", NEUTRAL_PROFILE_SETTINGS), ("train", NEUTRAL_TRAIN_SETTINGS)):
+    for key, neutral in (("profile", NEUTRAL_PROFILE_SETTINGS), ("train", NEUTRAL_TRAIN_SETTINGS),
+                         ("data", NEUTRAL_DATA_SETTINGS)):
         if isinstance(identity.get(key), dict):
             identity[key] = {k: v for k, v in identity[key].items() if not (k in neutral and neutral[k] == v)}
     for c in choices():

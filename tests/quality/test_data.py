@@ -10,7 +10,7 @@ import pytest
 
 from ablations.cli import prevalidate
 from ablations.errors import UsageError
-from ablations.quality import data
+from ablations.quality import tokens
 from ablations.quality.data import load_corpus, min_bytes, stdlib_files
 from tests.quality.helpers import quality_rows
 
@@ -20,10 +20,11 @@ def test_stdlib_corpus_is_sorted_hashed_and_split():
     assert files and all(f.suffix == ".py" for f in files)
     assert not any("site-packages" in f.parts for f in files)
     corpus = load_corpus()
-    assert len(corpus.sha256) == 64 and len(corpus.data) > 1_000_000
-    assert len(corpus.train) + len(corpus.val) == len(corpus.data)
-    assert len(corpus.val) == int(0.1 * len(corpus.data))
-    assert bytes(corpus.val[:100].tolist()) == bytes(corpus.data[len(corpus.train):][:100].tolist())
+    total = len(corpus.train) + len(corpus.val)
+    assert len(corpus.sha256) == 64 and total > 1_000_000 and (corpus.vocab, corpus.unit) == (256, "byte")
+    assert len(corpus.val) == int(0.1 * total)
+    raw = b"".join(f.read_bytes() for f in files)
+    assert bytes(corpus.val[:100].tolist()) == raw[len(corpus.train):][:100]
 
 
 def _error(args: list[str], capsys) -> str:
@@ -57,7 +58,7 @@ def test_unreadable_file(tmp_path, capsys, monkeypatch):
     def refuse(p):  # what a file without read permission does (root reads anything, so chmod cannot show it)
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(data, "_probe", refuse)
+    monkeypatch.setattr(tokens, "_probe", refuse)
     assert "cannot be read: Permission denied" in _error([f"data.path={path}"], capsys)
 
 

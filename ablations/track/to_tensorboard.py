@@ -1,0 +1,51 @@
+"""The plan (``ablations.track.plan``) as TensorBoard event files: ``<log_dir>/<point>/`` holds a point's
+measurement scalars and its config (text), ``<log_dir>/<point>/<variant>_seed<N>/`` each seed's curves, so
+TensorBoard's run selector lists the seeds under their point; ``<log_dir>/sweep/`` holds the report (text) and the
+figures (images). Logging a folder again replaces the runs it wrote before.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from ablations.track.plan import Run
+
+SWEEP_DIR = "sweep"
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _config_text(params: dict[str, str]) -> str:
+    return "\n".join(f"    {k} = {v}" for k, v in sorted(params.items()))
+
+
+def log(plan: Run, folder: Path, log_dir: str) -> Path:
+    """Write ``plan`` under ``log_dir`` (empty: ``<folder>/tensorboard``); returns that folder."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    root = Path(log_dir) if log_dir else folder / "tensorboard"
+    runs = [(root / SWEEP_DIR, plan)]
+    for point in plan.children:
+        where = root / _safe(point.tags.get("blockbench.point", point.name))
+        runs.append((where, point))
+        runs += [(where / _safe(seed.name.replace(" seed ", "_seed")), seed) for seed in point.children]
+    for where, _ in runs:
+        if where.exists():
+            shutil.rmtree(where)
+    for where, run in runs:
+        with SummaryWriter(log_dir=str(where)) as writer:
+            if run.params:
+                writer.add_text("config", _config_text(run.params))
+            for m in run.metrics:
+                writer.add_scalar(m.key, m.value, m.step)
+            for path in run.artifacts:
+                if path.suffix == ".md":
+                    writer.add_text(path.name, path.read_text())
+                elif path.suffix == ".png":
+                    import matplotlib.image
+
+                    writer.add_image(path.stem, matplotlib.image.imread(path)[..., :3], dataformats="HWC")
+    return root

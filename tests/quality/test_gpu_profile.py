@@ -1,0 +1,86 @@
+"""train=gpu: composition, the precision and compile switches, device copies, and its predicted time per seed;
+what needs a GPU runs in scripts/cuda_check.sh."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pandas as pd
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from ablations.cli import prevalidate
+from ablations.errors import UsageError
+from ablations.paths import conf_entry
+from ablations.predict.quality_seed import evaluations, run, seed_time
+from ablations.quality.arch import quality_arch
+from ablations.quality.ledger import arm_id
+from ablations.quality.train import autocast, to_device, training_forward
+from ablations.results.identity import NEUTRAL_ARM_SETTINGS
+from ablations.roofline.hardware import Hardware
+from ablations.runner import check_point
+from components import build_lm
+from tests.quality.helpers import composed, quality_rows
+
+
+def test_the_gpu_profile_is_nanogpts_character_scale_in_bf16_compiled():
+    tc = composed("train=gpu").train
+    assert (tc.n_layers, tc.d_model, tc.context, tc.batch, tc.steps) == (6, 384, 256, 64, 5000)
+    assert tc.autocast == "bfloat16" and tc.compile is True
+    assert prevalidate(["train=gpu", "measure=false"]) == 1  # every rule holds for it
+
+
+def test_autocast_is_bf16_when_asked_and_nothing_otherwise():
+    cpu = torch.device("cpu")
+    with autocast(composed("train.autocast=bfloat16").train, cpu):
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16 and torch.is_autocast_enabled("cpu")
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
+    assert isinstance(autocast(composed().train, cpu), contextlib.nullcontext)
+
+
+def test_an_unknown_precision_is_one_line():
+    with pytest.raises(UsageError) as info:
+        prevalidate(["profile=smoke", "train.autocast=float16"])
+    assert info.value.message == "train.autocast=float16 is not known; allowed: bfloat16 or null (fp32)"
+
+
+def test_compile_wraps_the_training_forward_only_when_asked():
+    cfg = composed()
+    model = build_lm(quality_arch(cfg, check_point(cfg)))
+    assert training_forward(model, cfg.train) is model
+    compiled = training_forward(model, composed("train.compile=true").train)
+    assert isinstance(compiled, torch._dynamo.eval_frame.OptimizedModule) and compiled._orig_mod is model
+
+
+def test_a_cpu_copy_is_the_rows_themselves():
+    rows = torch.arange(6).reshape(2, 3)
+    assert to_device(rows, torch.device("cpu")) is rows  # pinned, non-blocking copies are CUDA's alone
+
+
+def test_a_bf16_seed_trains_and_its_rows_say_so():
+    status, rows = quality_rows("train.autocast=bfloat16", "train.steps=6")
+    frame = pd.DataFrame(rows)
+    assert status == "ok" and set(frame["dtype"]) == {"bfloat16"}
+    assert frame.loc[frame["metric"] == "val_loss", "value"].notna().all()
+
+
+def test_the_new_switches_at_their_defaults_keep_the_seed_ledgers_arms():
+    cfg = composed()
+    q = quality_arch(cfg, check_point(cfg))
+    before = OmegaConf.create({k: v for k, v in OmegaConf.to_container(cfg.train).items()
+                               if k not in NEUTRAL_ARM_SETTINGS})
+    assert arm_id(q, cfg.train, "sha") == arm_id(q, before, "sha")
+    assert arm_id(q, composed("train.autocast=bfloat16").train, "sha") != arm_id(q, cfg.train, "sha")
+
+
+def test_the_predicted_seed_is_its_steps_and_evaluations():
+    hw = Hardware.from_dict(OmegaConf.to_container(OmegaConf.load(conf_entry("hardware", "h100_sxm"))))
+    cfg = composed("train=gpu")
+    q = quality_arch(cfg, check_point(cfg))
+    full, half = seed_time(q, cfg.train, hw), seed_time(q, composed("train=gpu", "train.steps=2500").train, hw)
+    assert full.training == pytest.approx(2 * half.training) and full.seconds > full.training > 0
+    assert evaluations(cfg.train) == (1 + 4999 // 250) * 20 + 64  # step 0 and every 250 before 5000, the final
+    text = run([])
+    assert text.startswith("Predicted (not measured): one quality seed of train=gpu on h100_sxm, bfloat16")
+    assert "| gpt2 |" in text and "| llama2 |" in text
