@@ -10,6 +10,7 @@ prediction names the ``source`` of both.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -48,8 +49,10 @@ class Hardware:
 
     @classmethod
     def from_dict(cls, d: dict) -> Hardware:
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        # YAML 1.1 (PyYAML) reads a datasheet's ``989.0e12`` as a string (its floats need a signed exponent);
+        # OmegaConf reads it as a float. Either way the numbers here are floats.
+        floats = {f.name for f in dataclasses.fields(cls) if f.type in ("float", float)}
+        return cls(**{k: float(v) if k in floats else v for k, v in d.items() if k in cls.__dataclass_fields__})
 
     def matmul_fraction(self, rows: int) -> float:
         """Efficiency at ``rows`` tokens: interpolated in log(rows) between calibrated points, clamped at the ends."""

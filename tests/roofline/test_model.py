@@ -102,3 +102,16 @@ def test_kernel_count_ignores_views():
         x.view(16).transpose(0, 0)
         torch.add(x, x)
     assert counter.count == 1
+
+
+def test_every_shipped_hardware_entry_loads_with_numbers():
+    # PyYAML reads the datasheets' 989.0e12 as a string; a prediction from it would fail at its first division.
+    from ablations.cli import CONF_DIR
+    from ablations.roofline.hardware import load_hardware
+
+    names = sorted(p.stem for p in (CONF_DIR / "hardware").glob("*.yaml"))
+    assert names
+    for name in names:
+        hw = load_hardware(name)
+        assert all(isinstance(getattr(hw, f), float) and getattr(hw, f) > 0
+                   for f in ("peak_flops", "bandwidth", "memory_bytes", "call_overhead")), name
