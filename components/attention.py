@@ -404,7 +404,7 @@ def transformed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sta
     maps ``q·k / sqrt(head_dim)`` of shape (batch, heads, queries, keys) before the mask and ``bias`` are added
     (Gemma-2 caps the scaled logits, then masks). Shared KV heads are folded as in ``masked_sdpa`` (no K/V copy).
 
-    The softmax runs in float32 for reduced-precision input, as SDPA's math path does."""
+    The softmax runs in float32 for reduced-precision input, as SDPA's math path does (float64 stays float64)."""
     b, h, t, d = q.shape
     n_kv, s = k.shape[1], k.shape[2]
     group = h // n_kv
@@ -416,7 +416,7 @@ def transformed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sta
     scores = scores.masked_fill(~seen, float("-inf"))
     if bias is not None:
         scores = scores + bias.to(scores.dtype)
-    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    weights = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(q.dtype)
     y = weights.reshape(b, n_kv, group * t, s) @ v
     return y.reshape(b, h, t, d)
 

@@ -180,6 +180,20 @@ class Choice:
             return self.gpt2
         return str(value)
 
+    def describe(self, value: str, about: str, display: str | None = None, claim: Claim | None = None) -> None:
+        """Say what a value registered into this group from outside its module is (a plugin's ``ffn=relu2``): its
+        ``about`` line, how prose spells it, and a claim read from its flip, as the declaration says its own."""
+        if value not in self.registry:
+            raise ValueError(f"{self.group}={value}: register it ({self.registry.key}) before describing it")
+        if value in self.about:
+            raise DuplicateError(f"{self.group}={value} is described twice: by {self.registry.source(value)} and by "
+                                 f"{current_source()}")
+        self.about[value] = about
+        if display is not None:
+            self.display[value] = display
+        if claim is not None:
+            self.value_claims[value] = claim
+
     def at(self, value: str, **settings: Any) -> Any:
         """A config of this group at ``value`` (other settings at their defaults unless given)."""
         return self.config(name=value, **settings)
