@@ -7,10 +7,26 @@ A plugin declares a group with ``declare(Choice(...))``, adds a value to a group
 ``ablations`` may change without notice.
 """
 
-from components import ATTENTIONS, FFNS, NORMS, POSITIONS, ArchConfig, Choice, Claim, ConfigError, ModelConfig, Registry
+from components import (
+    ATTENTIONS,
+    FFNS,
+    NORMS,
+    POSITIONS,
+    ArchConfig,
+    Choice,
+    Claim,
+    ConfigError,
+    GeluMLP,
+    LayerNorm,
+    ModelConfig,
+    Registry,
+    RMSNorm,
+    SwiGLU,
+)
 from components.choice import HOOKS, choice, choices, declare
 from components.work import Step, Work, attention_core, linear, norm
 
+# The built-in modules a plugin may subclass (``ffn=relu2`` is GPT-2's MLP with another activation).
 __all__ = ["ATTENTIONS", "FFNS", "HOOKS", "NORMS", "POSITIONS", "ArchConfig", "Choice", "Claim", "ConfigError",
-           "ModelConfig", "Registry", "Step", "Work", "attention_core", "choice", "choices", "declare", "linear",
-           "norm"]
+           "GeluMLP", "LayerNorm", "ModelConfig", "RMSNorm", "Registry", "Step", "SwiGLU", "Work", "attention_core",
+           "choice", "choices", "declare", "linear", "norm"]

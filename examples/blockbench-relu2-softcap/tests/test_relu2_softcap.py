@@ -7,10 +7,10 @@ import math
 
 import pytest
 import torch
+from blockbench_relu2_softcap.softcap import SoftCapConfig
 
 from blockbench import ArchConfig, ConfigError, ModelConfig, choice
 from blockbench.testing import check_choice
-from blockbench_relu2_softcap.softcap import SoftCapConfig
 from components import CausalSelfAttention, KVCache, build_decoder
 
 D, HEADS, SEQ = 32, 4, 12
@@ -78,10 +78,10 @@ def test_softcap_matches_gemma2_attention():
     transformers = pytest.importorskip("transformers")
     from transformers.models.gemma2 import modeling_gemma2
 
-    config = transformers.Gemma2Config(hidden_size=D, num_attention_heads=HEADS, num_key_value_heads=2,
-                                       head_dim=D // HEADS, query_pre_attn_scalar=D // HEADS, attention_bias=False,
-                                       attn_logit_softcapping=50.0, attention_dropout=0.0, layer_types=["full_attention"],
-                                       num_hidden_layers=1, vocab_size=16)
+    config = transformers.Gemma2Config(
+        hidden_size=D, num_attention_heads=HEADS, num_key_value_heads=2, head_dim=D // HEADS,
+        query_pre_attn_scalar=D // HEADS, attention_bias=False, attn_logit_softcapping=50.0, attention_dropout=0.0,
+        layer_types=["full_attention"], num_hidden_layers=1, vocab_size=16)
     config._attn_implementation = "eager"
     hf = modeling_gemma2.Gemma2Attention(config, layer_idx=0).eval()
     ours = build_decoder(arch(softcap="on", attn="gqa", pos="none", bias="off")).blocks[0].attn.eval()
