@@ -159,9 +159,9 @@ def shaping(values: dict[str, str]) -> list[Plugin]:
     declared one of the groups at a value other than GPT-2's, or registered one of the values."""
     from components.choice import _DECLARED
 
-    out = []
-    for p in _loaded.values():
-        own = any(g in values and values[g] != _DECLARED[g].gpt2 for g in p.groups)
-        if own or any(values.get(g) == v for g, v in p.values):
-            out.append(p)
-    return out
+    def moved(group: str) -> bool:
+        return group in values and group in _DECLARED and values[group] != _DECLARED[group].gpt2
+
+    # At GPT-2's value its own group builds what GPT-2's block builds: the point is the one it was without it.
+    return [p for p in _loaded.values()
+            if any(moved(g) for g in p.groups) or any(values.get(g) == v and moved(g) for g, v in p.values)]
