@@ -68,6 +68,15 @@ def residual_of(cfg: ArchConfig) -> type:
     return plugged[0] if plugged else SequentialResidual
 
 
+BRANCHES = ("attn", "ffn")
+
+
+def branch_classes(cfg: ArchConfig, branch: str) -> list[type]:
+    """The ``branch`` hook's classes for one branch's output: each class says which in ``branches`` (default both:
+    Gemma-2's post-norms; NormFormer's post-attention norm would say ``("attn",)``)."""
+    return [cls for cls in hook_classes(cfg, "branch") if branch in getattr(cls, "branches", BRANCHES)]
+
+
 def _through(modules: nn.ModuleList, y: torch.Tensor) -> torch.Tensor:
     for module in modules:
         y = module(y)
@@ -87,10 +96,9 @@ class Block(nn.Module):
             self.norm2 = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
         self.ffn = build_ffn(cfg)
         # After the FFN, so every module before keeps its init draws; only when a ``branch`` choice builds one.
-        outputs = hook_classes(cfg, "branch")
-        if outputs:
-            self.attn_out = nn.ModuleList(cls(cfg) for cls in outputs)
-            self.ffn_out = nn.ModuleList(cls(cfg) for cls in outputs)
+        if hook_classes(cfg, "branch"):
+            self.attn_out = nn.ModuleList(cls(cfg) for cls in branch_classes(cfg, "attn"))
+            self.ffn_out = nn.ModuleList(cls(cfg) for cls in branch_classes(cfg, "ffn"))
             self.forward = self._forward_with_branch_outputs
         if _added_work:  # test-only (``add_work``); checked once per block built, never per forward
             self.register_buffer("_waste", torch.zeros(cfg.model.d_model, _added_work), persistent=False)
@@ -101,7 +109,7 @@ class Block(nn.Module):
         norm = NORMS.get(cfg.norm.name).work(cfg, step)
         attn, ffn = ATTENTIONS.get(cfg.attn.name).work(cfg, step), FFNS.get(cfg.ffn.name).work(cfg, step)
         residual = residual_of(cfg)
-        outputs = sum((2 * cls.work(cfg, step) for cls in hook_classes(cfg, "branch")), Work())
+        outputs = sum((cls.work(cfg, step) for b in BRANCHES for cls in branch_classes(cfg, b)), Work())
         return residual.norms(cfg) * norm + attn + ffn + residual.work(cfg, step) + outputs
 
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 # - ``qk``: transforms each head's Q and K before the rotation (QK-norm), in declaration order;
 # - ``scores``: transforms the scaled attention scores, (batch, heads, queries, keys), before the mask and any
 #   score bias (Gemma-2's soft cap); any such module moves attention off fused SDPA to explicit scores;
-# - ``branch``: transforms each branch's output, attention's and the FFN's, before it joins the residual (Gemma-2's
-#   and OLMo-2's post-norms, NormFormer's); built twice per block (``attn_out``, ``ffn_out``), in declaration order;
+# - ``branch``: transforms a branch's output, attention's and the FFN's, before it joins the residual (Gemma-2's and
+#   OLMo-2's post-norms; NormFormer's after attention alone: a class's ``branches = ("attn",)``), built per branch
+#   (``Block.attn_out``, ``Block.ffn_out``), in declaration order;
 # - ``block``: how the branches join the residual (``components.block``: the parallel block; DeepNet's scaled
 #   residual would be one), at most one choice's class per point (``components.config``: two are refused);
 # - ``flag``: builds nothing itself: layers read its config (``bias.enabled``).

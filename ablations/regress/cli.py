@@ -224,11 +224,12 @@ def writable(out: Path) -> Path:
     return out
 
 
-def merge_base(rev: str) -> str:
-    """The commit where HEAD left ``rev``'s line: what a pull request's own changes are measured against."""
-    resolve(rev)  # an unknown revision is named as such, not as a merge-base failure
+def merge_base(rev: str, repo: Path = REPO) -> str:
+    """The commit where HEAD left ``rev``'s line: what a pull request's own changes are measured against (in
+    blockbench's repository, or the plugin's)."""
+    resolve(rev, repo)  # an unknown revision is named as such, not as a merge-base failure
     try:
-        return git("merge-base", rev, "HEAD")
+        return git("merge-base", rev, "HEAD", repo=repo)
     except Exception:
         raise SetupError(f"BASE={rev!r} and HEAD have no merge base (unrelated histories?)") from None
 
@@ -238,7 +239,7 @@ def run_check(args: argparse.Namespace) -> int:
     of = args.base if args.merge_base else None
     cases = chosen_cases(args)
     confidence = case_confidence(tests_in([c.name for c in cases]))
-    asked = merge_base(args.base) if args.merge_base else args.base
+    asked = merge_base(args.base, args.plugin or REPO) if args.merge_base else args.base
     with tempfile.TemporaryDirectory(prefix="regress-base-") as tmp:
         if args.plugin:
             base, head = (t.load() for t in plugin_trees(asked, args.plugin, Path(tmp)))
@@ -305,8 +306,6 @@ def with_plugin(args: argparse.Namespace) -> None:
         args.plugin_modules = load_head_plugin(args.plugin) if args.plugin else []
     except PluginError as exc:
         raise UsageError(str(exc)) from None
-    if args.merge_base and args.plugin:
-        raise UsageError("--merge-base compares blockbench's revisions; with a plugin, name its BASE revision")
 
 
 def run_history(folder: Path, case: str, threshold: float, out: Path | None) -> int:

@@ -140,6 +140,20 @@ def test_a_branch_module_wraps_each_branch_output_before_the_residual_add():
         assert on - off == 2 * 32
 
 
+def test_a_branch_module_may_take_one_branch_only():
+    class AfterAttention(PostNorm):
+        """NormFormer's post-attention norm: attention's output only."""
+
+        branches = ("attn",)
+
+    with temporary_choice(hook="branch", registry=registry(AfterAttention)):
+        block = built(tiny(extra=ExtraConfig("on"))).blocks[0]
+        assert len(block.attn_out) == 1 and len(block.ffn_out) == 0
+        x = torch.randn(2, 5, 32)
+        h = x + block.attn_out[0](block.attn(block.norm1(x)))
+        torch.testing.assert_close(block(x), h + block.ffn(block.norm2(h)), **TOL)
+
+
 def test_two_residual_classes_are_refused_with_one_line():
     class Scaled(ParallelResidual):
         """A second residual join (DeepNet's scaled residual would be one)."""
