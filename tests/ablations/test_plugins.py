@@ -34,7 +34,7 @@ def isolated(tmp_path, monkeypatch):
     entries = {c.group: (dict(c.registry._entries), dict(c.registry._sources), dict(c.about)) for c in choices()}
     loaded, broken = dict(plugins._loaded), list(plugins._broken)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delenv(plugins.ENV, raising=False)
+    monkeypatch.setenv(plugins.ENV, "")  # and as it was after: ``plugins=`` writes it for the child processes
     yield tmp_path
     declarations._DECLARED.clear()
     declarations._DECLARED.update(groups)
