@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 #   residual would be one), at most one choice's class per point (``components.config``: two are refused);
 # - ``flag``: builds nothing itself: layers read its config (``bias.enabled``).
 HOOKS = ("positions", "norm", "ffn", "attention", "qk", "scores", "branch", "block", "flag")
+# The hooks whose module is one group's value: a second group there would never be built, so it is refused.
+OWNED_HOOKS = ("positions", "norm", "ffn", "attention")
 
 
 @dataclass(frozen=True)
@@ -210,6 +212,11 @@ def declare(choice: Choice) -> Choice:
     if choice.group in _DECLARED:
         raise DuplicateError(f"choice group {choice.group!r} is declared twice: by {_SOURCES[choice.group]} and by "
                              f"{current_source()}")
+    owner = next((c for c in _DECLARED.values() if c.hook == choice.hook and c.hook in OWNED_HOOKS), None)
+    if owner is not None:
+        raise DuplicateError(f"choice group {choice.group!r}: hook={choice.hook!r} is group {owner.group!r}'s (by "
+                             f"{_SOURCES[owner.group]}), whose one module the block builds; register a value into "
+                             f"its registry ({owner.registry.key}) instead")
     if choice.order in {c.order for c in _DECLARED.values()}:
         taken = next(c.group for c in _DECLARED.values() if c.order == choice.order)
         raise DuplicateError(f"choice group {choice.group!r}: order={choice.order} is {taken!r}'s (by "

@@ -90,6 +90,11 @@ def test_a_plugin_registers_and_is_recorded_with_its_version(isolated):
      "declare(Choice(group='norm', config=C, registry=r, gpt2='a', llama2='a', hook='flag', order=9999))\n",
      "plugin plug_dup (plug_dup): choice group 'norm' is declared twice: by blockbench and by plugin plug_dup "
      "(plug_dup)"),
+    ("from dataclasses import dataclass\nfrom blockbench import Choice, Registry, declare\n"
+     "@dataclass\nclass C:\n    name: str = 'a'\nr = Registry('moe.name'); r.add('a', None)\n"
+     "declare(Choice(group='moe', config=C, registry=r, gpt2='a', llama2='a', hook='ffn', order=9999))\n",
+     "plugin plug_dup (plug_dup): choice group 'moe': hook='ffn' is group 'ffn''s (by blockbench), whose one module "
+     "the block builds; register a value into its registry (ffn.name) instead"),
 ])
 def test_a_duplicate_is_one_line_naming_both_sources(isolated, body, said):
     with pytest.raises(PluginError) as info:
