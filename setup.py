@@ -1,11 +1,12 @@
-"""The packages: ``ablations`` and ``components``, and the repository's top-level ``conf/`` shipped inside
-``ablations`` as ``ablations/conf`` (``ablations.paths.conf_dir`` finds either). pyproject.toml's
-``[tool.setuptools.packages.find]`` cannot give a folder another package's name; everything else is there."""
+"""The packages: ``ablations``, ``components`` and ``blockbench`` (the API plugins rely on), and the repository's
+top-level ``conf/`` shipped inside ``ablations`` as ``ablations/conf`` (``ablations.paths.conf_dir`` finds either).
+pyproject.toml's ``[tool.setuptools.packages.find]`` cannot give a folder another package's name; everything else is
+there."""
 
 from setuptools import find_packages, setup
 
 setup(
-    packages=[*find_packages(include=["ablations*", "components*"]), "ablations.conf"],
+    packages=[*find_packages(include=["ablations*", "blockbench*", "components*"]), "ablations.conf"],
     package_dir={"ablations.conf": "conf"},
     package_data={"ablations.conf": ["**/*.yaml"]},
 )

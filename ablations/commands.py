@@ -16,7 +16,8 @@ import importlib
 import sys
 from dataclasses import dataclass
 
-from ablations.errors import PROG, error_line
+from ablations.errors import PROG, CommandError, error_line
+from ablations.plugin_args import start, take_plugins
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,9 @@ def usage() -> str:
              "commands:"]
     lines += [f"  {name:<{width}}  {c.summary}" for name, c in COMMANDS.items()]
     lines += ["", f"{PROG} COMMAND --help: the command's own help. Bad input stops it with one line and exit status 2,",
-              "a fault during the run with one line and exit status 1."]
+              "a fault during the run with one line and exit status 1.", "",
+              "Every command takes plugins=[pkg.module,...]: modules that declare choices of their own, imported",
+              "before it runs, beside the installed ones (entry points blockbench.choices); docs/plugins.md."]
     return "\n".join(lines)
 
 
@@ -67,10 +70,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name, rest = args[0], args[1:]
     cmd = COMMANDS[name]
+    try:
+        rest = take_plugins(rest)  # in $BLOCKBENCH_PLUGINS, which the re-exec below keeps
+    except CommandError as exc:
+        print(error_line(name, exc.message), file=sys.stderr)
+        return exc.status
     if cmd.malloc:
         from ablations.tuned_malloc import reexec_with_tuned_malloc
 
         reexec_with_tuned_malloc(cmd.malloc, rest)
+    rest = start(name, rest)  # every plugin imported before the command's modules read the declared choices
     return importlib.import_module(cmd.module).main(rest)
 
 

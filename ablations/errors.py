@@ -75,7 +75,7 @@ def command(name: str) -> Callable[[Main], Callable[[list[str] | None], int]]:
             try:
                 return main(argv) or 0
             except CommandError as exc:
-                print(error_line(name, exc.message), file=sys.stderr)
+                print(error_line(name, exc.message + _broken_plugins(exc)), file=sys.stderr)
                 return exc.status
             except BrokenPipeError:  # ``--help | head``: the reader left; say nothing more
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -85,6 +85,13 @@ def command(name: str) -> Callable[[Main], Callable[[list[str] | None], int]]:
         return run
 
     return wrap
+
+
+def _broken_plugins(exc: CommandError) -> str:
+    """Bad input while an installed plugin was skipped for failing to import: it may be what the input named, so
+    the line says so (``components.plugins``; read only if loaded, so this module still imports nothing)."""
+    plugins = sys.modules.get("components.plugins")
+    return plugins.broken_note() if plugins is not None and isinstance(exc, UsageError) else ""
 
 
 def os_error_line(exc: OSError) -> str:

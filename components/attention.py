@@ -281,6 +281,11 @@ class CausalSelfAttention(nn.Module):
         self.out = nn.Linear(self.n_heads * self.head_dim, d, bias=bias)
         # The choices that transform each head's Q and K before the rotation (QK-norm), in declaration order.
         self.qk = nn.ModuleList(hook_modules(cfg, "qk"))
+        # The choices that transform the scores (a soft cap): registered only when one builds a module, so attention
+        # without one keeps its modules and its fused SDPA paths exactly.
+        transforms = hook_modules(cfg, "scores")
+        if transforms:
+            self.scores = nn.ModuleList(transforms)
         # Keys a query sees: all earlier ones (None), or only the last ``window`` (a sliding window).
         self.window: int | None = cfg.attn.window
 
@@ -313,7 +318,8 @@ class CausalSelfAttention(nn.Module):
         core = attention_core(step.batch, h, step.seq, per_query, hd, hd, executed_keys=held) + Work(
             attention_activations=2 * n * h * hd,  # reads Q, writes its output
             kv_read=2 * step.batch * kv * held * hd, kv_write=2 * n * kv * hd)
-        return sum((cls_.work(cfg, step) for cls_ in hook_classes(cfg, "qk")), projections + core)
+        transforms = [*hook_classes(cfg, "qk"), *hook_classes(cfg, "scores")]
+        return sum((cls_.work(cfg, step) for cls_ in transforms), projections + core)
 
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,
                 score_bias: ScoreBias | None = None) -> torch.Tensor:
@@ -341,7 +347,10 @@ class CausalSelfAttention(nn.Module):
                 bias = bias.roll(roll, dims=-1)  # follow the keys into their slots
         # Only with more keys than the window does a query lose one to it.
         window = self.window if self.window is not None and s > self.window else None
-        if bias is None and window is None:
+        transforms = self._modules.get("scores")
+        if transforms is not None:
+            y = transformed_attention(q, k, v, s - t, bias, window, transforms)
+        elif bias is None and window is None:
             y = sdpa(q, k, v, s - t)
         else:
             y = masked_sdpa(q, k, v, s - t, bias, window)
@@ -386,6 +395,29 @@ def masked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int, b
     mask = mask.expand(h, t, s) if bias is None else mask + bias.to(q.dtype)
     folded = q.reshape(b, n_kv, group * t, d)
     y = F.scaled_dot_product_attention(folded, k, v, attn_mask=mask.reshape(n_kv, group * t, s))
+    return y.reshape(b, h, t, d)
+
+
+def transformed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int, bias: torch.Tensor | None,
+                          window: int | None, transforms: nn.ModuleList) -> torch.Tensor:
+    """``masked_sdpa`` with the scores formed explicitly, so the ``scores`` choices can transform them: each module
+    maps ``q·k / sqrt(head_dim)`` of shape (batch, heads, queries, keys) before the mask and ``bias`` are added
+    (Gemma-2 caps the scaled logits, then masks). Shared KV heads are folded as in ``masked_sdpa`` (no K/V copy).
+
+    The softmax runs in float32 for reduced-precision input, as SDPA's math path does (float64 stays float64)."""
+    b, h, t, d = q.shape
+    n_kv, s = k.shape[1], k.shape[2]
+    group = h // n_kv
+    scores = (q.reshape(b, n_kv, group * t, d) @ k.transpose(-2, -1)) * d**-0.5
+    scores = scores.reshape(b, h, t, s)
+    for transform in transforms:
+        scores = transform(scores)
+    seen = _bottom_right_mask(t, s, q.device, window)
+    scores = scores.masked_fill(~seen, float("-inf"))
+    if bias is not None:
+        scores = scores + bias.to(scores.dtype)
+    weights = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(q.dtype)
+    y = weights.reshape(b, n_kv, group * t, s) @ v
     return y.reshape(b, h, t, d)
 
 
@@ -504,10 +536,17 @@ def check_mla(attn: AttnConfig, arch: ArchConfig) -> None:
         raise ConfigError(f"attn.window={attn.window} is not supported with attn=mla (its latent cache keeps every "
                           "token; DeepSeek-V2 has no window): use attn.window=null")
     for c in choices():
-        if c.hook == "qk" and c.registry.get(getattr(arch, c.group).name) is not None:
-            raise ConfigError(f"{c.group}={getattr(arch, c.group).name} is not supported with attn=mla: its decode "
-                              "path never forms a head's K (the up-projection is absorbed into the query), so K "
-                              f"cannot be normalised per head; use {c.group}={c.gpt2}")
+        if c.hook in _NOT_WITH_MLA and c.registry.get(getattr(arch, c.group).name) is not None:
+            raise ConfigError(f"{c.group}={getattr(arch, c.group).name} is not supported with attn=mla: "
+                              f"{_NOT_WITH_MLA[c.hook]}; use {c.group}={c.gpt2}")
+
+
+# The attention hooks MLA's module does not offer, and why.
+_NOT_WITH_MLA = {
+    "qk": "its decode path never forms a head's K (the up-projection is absorbed into the query), so K cannot be "
+          "normalised per head",
+    "scores": "its scores come from its own absorbed and expanded paths, which take no score transform",
+}
 
 
 def _int_or_none(value: object) -> int | None:

@@ -2,7 +2,10 @@
 
 How attention and the FFN join the residual stream is a hook too (``block``): GPT-2's and Llama-2's sequential
 ``x + attn(norm1(x))`` then ``+ ffn(norm2(x))`` unless a declared choice plugs in another residual (the parallel
-block of GPT-J and GPT-NeoX). A residual class states how many norms it needs, its forward and its work.
+block of GPT-J and GPT-NeoX). A residual class states how many norms it needs, its forward and its work; its
+forward gets the two branches as functions, ``attend`` and ``feed``, so that what the ``branch`` hook puts on their
+outputs (Gemma-2's post-norms) applies under any residual. A block no ``branch`` choice touches passes its ``ffn``
+itself as ``feed`` and builds nothing more: the same modules, init draws and forward as before the hook.
 
 ``add_work`` is a test-only hook: blocks built while it is set do a known amount of extra work (what
 ``scripts/regress_power.py`` injects to measure whether ``ablations.regress`` catches a slowdown). Unset, the default,
@@ -18,7 +21,7 @@ from torch import nn
 
 from components.attention import ATTENTIONS, KVCache, build_attention
 from components.choice import hook_classes
-from components.config import ArchConfig
+from components.config import ArchConfig, check_one_residual
 from components.feedforward import FFNS, build_ffn
 from components.norms import NORMS, build_norm
 from components.positions import Rotation, ScoreBias
@@ -33,14 +36,16 @@ class SequentialResidual:
         return 2
 
     @staticmethod
-    def forward(block: Block, x: torch.Tensor, attend: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    def forward(block: Block, x: torch.Tensor, attend: Branch, feed: Branch) -> torch.Tensor:
         x = x + attend(block.norm1(x))
-        return x + block.ffn(block.norm2(x))
+        return x + feed(block.norm2(x))
 
     @staticmethod
     def work(cfg: ArchConfig, step: Step) -> Work:
         return Work()  # the residual adds are elementwise; the norms are counted by ``Block.work``
 
+
+Branch = Callable[[torch.Tensor], torch.Tensor]
 
 # Columns of extra work each block built now adds (``add_work``); 0: none.
 _added_work = 0
@@ -57,9 +62,25 @@ def add_work(width: int) -> None:
 
 
 def residual_of(cfg: ArchConfig) -> type:
-    """The residual structure a declared ``block`` choice plugs in, else the sequential one."""
+    """The residual structure a declared ``block`` choice plugs in, else the sequential one; two are refused."""
+    check_one_residual(cfg)
     plugged = hook_classes(cfg, "block")
     return plugged[0] if plugged else SequentialResidual
+
+
+BRANCHES = ("attn", "ffn")
+
+
+def branch_classes(cfg: ArchConfig, branch: str) -> list[type]:
+    """The ``branch`` hook's classes for one branch's output: each class says which in ``branches`` (default both:
+    Gemma-2's post-norms; NormFormer's post-attention norm would say ``("attn",)``)."""
+    return [cls for cls in hook_classes(cfg, "branch") if branch in getattr(cls, "branches", BRANCHES)]
+
+
+def _through(modules: nn.ModuleList, y: torch.Tensor) -> torch.Tensor:
+    for module in modules:
+        y = module(y)
+    return y
 
 
 class Block(nn.Module):
@@ -74,6 +95,11 @@ class Block(nn.Module):
         if self.residual.norms(cfg) > 1:
             self.norm2 = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
         self.ffn = build_ffn(cfg)
+        # After the FFN, so every module before keeps its init draws; only when a ``branch`` choice builds one.
+        if hook_classes(cfg, "branch"):
+            self.attn_out = nn.ModuleList(cls(cfg) for cls in branch_classes(cfg, "attn"))
+            self.ffn_out = nn.ModuleList(cls(cfg) for cls in branch_classes(cfg, "ffn"))
+            self.forward = self._forward_with_branch_outputs
         if _added_work:  # test-only (``add_work``); checked once per block built, never per forward
             self.register_buffer("_waste", torch.zeros(cfg.model.d_model, _added_work), persistent=False)
             self.forward = self._forward_with_added_work
@@ -83,12 +109,22 @@ class Block(nn.Module):
         norm = NORMS.get(cfg.norm.name).work(cfg, step)
         attn, ffn = ATTENTIONS.get(cfg.attn.name).work(cfg, step), FFNS.get(cfg.ffn.name).work(cfg, step)
         residual = residual_of(cfg)
-        return residual.norms(cfg) * norm + attn + ffn + residual.work(cfg, step)
+        outputs = sum((cls.work(cfg, step) for b in BRANCHES for cls in branch_classes(cfg, b)), Work())
+        return residual.norms(cfg) * norm + attn + ffn + residual.work(cfg, step) + outputs
 
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,
                 score_bias: ScoreBias | None = None) -> torch.Tensor:
-        return self.residual.forward(self, x, lambda h: self.attn(h, rotation, cache, score_bias))
+        return self.residual.forward(self, x, lambda h: self.attn(h, rotation, cache, score_bias), self.ffn)
+
+    def _forward_with_branch_outputs(self, x: torch.Tensor, rotation: Rotation | None = None,
+                                     cache: KVCache | None = None, score_bias: ScoreBias | None = None) -> torch.Tensor:
+        """``forward`` with each branch's output through its ``branch`` modules before it joins the residual."""
+        def attend(h: torch.Tensor) -> torch.Tensor:
+            return _through(self.attn_out, self.attn(h, rotation, cache, score_bias))
+
+        return self.residual.forward(self, x, attend, lambda h: _through(self.ffn_out, self.ffn(h)))
 
     def _forward_with_added_work(self, x: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
-        x = Block.forward(self, x, *args, **kwargs)
+        inner = Block._forward_with_branch_outputs if hasattr(self, "attn_out") else Block.forward
+        x = inner(self, x, *args, **kwargs)
         return x + (x @ self._waste) @ self._waste.T

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from components.registry import Registry
+from components.registry import DuplicateError, Registry, current_source
 
 if TYPE_CHECKING:
     from torch import nn
@@ -23,9 +23,21 @@ if TYPE_CHECKING:
     from components.config import ArchConfig
 
 # Where a choice's module plugs in. The block and attention ask for the modules of a hook; they never branch on
-# a choice's name. ``block``: how attention and the FFN join the residual (``components.block``). ``flag``
-# choices build nothing themselves: layers read their config (``bias.enabled``).
-HOOKS = ("positions", "norm", "ffn", "attention", "qk", "block", "flag")
+# a choice's name, and a hook no declared choice fills at the point's values costs nothing (the same modules, init
+# draws and code paths as without it). ``docs/plugins.md`` lists them with the published variants each serves:
+# - ``positions``, ``norm``, ``ffn``, ``attention``: the value's class is the module (one choice each);
+# - ``qk``: transforms each head's Q and K before the rotation (QK-norm), in declaration order;
+# - ``scores``: transforms the scaled attention scores, (batch, heads, queries, keys), before the mask and any
+#   score bias (Gemma-2's soft cap); any such module moves attention off fused SDPA to explicit scores;
+# - ``branch``: transforms a branch's output, attention's and the FFN's, before it joins the residual (Gemma-2's and
+#   OLMo-2's post-norms; NormFormer's after attention alone: a class's ``branches = ("attn",)``), built per branch
+#   (``Block.attn_out``, ``Block.ffn_out``), in declaration order;
+# - ``block``: how the branches join the residual (``components.block``: the parallel block; DeepNet's scaled
+#   residual would be one), at most one choice's class per point (``components.config``: two are refused);
+# - ``flag``: builds nothing itself: layers read its config (``bias.enabled``).
+HOOKS = ("positions", "norm", "ffn", "attention", "qk", "scores", "branch", "block", "flag")
+# The hooks whose module is one group's value: a second group there would never be built, so it is refused.
+OWNED_HOOKS = ("positions", "norm", "ffn", "attention")
 
 
 @dataclass(frozen=True)
@@ -171,30 +183,65 @@ class Choice:
             return self.gpt2
         return str(value)
 
+    def describe(self, value: str, about: str, display: str | None = None, claim: Claim | None = None) -> None:
+        """Say what a value registered into this group from outside its module is (a plugin's ``ffn=relu2``): its
+        ``about`` line, how prose spells it, and a claim read from its flip, as the declaration says its own."""
+        if value not in self.registry:
+            raise ValueError(f"{self.group}={value}: register it ({self.registry.key}) before describing it")
+        if value in self.about:
+            raise DuplicateError(f"{self.group}={value} is described twice: by {self.registry.source(value)} and by "
+                                 f"{current_source()}")
+        self.about[value] = about
+        if display is not None:
+            self.display[value] = display
+        if claim is not None:
+            self.value_claims[value] = claim
+
     def at(self, value: str, **settings: Any) -> Any:
         """A config of this group at ``value`` (other settings at their defaults unless given)."""
         return self.config(name=value, **settings)
 
 
 _DECLARED: dict[str, Choice] = {}
+# Who declared each group: ``blockbench`` or ``plugin NAME (MODULE)`` (``components.registry.registering_as``).
+_SOURCES: dict[str, str] = {}
 
 
 def declare(choice: Choice) -> Choice:
-    """Add a choice to the declared set (called once, at import, by the module that implements it)."""
+    """Add a choice to the declared set (called once, at import, by the module that implements it, or a plugin)."""
     if choice.group in _DECLARED:
-        raise ValueError(f"choice {choice.group!r} is declared twice")
+        raise DuplicateError(f"choice group {choice.group!r} is declared twice: by {_SOURCES[choice.group]} and by "
+                             f"{current_source()}")
+    owner = next((c for c in _DECLARED.values() if c.hook == choice.hook and c.hook in OWNED_HOOKS), None)
+    if owner is not None:
+        raise DuplicateError(f"choice group {choice.group!r}: hook={choice.hook!r} is group {owner.group!r}'s (by "
+                             f"{_SOURCES[owner.group]}), whose one module the block builds; register a value into "
+                             f"its registry ({owner.registry.key}) instead")
+    if choice.order in {c.order for c in _DECLARED.values()}:
+        taken = next(c.group for c in _DECLARED.values() if c.order == choice.order)
+        raise DuplicateError(f"choice group {choice.group!r}: order={choice.order} is {taken!r}'s (by "
+                             f"{_SOURCES[taken]}); allowed: any other integer")
     default = choice.config().name
     if default != choice.gpt2:
         raise ValueError(f"choice {choice.group!r}: the config's default name {default!r} must be GPT-2's "
                          f"value {choice.gpt2!r} (the baseline)")
     _DECLARED[choice.group] = choice
+    _SOURCES[choice.group] = current_source()
     return choice
 
 
-def choices() -> list[Choice]:
-    """Every declared choice, in ``order``."""
-    import components  # noqa: F401  (importing the package imports every module that declares one)
+def declared_by(group: str) -> str:
+    """Who declared ``group``: ``blockbench`` or ``plugin NAME (MODULE)``."""
+    return _SOURCES[group]
 
+
+def choices() -> list[Choice]:
+    """Every declared choice, in ``order``: blockbench's own, then the installed plugins' and those named in
+    ``$BLOCKBENCH_PLUGINS`` (imported on the first call, ``components.plugins``)."""
+    import components  # noqa: F401  (importing the package imports every module that declares one)
+    from components.plugins import load_plugins
+
+    load_plugins()
     return sorted(_DECLARED.values(), key=lambda c: c.order)
 
 

@@ -118,4 +118,15 @@ class ArchConfig:
             check = getattr(cfg, "check", None)
             if check is not None:
                 check(self)
+        check_one_residual(self)
         return self
+
+
+def check_one_residual(arch: ArchConfig) -> None:
+    """At most one choice replaces how the branches join the residual (hook ``block``): two residual classes do
+    not compose (each is the whole join), and taking either would silently drop the other."""
+    plugged = [c for c in declared() if c.hook == "block" and c.registry.get(getattr(arch, c.group).name) is not None]
+    if len(plugged) > 1:
+        said = " and ".join(f"{c.group}={getattr(arch, c.group).name}" for c in plugged)
+        raise ConfigError(f"{said} each replace how the block joins the residual, which one point cannot do twice; "
+                          f"allowed: one of them, with " + ", ".join(f"{c.group}={c.gpt2}" for c in plugged[1:]))

@@ -16,7 +16,7 @@ other and does not fuse their matrices: it measures the structure, not PaLM's fu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,7 +28,7 @@ from components.registry import Registry
 from components.work import Step, Work
 
 if TYPE_CHECKING:
-    from components.block import Block
+    from components.block import Block, Branch
     from components.config import ArchConfig
 
 BLOCKS: Registry[type | None] = Registry("block.name")
@@ -56,11 +56,11 @@ class ParallelResidual:
         return 1 if cfg.block.shared_norm else 2
 
     @staticmethod
-    def forward(block: Block, x: torch.Tensor, attend: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    def forward(block: Block, x: torch.Tensor, attend: Branch, feed: Branch) -> torch.Tensor:
         h = block.norm1(x)
         # ``Block`` builds ``norm2`` only when ``norms`` asks for two, so its presence says which form this is.
         ffn_in = block.norm2(x) if hasattr(block, "norm2") else h
-        return x + attend(h) + block.ffn(ffn_in)
+        return x + attend(h) + feed(ffn_in)
 
     @staticmethod
     def work(cfg: ArchConfig, step: Step) -> Work:

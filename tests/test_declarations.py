@@ -9,36 +9,23 @@ from the declarations, so a new choice or value is checked without an edit here.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import pytest
-import torch
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
 from ablations.cli import CONF_DIR
 from ablations.config.generated import all_variants, leave_one_out
-from ablations.config.schema import RunConfig
-from ablations.config.variants import arch_from, arch_from_row, flips_of, variant_label
-from ablations.quality.arch import quality_arch
+from ablations.config.variants import arch_from, variant_label
 from ablations.results.identity import point_identity
-from ablations.results.store import COLUMNS, config_hash
-from components import ArchConfig, Decoder, ModelConfig, build_decoder, choices, llama2_choices
-from components.work import Step
+from ablations.results.store import config_hash
+from blockbench import testing
+from components import ArchConfig, ModelConfig, choice, choices, llama2_choices
+from components.registry import BUILT_IN
 
 VALUES = [(c.group, v) for c in choices() for v in c.values]
 IDS = [f"{g}={v}" for g, v in VALUES]
 
 
-def compose_cfg(overrides: list[str]) -> object:
-    return _composed(tuple(overrides)).copy()
-
-
-@functools.cache
-def _composed(overrides: tuple[str, ...]) -> object:
-    # Composing is most of these tests' time; several tests ask for the same point.
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return compose("config", overrides=list(overrides))
+compose_cfg = testing.compose
 
 
 def tiny(**groups: object) -> ArchConfig:
@@ -58,107 +45,64 @@ def test_arch_config_takes_choices_by_keyword_only():
 
 
 def test_the_declarations_are_consistent():
-    groups = [c.group for c in choices()]
-    assert len(set(groups)) == len(groups) and len({c.order for c in choices()}) == len(groups)
-    for c in choices():
-        assert c.config().name == c.gpt2 and c.gpt2 in c.values and c.llama2 in c.values
-        assert set(c.flips) <= set(c.values) - {c.gpt2}
     assert len({c.rung for c in llama2_choices()}) == len(llama2_choices())
-
-
-def test_every_value_and_setting_flip_says_what_it_is():
-    # The choice tables of the docs and the README are made of these (ablations.config.doc_text); a key for a value
-    # that no longer exists is as wrong as a value without one.
     for c in choices():
-        assert set(c.about) == set(c.values) | set(c.setting_flips), c.group
-        assert all(text.strip() for text in c.about.values()), c.group
+        testing.check_declaration(c)
 
 
 @pytest.mark.parametrize("group,value", VALUES, ids=IDS)
-def test_every_value_has_its_config_file_and_composes(group, value):
-    assert (CONF_DIR / group / f"{value}.yaml").exists()
-    cfg = compose_cfg([f"{group}={value}", "train=smoke"])
-    arch = arch_from(cfg)
-    assert getattr(arch, group).name == value
-    assert isinstance(getattr(cfg, group), type(OmegaConf.structured(RunConfig)[group]))
+def test_every_value_has_its_config_file(group, value):
+    # blockbench's own values keep a file (a comment says where the value comes from); a plugin's are generated.
+    if choice(group).registry.source(value) == BUILT_IN:
+        assert (CONF_DIR / group / f"{value}.yaml").exists()
+    else:
+        assert not (CONF_DIR / group / f"{value}.yaml").exists()
 
 
 @pytest.mark.parametrize("group,value", VALUES, ids=IDS)
-def test_every_value_builds_labels_counts_and_reads_back(group, value):
-    c = next(c for c in choices() if c.group == group)
-    arch = tiny(**{group: at(group, value)}).validate()
-    model = build_decoder(arch)
-    x = torch.randn(2, 5, 32)
-    assert model(x).shape == x.shape
-    # The label names the value (and only GPT-2's block is "gpt2").
-    assert (variant_label(arch) == "gpt2") == c.has(arch, c.gpt2)
-    # The work model counts it: parameters as built, FLOPs as torch counts them.
-    assert Decoder.work(arch, Step(2, 5, 5)).flops > 0
-    # A result row written for it reads back as the same choice.
-    row = {**c.row_values(arch), "n_heads": 4, "n_kv_heads": arch.n_kv_heads, "d_model": 32, "n_layers": 2}
-    assert c.has(arch_from_row(row), value) or not c.has(arch, value)
-    assert set(c.row_values(arch)) <= set(COLUMNS)
+def test_every_value_passes_the_consumer_checks(group, value):
+    # The checks a plugin author runs on their own choice (blockbench.testing.check_choice), on every built-in.
+    c = choice(group)
+    testing.check_composes(c, value)
+    testing.check_builds_labels_counts_and_reads_back(c, value)
+    testing.check_quality_model(c, value)
+    testing.check_regression_cases(c, value)
+    testing.check_generated_variants(c, value)
 
 
-@pytest.mark.parametrize("group,value", VALUES, ids=IDS)
-def test_the_quality_model_carries_every_value(group, value):
-    cfg = compose_cfg([f"{group}={value}", "train=smoke"])
-    arch = arch_from(cfg)
-    c = next(c for c in choices() if c.group == group)
-    q = quality_arch(cfg, arch).validate()
-    assert c.has(q, value) or not c.has(arch, value) or group == "attn"  # attention maps its KV heads
-    for other in choices():  # and leaves every other choice as the point has it
-        if other.group not in (group, "attn", "ffn"):
-            assert getattr(q, other.group) == getattr(arch, other.group)
+@pytest.mark.parametrize("group", [c.group for c in choices()])
+def test_every_group_passes_check_choice(group):
+    # The whole function as a plugin calls it, on one value (the per-value checks above cover the rest).
+    testing.check_choice(group, [choice(group).values[-1]])
 
 
-def test_every_flip_is_predicted_and_sized():
-    from ablations.predict.scenarios import flips
-    from ablations.report.sizes import counterfactuals
-
-    base = tiny()
-    predicted = flips(base.model, 2, "custom")
-    sized = {e.model for e in counterfactuals()}
-    for c in choices():
-        for value in c.flips:
-            name = c.name_in(base.replace(**{c.group: at(c.group, value)}))
-            assert c.has(predicted[name], value), name
-            assert any(m.startswith(f"gpt2 + {name.rstrip('0123456789')}") for m in sized), name
-    llama = predicted["llama2"]
-    assert all(c.has(llama, c.llama2) for c in llama2_choices())
-    assert flips_of(base, 2)["llama2"] == llama
-
-
-def test_every_value_is_a_regression_and_a_benchmark_case():
-    from ablations.regress.cases import all_cases, block_variants
+def test_every_value_is_a_benchmark_case():
     from tests.benchmarks.cases import SWEEPS
 
-    names = {case.name for case in all_cases()}
-    blocks = block_variants()
     for c in choices():
         for value in c.values[1:]:
-            assert any(o.get(c.group) == value for o in blocks.values()), (c.group, value)
             if c.sweep:
                 assert value in SWEEPS[c.group], (c.group, value)
-        for settings in c.setting_flips.values():  # a setting flip: on GPT-2's block, and on Llama-2's in modern
+        for settings in c.setting_flips.values():  # a setting flip: on Llama-2's block in modern
             dotted = {f"{c.group}.{k}": v for k, v in settings.items()}
-            assert any(dotted.items() <= o.items() for o in blocks.values()), (c.group, settings)
             assert any(dotted.items() <= o.items() for o in SWEEPS["modern"].values()), (c.group, settings)
         for value in c.after_llama2:
             assert any(o.get(c.group) == value for o in SWEEPS["modern"].values()), (c.group, value)
-    assert {f"block/{name}/decode" for name in blocks} <= names
 
 
-def test_the_generated_variants_move_what_their_names_say():
-    by_name = {v.name: v for v in all_variants()}
+def test_every_generated_variant_moves_what_its_name_says():
+    # check_generated_variants covers those that set a group to a value; these are the rest (gpt2, setting flips).
     for v in all_variants():
+        if v.values and not v.settings.keys() - {"model"}:
+            continue
         arch = arch_from(compose_cfg([f"variant={v.name}"]))
         for c in choices():
             settings = v.settings.get(c.group, {})
-            if settings:  # a setting flip (a window) moves the group off every value: its settings say what it is
+            if settings:
                 assert all(getattr(getattr(arch, c.group), k) == x for k, x in settings.items()), (v.name, c.group)
             else:
                 assert c.has(arch, v.values.get(c.group, c.gpt2)), (v.name, c.group)
+    by_name = {v.name: v for v in all_variants()}
     llama = arch_from(compose_cfg(["variant=llama2"]))
     assert variant_label(llama) == "llama2" and not llama.model.tie_embeddings
     for v in leave_one_out()[1:-1]:  # each reverts exactly one Llama-2 choice
@@ -195,11 +139,8 @@ def test_point_identity_survives_new_choices(overrides, expected):
 
 
 def test_a_choice_neither_model_has_enters_the_identity_only_when_moved():
-    neutral = [c for c in choices() if not c.in_llama2]
-    for c in neutral:
-        moved = point_identity(compose_cfg([f"{c.group}={c.flips[0]}"]))
-        assert c.group in moved and c.group not in point_identity(compose_cfg([]))
-    assert all(c.group in point_identity(compose_cfg([])) for c in llama2_choices())
+    for c in choices():
+        testing.check_identity(c)
 
 
 def test_a_neutral_setting_at_its_default_stays_out_of_the_identity(monkeypatch):

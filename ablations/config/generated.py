@@ -8,7 +8,9 @@
   cumulative rungs (``rope_rmsnorm``, ...);
 - ``sweep/*``: one sweep per choice over its values (``+sweep=norm``; a choice may opt out, as attention's
   ``kv`` sweep over KV heads is a file), ``all``, ``ladder`` and ``leave_one_out``;
-- ``hydra/help/blockbench``: ``--help``, with every sweep listed.
+- ``hydra/help/blockbench``: ``--help``, with every sweep listed;
+- ``<group>/<value>``: each value without a file in ``conf/<group>/`` (a plugin's: ``components.plugins``), its
+  config dataclass at that value with every other setting at its default.
 
 Hand-written configs stay files in ``conf/`` (sizes, profiles, the ``kv``, ``scale`` and ``gqa_matched`` sweeps,
 ``gqa_matched``'s variant); a generated name that a file also has is an error at start-up.
@@ -229,6 +231,10 @@ def _check_no_file(group: str, name: str) -> None:
 
 def register_generated(cs: ConfigStore) -> None:
     cs.store(name="choices", node={"defaults": [{f"/{c.group}": c.gpt2} for c in choices()]})
+    for c in choices():
+        for value in c.values:
+            if not (conf_dir() / c.group / f"{value}.yaml").exists():
+                cs.store(group=c.group, name=value, node=c.at(value))
     for v in all_variants():
         _check_no_file("variant", v.name)
         cs.store(group="variant", name=v.name, node=v.node(), package="_global_")

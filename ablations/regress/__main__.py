@@ -6,6 +6,10 @@ from ablations.tuned_malloc import reexec_with_tuned_malloc
 
 reexec_with_tuned_malloc("ablations.regress")
 
+from ablations.plugin_args import start  # noqa: E402
+
+sys.argv[1:] = start("regress", sys.argv[1:])  # plugins imported before the command's modules read the choices
+
 from ablations.regress.cli import main  # noqa: E402
 
 sys.exit(main())

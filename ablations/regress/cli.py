@@ -4,6 +4,7 @@
     blockbench regress origin/main -k block --threshold 3
     blockbench regress HEAD --cases ci --honour-marker   # what CI runs
     blockbench regress --history results/runs/regress block/llama2/train
+    blockbench regress HEAD~1 --plugin-path ../my-plugin   # a plugin's two revisions, blockbench fixed
 
 Both revisions' ``components`` are imported into this one process and timed paired, round by round (see
 ``ablations.regress.paired``); each group of cases (``block/*/forward``) also gets a verdict from its cases'
@@ -31,8 +32,10 @@ from ablations.measure.intervals import Precision
 from ablations.regress import callgrind, comparable, summary
 from ablations.regress.cases import CASE_SETS, Case, Subject, all_cases, arch, select, split_overrides
 from ablations.regress.paired import case_confidence, decided, pooled_rows, tests_in, time_case, verdict
+from ablations.regress.plugin_trees import load_head_plugin, plugin_root, plugin_trees
 from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree, resolve
 from ablations.results.provenance import malloc_setting
+from components.plugins import PluginError
 
 PROG = prog("regress")
 DEFAULT_OUT = REPO / "results" / "runs" / "regress"
@@ -71,6 +74,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help=f"a head commit whose message has {INTENDED_MARKER} reports regressions but exits 0")
     p.add_argument("--out", type=Path, help=f"folder for the reports (default {DEFAULT_OUT}/<time>)")
     p.add_argument("--list", action="store_true", help="print the selected cases' names and exit")
+    p.add_argument("--plugin-path", type=Path, metavar="DIR",
+                   help="compare two revisions of the plugin checked out at DIR (BASE is its revision), blockbench "
+                        "held fixed; the default inside a plugin's checkout (docs/plugins.md)")
+    p.add_argument("--all-cases", action="store_true",
+                   help="with a plugin: every case, not only those that take the plugin's choices")
     p.add_argument("--history", nargs=2, metavar=("DIR", "CASE"),
                    help="draw CASE's ratio over every stored run under DIR (a PNG) instead of checking")
     args = p.parse_args(argv)
@@ -93,11 +101,21 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def chosen_cases(args: argparse.Namespace) -> list[Case]:
     cases = select(args.cases, args.patterns)
+    if args.plugin and not args.all_cases:
+        cases = [c for c in cases if plugin_case(c, args.plugin_modules)]
     if not cases:
         names = ", ".join(c.name for c in all_cases()[:3])
         raise UsageError(f"-k {' -k '.join(args.patterns)} matches no case of --cases {args.cases} "
                          f"(names look like {names}, ...; --list prints them all)")
     return cases
+
+
+def plugin_case(case: Case, modules: list[str]) -> bool:
+    """Whether ``case`` takes a choice or value the plugin (its ``modules``) declares."""
+    from components.plugins import shaping
+
+    values = {k: str(v) for k, v in case.overrides.items() if "." not in k and k != "kv"}
+    return any(p.module in modules for p in shaping(values))
 
 
 def build(tree: Tree, case: Case) -> tuple[Subject, object]:
@@ -206,11 +224,12 @@ def writable(out: Path) -> Path:
     return out
 
 
-def merge_base(rev: str) -> str:
-    """The commit where HEAD left ``rev``'s line: what a pull request's own changes are measured against."""
-    resolve(rev)  # an unknown revision is named as such, not as a merge-base failure
+def merge_base(rev: str, repo: Path = REPO) -> str:
+    """The commit where HEAD left ``rev``'s line: what a pull request's own changes are measured against (in
+    blockbench's repository, or the plugin's)."""
+    resolve(rev, repo)  # an unknown revision is named as such, not as a merge-base failure
     try:
-        return git("merge-base", rev, "HEAD")
+        return git("merge-base", rev, "HEAD", repo=repo)
     except Exception:
         raise SetupError(f"BASE={rev!r} and HEAD have no merge base (unrelated histories?)") from None
 
@@ -220,11 +239,14 @@ def run_check(args: argparse.Namespace) -> int:
     of = args.base if args.merge_base else None
     cases = chosen_cases(args)
     confidence = case_confidence(tests_in([c.name for c in cases]))
-    asked = merge_base(args.base) if args.merge_base else args.base
+    asked = merge_base(args.base, args.plugin or REPO) if args.merge_base else args.base
     with tempfile.TemporaryDirectory(prefix="regress-base-") as tmp:
-        base = base_tree(asked, Path(tmp)).load()
-        head = head_tree().load()
-        out = writable(args.out or DEFAULT_OUT / time.strftime("%Y-%m-%d_%H-%M-%S"))
+        if args.plugin:
+            base, head = (t.load() for t in plugin_trees(asked, args.plugin, Path(tmp)))
+        else:
+            base, head = base_tree(asked, Path(tmp)).load(), head_tree().load()
+        default_out = args.plugin / "results" / "regress" if args.plugin else DEFAULT_OUT
+        out = writable(args.out or default_out / time.strftime("%Y-%m-%d_%H-%M-%S"))
         torch.set_num_threads(args.threads)
         sides = (f"{summary.head_text(head.revision)} against "
                  f"{summary.base_text({'revision': base.revision, 'asked': args.base, 'merge_base_of': of})}")
@@ -269,6 +291,23 @@ def run_check(args: argparse.Namespace) -> int:
     return 1 if report["regressions"] else 0
 
 
+def with_plugin(args: argparse.Namespace) -> None:
+    """``args.plugin``: the plugin checkout to compare (``--plugin-path``, else the one around the working folder
+    when that is not blockbench's own), its modules imported here; None to compare blockbench's revisions."""
+    path = args.plugin_path
+    if path is not None and not path.is_dir():
+        raise UsageError(f"--plugin-path={path}: not a folder")
+    top = plugin_root(path if path is not None else Path.cwd())
+    if path is not None and top is None:
+        raise UsageError(f"--plugin-path={path}: no pyproject.toml with [project.entry-points.\"blockbench.choices\"] "
+                         "in a git checkout there or above")
+    args.plugin = top if top is not None and top.resolve() != REPO.resolve() else None
+    try:
+        args.plugin_modules = load_head_plugin(args.plugin) if args.plugin else []
+    except PluginError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def run_history(folder: Path, case: str, threshold: float, out: Path | None) -> int:
     if not folder.is_dir():
         raise UsageError(f"--history {folder}: not a folder")
@@ -286,6 +325,7 @@ def run_history(folder: Path, case: str, threshold: float, out: Path | None) -> 
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(sys.argv[1:] if argv is None else argv)
+        with_plugin(args)
         if args.history:
             return run_history(Path(args.history[0]), args.history[1], args.threshold, args.out)
         if args.list:

@@ -60,8 +60,17 @@ def extract(sha: str, dest: Path, repo: Path = REPO) -> Path:
     return dest
 
 
-def _ours(name: str) -> bool:
-    return any(name == p or name.startswith(p + ".") for p in TIMED_PACKAGES)
+def timed_packages() -> tuple[str, ...]:
+    """The packages each side imports apart: ``components``, and with plugins loaded (``components.plugins``) the
+    ``blockbench`` API they import it through and each plugin's top package, so that every side's plugins register
+    into that side's registries."""
+    plugins = sys.modules.get("components.plugins")
+    tops = [p.module.split(".")[0] for p in plugins.loaded()] if plugins is not None else []
+    return tuple(dict.fromkeys([*TIMED_PACKAGES, *(["blockbench", *tops] if tops else [])]))
+
+
+def _ours(name: str, packages: tuple[str, ...] = TIMED_PACKAGES) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
 
 
 @dataclass
@@ -72,6 +81,7 @@ class Tree:
     root: Path
     revision: str  # commit hash, or the head's hash with "+working tree"
     modules: dict[str, ModuleType] = field(default_factory=dict)
+    packages: tuple[str, ...] = field(default_factory=timed_packages)
 
     @property
     def components(self) -> ModuleType:
@@ -80,18 +90,18 @@ class Tree:
     @contextlib.contextmanager
     def active(self) -> Iterator[ModuleType]:
         """This tree's modules under their real names for the duration (building its cases)."""
-        saved = {k: sys.modules.pop(k) for k in list(sys.modules) if _ours(k)}
+        saved = {k: sys.modules.pop(k) for k in list(sys.modules) if _ours(k, self.packages)}
         sys.modules.update(self.modules)
         try:
             yield self.components
         finally:
-            for k in [k for k in sys.modules if _ours(k)]:
+            for k in [k for k in sys.modules if _ours(k, self.packages)]:
                 del sys.modules[k]
             sys.modules.update(saved)
 
     def load(self) -> Tree:
         """Import the tree's packages from ``root`` alone; SetupError with the reason when they do not import."""
-        saved = {k: sys.modules.pop(k) for k in list(sys.modules) if _ours(k)}
+        saved = {k: sys.modules.pop(k) for k in list(sys.modules) if _ours(k, self.packages)}
         sys.path.insert(0, str(self.root))
         try:
             for package in TIMED_PACKAGES:
@@ -99,11 +109,13 @@ class Tree:
                 loaded = Path(sys.modules[package].__file__ or "").resolve()
                 if self.root.resolve() not in loaded.parents:
                     raise ImportError(f"{package} came from {loaded}, not from {self.root}")
+            # A tree that loads plugins imports them now, into its own registries (an older one has none to load).
+            sys.modules["components"].choices()
         except Exception as exc:  # any error while importing the tree is this tree's setup problem
             raise SetupError(f"the {self.label} tree ({self.revision[:12]}) does not import: "
                              f"{type(exc).__name__}: {exc}") from None
         finally:
-            self.modules = {k: sys.modules.pop(k) for k in list(sys.modules) if _ours(k)}
+            self.modules = {k: sys.modules.pop(k) for k in list(sys.modules) if _ours(k, self.packages)}
             sys.path.remove(str(self.root))
             sys.modules.update(saved)
         return self

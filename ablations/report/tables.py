@@ -24,7 +24,7 @@ QUALITY_MODES = ("curve", "final", "quality", "data", "extrapolation")
 # embeddings): the variant's name already says those, and its baseline is the GPT-2 block of the same case.
 CASE_COLUMNS = ("device", "dtype", "compile", "threads", "d_model", "n_layers", "n_heads", "profile")
 SETUP_COLUMNS = ("device", "device_name", "dtype", "threads", "compile", "launcher", "torch", "git_rev", "corpus",
-                 "malloc", "profile", "host")
+                 "malloc", "profile", "host", "plugins")
 
 
 class ReportError(Exception):

@@ -6,6 +6,10 @@ Llama-2 varies (``gpt2 == llama2`` in its declaration, e.g. QK-norm) at its defa
 setting declared ``field(metadata={"neutral": True})`` at its default, the sequential-rounds profile settings
 when off, and the quality protocol's newer train settings at the values that train as before. So adding such a group or setting leaves the
 identity of every existing point unchanged, and run folders written before it stay reusable.
+
+A plugin (``components.plugins``) enters the identity, as ``plugins: {name: version}``, only where it shapes the
+point: the point takes a value it registered, or moves a group it declared off GPT-2's value. So a new version of
+that plugin is a new point, and installing an unrelated plugin changes no identity.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from components import choices
+from components.plugins import shaping
 
 # Settings that say where and how to run, not what is measured.
 IDENTITY_EXCLUDES = ("out", "allow_parallel_timing", "hydra", "logger")
@@ -59,4 +64,8 @@ def point_identity(cfg: DictConfig) -> dict[str, Any]:
             del identity[c.group]
         else:
             identity[c.group] = group
+    values = {c.group: str(resolved[c.group]["name"]) for c in choices() if isinstance(resolved.get(c.group), dict)}
+    shaped = {p.name: p.version for p in shaping(values)}
+    if shaped:
+        identity["plugins"] = shaped
     return identity

@@ -51,6 +51,13 @@ def malloc_setting() -> str:
     return ",".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ) or "default"
 
 
+def plugins_loaded() -> str:
+    """Every plugin this process loaded, ``name==version`` separated by spaces; empty where none."""
+    from components.plugins import loaded
+
+    return " ".join(p.pinned for p in loaded())
+
+
 def provenance(device: torch.device, dtype: torch.dtype, threads: int, compiled: bool, launcher: str) -> dict:
     return {
         "device": device.type,
@@ -63,4 +70,5 @@ def provenance(device: torch.device, dtype: torch.dtype, threads: int, compiled:
         "git_rev": git_revision(),
         "malloc": malloc_setting(),
         "host": platform.node(),
+        "plugins": plugins_loaded(),
     }

@@ -23,8 +23,8 @@ COLUMNS = [
     "sweep", "variant", "point", *row_columns(), "tie_embeddings",
     "d_model", "n_layers", "n_heads", "ffn_hidden", "params", "params_baseline", "baseline", "baseline_kv_heads",
     "metric", "mode", "batch", "seq_len", "step", "position", "value", "unit", "statistic", "lo", "hi",
-    "min", "max", "n", "seed", "profile", "corpus", "vocab_size", "device", "device_name", "dtype", "threads", "compile", "launcher",
-    "torch", "git_rev", "malloc", "host", "time", "status", "error", "note",
+    "min", "max", "n", "seed", "profile", "corpus", "vocab_size", "device", "device_name", "dtype", "threads",
+    "compile", "launcher", "torch", "git_rev", "malloc", "host", "plugins", "time", "status", "error", "note",
     # The quality runs: which arm (model, training, corpus) a row is a seed of, the rate it trained at, and on a
     # point's final loss how its seeds ended (ablations.quality.seeds).
     "arm", "lr", "stopped", "looks", "target_mde",

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a build reads: the project's metadata, its packages and conf/ (copied, so the build leaves nothing here).
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "ablations", "components", "conf")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "ablations", "blockbench", "components", "conf")
 
 
 def setuptools_builds_here() -> bool:
@@ -44,7 +44,12 @@ def sh(*cmd: object, cwd: Path | None = None, env: dict | None = None, timeout: 
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("install")
+    return make_venv(tmp_path_factory.mktemp("install"))
+
+
+def make_venv(tmp: Path) -> Path:
+    """A fresh environment under ``tmp`` with blockbench's wheel installed (built from a copy of the sources) and
+    this environment's third-party packages on its path."""
     src = tmp / "src"
     for name in SOURCES:
         path = ROOT / name
@@ -53,18 +58,28 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         else:
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             (src / name).write_bytes(path.read_bytes())
-    isolation = ["--no-build-isolation"] if setuptools_builds_here() else []
-    sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", tmp / "dist", src)
-    [wheel] = (tmp / "dist").glob("blockbench-*.whl")
+    wheel = build_wheel(src, tmp / "dist")
 
     env_dir = tmp / "venv"
     sh(sys.executable, "-m", "venv", "--without-pip", env_dir)
     python = env_dir / "bin" / "python"
-    sh(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel)
+    install_wheel(env_dir, wheel)
     site = Path(sh(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
     here = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     (site / "zz_host_packages.pth").write_text("".join(f"{p}\n" for p in here))
     return env_dir
+
+
+def build_wheel(src: Path, dist: Path) -> Path:
+    """A wheel of the project at ``src`` in ``dist`` (offline where setuptools is here)."""
+    isolation = ["--no-build-isolation"] if setuptools_builds_here() else []
+    sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", dist, src)
+    return max(dist.glob("*.whl"), key=lambda p: p.stat().st_mtime)
+
+
+def install_wheel(env_dir: Path, wheel: Path) -> None:
+    sh(sys.executable, "-m", "pip", "--python", env_dir / "bin" / "python", "install", "-q", "--no-deps", "--no-index",
+       wheel)
 
 
 @pytest.fixture

@@ -1,0 +1,192 @@
+"""``check_choice``: the checks every declared choice passes, for a plugin author's own tests.
+
+Each check asks one consumer of the declarations about one value: the Hydra configs compose it, the block builds
+it, its label, its work and its result row read back, the quality model carries it, the predictor and the sizes
+table flip to it, the regression check times it, its generated variants move what their names say, and a group
+neither model has enters a point's identity only when moved. blockbench's own ``tests/test_declarations.py`` runs
+the same function on every built-in value, so a plugin's choice is held to exactly what a built-in is.
+
+    from blockbench.testing import check_choice
+
+    def test_relu2_takes_every_consumer():
+        check_choice("ffn", ["relu2"])
+
+A failure is an ``AssertionError`` naming the group, the value and the consumer.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+
+from components import ArchConfig, Decoder, ModelConfig, build_decoder, choice, choices, llama2_choices
+from components.choice import Choice
+from components.work import Step
+
+# The size every check builds: small enough for a test, with 4 heads so GQA has 2 KV heads to share.
+_D, _HEADS, _LAYERS, _SEQ = 32, 4, 2, 32
+
+
+def check_choice(group: str, values: Iterable[str] | None = None) -> None:
+    """Run every consumer check on ``group`` at ``values`` (default: every value of the group but GPT-2's, which
+    blockbench's own tests hold; a plugin adding a value to a built-in group names it: ``["relu2"]``)."""
+    c = choice(group)
+    check_declaration(c)
+    for value in (list(values) if values is not None else c.values):
+        assert value in c.values, f"{group}={value}: not a value of {group} (values: {', '.join(c.values)})"
+        check_composes(c, value)
+        check_builds_labels_counts_and_reads_back(c, value)
+        check_quality_model(c, value)
+        check_regression_cases(c, value)
+        check_generated_variants(c, value)
+    check_flips(c)
+    check_identity(c)
+
+
+def check_declaration(c: Choice) -> None:
+    """The declaration is consistent with itself and the others: GPT-2's value is the config's default, both
+    models' values exist, the flips are values, no other group has its order, and each value and setting flip
+    says what it is (the docs' choice tables are made of ``about``)."""
+    assert c.config().name == c.gpt2, f"{c.group}: the config's default name must be GPT-2's value {c.gpt2!r}"
+    assert c.gpt2 in c.values and c.llama2 in c.values, f"{c.group}: gpt2 and llama2 must be registered values"
+    assert set(c.flips) <= set(c.values) - {c.gpt2}, f"{c.group}: flips {c.flips} must be values other than GPT-2's"
+    others = [o.group for o in choices() if o.order == c.order and o is not c]
+    assert not others, f"{c.group}: order={c.order} is also {others}'s"
+    assert set(c.about) == set(c.values) | set(c.setting_flips), (
+        f"{c.group}: about must say what each value and setting flip is; has {sorted(c.about)}, needs "
+        f"{sorted(set(c.values) | set(c.setting_flips))}")
+    assert all(text.strip() for text in c.about.values()), f"{c.group}: an about text is empty"
+
+
+def tiny(**groups: Any) -> ArchConfig:
+    return ArchConfig(model=ModelConfig(d_model=_D, n_layers=_LAYERS, n_heads=_HEADS, max_seq_len=_SEQ), **groups)
+
+
+def check_composes(c: Choice, value: str) -> None:
+    """``GROUP=VALUE`` composes through Hydra (a value without a file in ``conf/`` is generated from the
+    declaration) into the group's own schema, and reads back as that value."""
+    from ablations.config.schema import RunConfig
+    from ablations.config.variants import arch_from
+
+    cfg = compose([f"{c.group}={value}", "train=smoke"])
+    assert getattr(arch_from(cfg), c.group).name == value, f"{c.group}={value}: composed as another value"
+    assert isinstance(getattr(cfg, c.group), type(OmegaConf.structured(RunConfig)[c.group])), (
+        f"{c.group}={value}: not composed into the group's schema")
+
+
+def check_builds_labels_counts_and_reads_back(c: Choice, value: str) -> None:
+    """The block builds and runs it; its label says "gpt2" only for GPT-2's block; the work model counts it; a
+    result row written for it reads back as the same value, in columns the results table has."""
+    from ablations.config.variants import arch_from_row, variant_label
+    from ablations.results.store import COLUMNS
+
+    arch = tiny(**{c.group: c.at_size(value, 2)}).validate()
+    model = build_decoder(arch)
+    x = torch.randn(2, 5, _D)
+    assert model(x).shape == x.shape, f"{c.group}={value}: the decoder changed the hidden states' shape"
+    assert (variant_label(arch) == "gpt2") == c.has(arch, c.gpt2), f"{c.group}={value}: labelled {variant_label(arch)}"
+    assert Decoder.work(arch, Step(2, 5, 5)).flops > 0, f"{c.group}={value}: the work model counts nothing"
+    row = {**c.row_values(arch), "n_heads": _HEADS, "n_kv_heads": arch.n_kv_heads, "d_model": _D, "n_layers": _LAYERS}
+    assert c.has(arch_from_row(row), value) or not c.has(arch, value), f"{c.group}={value}: its row reads back wrong"
+    missing = set(c.row_values(arch)) - set(COLUMNS)
+    assert not missing, f"{c.group}={value}: row columns {sorted(missing)} are not result columns"
+
+
+def check_quality_model(c: Choice, value: str) -> None:
+    """The quality run's small model takes the value and leaves every other choice as the point has it (attention
+    maps its KV heads and the FFN its width to the small model's size)."""
+    from ablations.config.variants import arch_from
+    from ablations.quality.arch import quality_arch
+
+    cfg = compose([f"{c.group}={value}", "train=smoke"])
+    arch = arch_from(cfg)
+    q = quality_arch(cfg, arch).validate()
+    carried = c.has(q, value) or not c.has(arch, value) or c.group == "attn"  # attention maps its KV heads
+    assert carried, f"{c.group}={value}: not in the quality model"
+    for other in choices():
+        if other.group not in (c.group, "attn", "ffn"):
+            assert getattr(q, other.group) == getattr(arch, other.group), (
+                f"{c.group}={value}: the quality model moved {other.group}")
+
+
+def check_flips(c: Choice) -> None:
+    """The predictor and the sizes table flip GPT-2's block to each of the group's flips."""
+    from ablations.config.variants import flips_of
+    from ablations.predict.scenarios import flips
+    from ablations.report.sizes import counterfactuals
+
+    base = tiny()
+    predicted = flips(base.model, 2, "custom")
+    sized = {e.model for e in counterfactuals()}
+    for value in c.flips:
+        name = c.name_in(base.replace(**{c.group: c.at_size(value, 2)}))
+        assert name in predicted and c.has(predicted[name], value), f"{c.group}={value}: not predicted as {name}"
+        assert any(m.startswith(f"gpt2 + {name.rstrip('0123456789')}") for m in sized), (
+            f"{c.group}={value}: not in the sizes table")
+    llama = predicted["llama2"]
+    assert all(o.has(llama, o.llama2) for o in llama2_choices()) and flips_of(base, 2)["llama2"] == llama
+
+
+def check_regression_cases(c: Choice, value: str) -> None:
+    """The regression check times the block at the value (and at each of the group's setting flips)."""
+    from ablations.regress.cases import all_cases, block_variants
+
+    blocks = block_variants()
+    if value != c.gpt2:
+        assert any(o.get(c.group) == value for o in blocks.values()), f"{c.group}={value}: no regression case"
+    for settings in c.setting_flips.values():
+        dotted = {f"{c.group}.{k}": v for k, v in settings.items()}
+        assert any(dotted.items() <= o.items() for o in blocks.values()), f"{c.group}: {settings}: no regression case"
+    names = {case.name for case in all_cases()}
+    assert {f"block/{name}/decode" for name in blocks} <= names, f"{c.group}={value}: a block case is not timed"
+
+
+def check_generated_variants(c: Choice, value: str) -> None:
+    """Every generated variant that sets the group (``variant=NAME``) composes to what its name says."""
+    from ablations.config.generated import all_variants
+    from ablations.config.variants import arch_from
+
+    for v in all_variants():
+        if v.values.get(c.group) != value or c.group in v.settings:
+            continue
+        arch = arch_from(compose([f"variant={v.name}"]))
+        for o in choices():
+            settings = v.settings.get(o.group, {})
+            if settings:  # a setting flip (a window) moves the group off every value: its settings say what it is
+                assert all(getattr(getattr(arch, o.group), k) == x for k, x in settings.items()), (v.name, o.group)
+            else:
+                assert o.has(arch, v.values.get(o.group, o.gpt2)), f"variant={v.name}: {o.group} is not as named"
+
+
+def check_identity(c: Choice) -> None:
+    """A group neither model has enters a point's identity only when moved off GPT-2's value, so adding it keeps
+    every existing point's identity; a Llama-2 group is always in it."""
+    from ablations.results.identity import point_identity
+
+    if c.in_llama2:
+        assert c.group in point_identity(compose([])), f"{c.group}: a Llama-2 choice must be in every identity"
+        return
+    assert c.group not in point_identity(compose([])), f"{c.group}: at GPT-2's value it must stay out of identities"
+    if c.flips:
+        assert c.group in point_identity(compose([f"{c.group}={c.flips[0]}"])), f"{c.group}: moved, not identified"
+
+
+def compose(overrides: list[str]) -> Any:
+    """The run config at ``overrides``, as ``blockbench run`` composes it (a copy: callers may change it)."""
+    return _composed(tuple(overrides)).copy()
+
+
+@functools.cache
+def _composed(overrides: tuple[str, ...]) -> Any:
+    # Composing is most of these checks' time, and several ask for the same point.
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from ablations.cli import CONF_DIR
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return hydra_compose("config", overrides=list(overrides))
