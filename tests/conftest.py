@@ -43,19 +43,24 @@ class SweepRun:
 SMOKE_NORM = ["+sweep=norm", "profile=smoke"]
 
 
-@pytest.fixture(scope="session")
-def smoke_norm_sweep(tmp_path_factory: pytest.TempPathFactory) -> SweepRun:
-    """``python -m ablations +sweep=norm profile=smoke`` run once for the whole session, however many xdist workers
-    ask: the first one runs it under a file lock in the folder all workers share, the others read what it left.
-    Tests read it; none may write into its folder (a report rebuilt from it goes to the test's own folder)."""
+def shared_sweep(tmp_path_factory: pytest.TempPathFactory, name: str, argv: list[str]) -> SweepRun:
+    """``python -m ablations ARGV`` run once for the whole session, however many xdist workers ask: the first runs
+    it under a file lock in the folder all workers share, the others read what it left. Tests read its folder;
+    none may write into it (a test that changes what is there works on a copy)."""
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent  # each worker's basetemp is a folder of the session's
-    folder, record = shared / "smoke-norm-sweep", shared / "smoke-norm-sweep.json"
-    with FileLock(str(shared / "smoke-norm-sweep.lock")):
+    folder, record = shared / name, shared / f"{name}.json"
+    with FileLock(str(shared / f"{name}.lock")):
         if not record.exists():
-            proc = subprocess.run([sys.executable, "-m", "ablations", *SMOKE_NORM, f"hydra.sweep.dir={folder}"],
+            proc = subprocess.run([sys.executable, "-m", "ablations", *argv, f"hydra.sweep.dir={folder}"],
                                   capture_output=True, text=True, timeout=600)
             record.write_text(json.dumps({"returncode": proc.returncode, "stdout": proc.stdout,
                                           "stderr": proc.stderr}))
     return SweepRun(folder, **json.loads(record.read_text()))
+
+
+@pytest.fixture(scope="session")
+def smoke_norm_sweep(tmp_path_factory: pytest.TempPathFactory) -> SweepRun:
+    """The README's main job at the smoke profile, read by every test of what a real sweep writes."""
+    return shared_sweep(tmp_path_factory, "smoke-norm-sweep", SMOKE_NORM)

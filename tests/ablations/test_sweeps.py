@@ -75,7 +75,9 @@ def test_every_value_of_every_choice_runs_end_to_end(tmp_path):
     name them; a new choice or value runs here without an edit. ``tests/ablations/test_config.py`` composes each
     ``+sweep=<group>`` and ``+sweep=all``."""
     names = ["gpt2", *(v.name for v in flips()), "llama2"]
-    proc = run(["-m", f"variant={','.join(names)}", "sweep_name=flips", *TINY], tmp_path)
+    # One shape, one context and a few training steps a point: every path each value takes, at the least work.
+    proc = run(["-m", f"variant={','.join(names)}", "sweep_name=flips", *TINY, "profile.shapes=[1x16]",
+                "profile.decode_contexts=[32]", "train.steps=6", "train.eval_interval=3"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "results.csv")
     labels = {"gpt2", "llama2", *(c.name_in(ArchConfig(model=ModelConfig(n_heads=4), **{c.group: c.at_size(v, 2)}))
@@ -158,7 +160,7 @@ def test_compiled_point_records_first_call_and_runs(tmp_path):
 
 def test_parallel_launcher_skips_timing_and_still_collects(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
-    proc = run(["+sweep=norm", "hydra/launcher=joblib", *TINY], tmp_path)
+    proc = run(["+sweep=norm", "hydra/launcher=joblib", *TINY, "train.steps=6", "train.eval_interval=3"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "timing are SKIPPED" in proc.stdout + proc.stderr
     assert "2 point(s): 2 ok" in proc.stderr

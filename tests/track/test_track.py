@@ -4,8 +4,7 @@ per point with its seeds nested; a tracker that is not installed is one line bef
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +17,7 @@ from ablations.results.identity import point_identity
 from ablations.results.store import COLUMNS
 from ablations.track import check_logger, log_sweep
 from ablations.track.plan import flatten, measurement_metrics, seed_metrics, sweep_plan
+from tests.conftest import shared_sweep
 from tests.quality.helpers import composed
 
 SMOKE = ["profile=smoke", "model=tiny", "threads=1", "measure=false", "train.steps=6", "train.eval_interval=3"]
@@ -72,17 +72,14 @@ def test_a_tracker_that_is_not_installed_is_one_line_before_any_work(monkeypatch
     check_logger(composed())  # no logger: nothing asked
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def mlflow_sweep(tmp_path_factory) -> Path:
+    """One logged smoke sweep for the session (all workers: ``tests/conftest.py``); tests that log again copy it."""
     pytest.importorskip("mlflow")
-    folder = tmp_path_factory.mktemp("tracked") / "sweep"
-    proc = subprocess.run(
-        [sys.executable, "-m", "ablations", "-m", "variant=llama2", *SMOKE, "+logger=mlflow",
-         f"hydra.sweep.dir={folder}"], capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert f"logged to sqlite:///{folder.resolve()}/mlflow.db" in proc.stderr
-    return folder
+    run = shared_sweep(tmp_path_factory, "mlflow-sweep", ["-m", "variant=llama2", *SMOKE, "+logger=mlflow"])
+    assert run.returncode == 0, run.stderr
+    assert f"logged to sqlite:///{run.folder.resolve()}/mlflow.db" in run.stderr
+    return run.folder
 
 
 def test_mlflow_holds_one_run_per_point_with_its_seeds_nested(mlflow_sweep):
@@ -107,14 +104,20 @@ def test_mlflow_holds_one_run_per_point_with_its_seeds_nested(mlflow_sweep):
     assert {"results.csv", "REPORT.md"} <= artifacts
 
 
-def test_logging_a_folder_again_replaces_its_runs(mlflow_sweep):
+def test_logging_a_folder_again_replaces_its_runs(mlflow_sweep, tmp_path):
     from mlflow.tracking import MlflowClient
 
+    # A copy, so the shared one stays as logged; runs are a folder's by its path, so the copy is logged twice here.
+    folder = Path(shutil.copytree(mlflow_sweep, tmp_path / "sweep"))
     cfg = OmegaConf.merge(composed("+logger=mlflow"), {"sweep_name": "adhoc"})
-    log_sweep(mlflow_sweep, cfg)
-    client = MlflowClient(tracking_uri=f"sqlite:///{mlflow_sweep.resolve()}/mlflow.db")
-    runs = client.search_runs([client.get_experiment_by_name("adhoc").experiment_id])
-    assert sorted(r.data.tags["blockbench.kind"] for r in runs) == ["point", "seed", "sweep"]
+    client = MlflowClient(tracking_uri=f"sqlite:///{folder.resolve()}/mlflow.db")
+    experiment = client.get_experiment_by_name("adhoc").experiment_id
+    for _ in range(2):
+        log_sweep(folder, cfg)
+        runs = client.search_runs([experiment], filter_string=f"tags.`blockbench.folder` = '{folder}'")
+        assert sorted(r.data.tags["blockbench.kind"] for r in runs) == ["point", "seed", "sweep"]
+    # The shared folder's runs, in the copied store, were left alone.
+    assert len(client.search_runs([experiment], filter_string=f"tags.`blockbench.folder` = '{mlflow_sweep}'")) == 3
 
 
 def test_tensorboard_writes_a_run_per_point_and_seed(mlflow_sweep, tmp_path):
