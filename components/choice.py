@@ -34,8 +34,11 @@ if TYPE_CHECKING:
 #   (``Block.attn_out``, ``Block.ffn_out``), in declaration order;
 # - ``block``: how the branches join the residual (``components.block``: the parallel block; DeepNet's scaled
 #   residual would be one), at most one choice's class per point (``components.config``: two are refused);
+# - ``embedding``: transforms the token embeddings before the decoder (Gemma's ``√d`` scale), and ``logits``: the
+#   head's output (Gemma-2's final soft cap); both on the language model (``components.model.LanguageModel``), outside
+#   the timed ``Decoder``, so they reach the quality runs and not the block's timings;
 # - ``flag``: builds nothing itself: layers read its config (``bias.enabled``).
-HOOKS = ("positions", "norm", "ffn", "attention", "qk", "scores", "branch", "block", "flag")
+HOOKS = ("positions", "norm", "ffn", "attention", "qk", "scores", "branch", "block", "embedding", "logits", "flag")
 # The hooks whose module is one group's value: a second group there would never be built, so it is refused.
 OWNED_HOOKS = ("positions", "norm", "ffn", "attention")
 

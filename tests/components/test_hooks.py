@@ -1,6 +1,7 @@
 """The hooks a plugin's choice plugs into (``components.choice.HOOKS``), each exercised by a test choice here:
 ``scores`` (a transform of the attention scores), ``branch`` (a module on each branch's output before the residual
-add) and ``block`` (how the branches join the residual, of which a point takes one). Each is free when unused: a
+add), ``block`` (how the branches join the residual, of which a point takes one), and on the language model
+``embedding`` (Gemma's √d scale) and ``logits`` (Gemma-2's final soft cap). Each is free when unused: a
 declared choice at a value that builds nothing leaves the model's modules, its init draws, its outputs and
 attention's fused SDPA path exactly as a model built without the choice."""
 
@@ -11,7 +12,7 @@ import torch
 from torch import nn
 
 import components.attention as attention
-from components import ArchConfig, ConfigError, ModelConfig, build_decoder
+from components import ArchConfig, ConfigError, ModelConfig, build_decoder, build_lm
 from components.norms import RMSNorm
 from components.parallel import BlockConfig, ParallelResidual
 from components.registry import Registry
@@ -164,3 +165,52 @@ def test_two_residual_classes_are_refused_with_one_line():
             tiny(extra=ExtraConfig("on"), block=BlockConfig("parallel"))
     message = str(info.value)
     assert "\n" not in message and "block=parallel and extra=on" in message and "extra=off" in message
+
+
+class EmbedScale(nn.Module):
+    """Gemma's token-embedding scale: the embeddings times √d before the first block."""
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        super().__init__()
+        self.scale = cfg.model.d_model ** 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.scale
+
+
+class FinalSoftCap(nn.Module):
+    """Gemma-2's final logit soft cap, ``final_logit_softcapping`` 30: ``30 · tanh(logits / 30)``."""
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        super().__init__()
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        return 30.0 * torch.tanh(logits / 30.0)
+
+
+@pytest.mark.parametrize("hook,cls", [("embedding", EmbedScale), ("logits", FinalSoftCap)])
+def test_an_unused_model_hook_is_free(hook, cls):
+    torch.manual_seed(0)
+    before = build_lm(tiny())
+    tokens = torch.randint(0, tiny().model.vocab_size, (2, 7))
+    with temporary_choice(hook=hook, registry=registry(cls)):
+        torch.manual_seed(0)
+        after = build_lm(tiny(extra=ExtraConfig("off")))
+        assert [n for n, _ in after.named_modules()] == [n for n, _ in before.named_modules()]
+        assert all(torch.equal(v, after.state_dict()[k]) for k, v in before.state_dict().items())
+        assert "forward" not in vars(after)  # the class's forward
+        assert torch.equal(after(tokens), before(tokens))
+
+
+def test_the_model_hooks_scale_the_embeddings_and_cap_the_logits_as_written_out():
+    tokens = torch.randint(0, tiny().model.vocab_size, (2, 7))
+    with temporary_choice(hook="embedding", registry=registry(EmbedScale)), \
+            temporary_choice(group="extra2", hook="logits", registry=registry(FinalSoftCap)) :
+        cfg = tiny(extra=ExtraConfig("on"), extra2=ExtraConfig("on"))
+        torch.manual_seed(0)
+        model = build_lm(cfg).double()
+        # Written out from the model's own modules: embed, times √d, the decoder, the head, 30 · tanh(· / 30).
+        hidden = model.decoder(model.embed(tokens) * 32 ** 0.5)
+        expected = 30.0 * torch.tanh(model.head(hidden) / 30.0)
+        torch.testing.assert_close(model(tokens), expected, atol=1e-12, rtol=1e-12)
+        assert [type(m) for m in (*model.embed_out, *model.logits_out)] == [EmbedScale, FinalSoftCap]
