@@ -29,7 +29,7 @@ def log(plan: Run, folder: Path, tracking_uri: str, experiment: str) -> str:
     from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=tracking_uri or default_uri(folder))
+    client = MlflowClient(tracking_uri=tracking_uri)  # the caller resolves the default (ablations.track.log_sweep)
     found = client.get_experiment_by_name(experiment)
     if found is None:
         # Artifacts beside the store in the sweep folder (MLflow's default would be ./mlruns under the cwd).
