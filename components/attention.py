@@ -81,7 +81,8 @@ def _check_window(window: object, arch: ArchConfig) -> None:
 
 
 def resolve_kv_heads(attn: AttnConfig, n_heads: int) -> int:
-    """KV heads for an attention variant: MHA has one per query head, MQA one in all, GQA in between.
+    """KV heads for an attention variant: MHA has one per query head, MQA one in all, GQA in between; a value
+    this does not name (a plugin's) has ``attn.n_kv_heads`` if set, else one per query head.
 
     MLA counts as one per query head: each head gets its own K and V, up-projected from the shared latent (as
     Hugging Face's ``DeepseekV2Config`` sets ``num_key_value_heads``), so its rows are never taken for GQA/MQA rows.
@@ -105,7 +106,9 @@ def resolve_kv_heads(attn: AttnConfig, n_heads: int) -> int:
             raise ConfigError(f"attn.n_kv_heads={kv} contradicts attn=mqa (which has 1); use attn=gqa")
         return 1
     if kv is None:
-        raise ConfigError(f"attn=gqa needs attn.n_kv_heads: a divisor of model.n_heads={n_heads}")
+        if attn.name == "gqa":
+            raise ConfigError(f"attn=gqa needs attn.n_kv_heads: a divisor of model.n_heads={n_heads}")
+        return n_heads  # another value (a plugin's) without a count: one K/V head per query head, as MHA
     if not isinstance(kv, int) or kv < 1 or n_heads % kv:
         divisors = [d for d in range(1, n_heads + 1) if n_heads % d == 0]
         raise ConfigError(f"attn.n_kv_heads={kv} must be >= 1 and divide model.n_heads={n_heads}; allowed: {divisors}")
@@ -279,6 +282,11 @@ class CausalSelfAttention(nn.Module):
         self.k = nn.Linear(d, self.n_kv_heads * self.head_dim, bias=bias)
         self.v = nn.Linear(d, self.n_kv_heads * self.head_dim, bias=bias)
         self.out = nn.Linear(self.n_heads * self.head_dim, d, bias=bias)
+        # The choices that transform each head's Q, K and V right after the projections (Primer's convolutions):
+        # registered only when one builds a module, so attention without one keeps its modules exactly.
+        projected = hook_modules(cfg, "qkv")
+        if projected:
+            self.qkv = nn.ModuleList(projected)
         # The choices that transform each head's Q and K before the rotation (QK-norm), in declaration order.
         self.qk = nn.ModuleList(hook_modules(cfg, "qk"))
         # The choices that transform the scores (a soft cap): registered only when one builds a module, so attention
@@ -299,7 +307,8 @@ class CausalSelfAttention(nn.Module):
 
     @classmethod
     def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        """Projections (K/V's outputs are the cache writes), the core, and the Q/K transforms of the ``qk`` choices.
+        """Projections (K/V's outputs are the cache writes), the core, and the transforms of the ``qkv``, ``qk`` and
+        ``scores`` choices.
 
         The core counts every query against ``step.keys`` keys, the full T x S score matrix of the conventions
         (causal masking is not subtracted); a window of W caps that at W keys a query. So a window at least as long
@@ -318,7 +327,7 @@ class CausalSelfAttention(nn.Module):
         core = attention_core(step.batch, h, step.seq, per_query, hd, hd, executed_keys=held) + Work(
             attention_activations=2 * n * h * hd,  # reads Q, writes its output
             kv_read=2 * step.batch * kv * held * hd, kv_write=2 * n * kv * hd)
-        transforms = [*hook_classes(cfg, "qk"), *hook_classes(cfg, "scores")]
+        transforms = [*hook_classes(cfg, "qkv"), *hook_classes(cfg, "qk"), *hook_classes(cfg, "scores")]
         return sum((cls_.work(cfg, step) for cls_ in transforms), projections + core)
 
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,
@@ -327,6 +336,8 @@ class CausalSelfAttention(nn.Module):
         q = self.q(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
         k = self.k(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
         v = self.v(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        for projected in self._modules.get("qkv") or ():
+            q, k, v = projected(q, k, v)
         for transform in self.qk:
             q, k = transform(q, k)
         if rotation is not None:
@@ -546,6 +557,8 @@ _NOT_WITH_MLA = {
     "qk": "its decode path never forms a head's K (the up-projection is absorbed into the query), so K cannot be "
           "normalised per head",
     "scores": "its scores come from its own absorbed and expanded paths, which take no score transform",
+    "qkv": "its K and V are up-projections of one cached latent (absorbed into the query and the output when it "
+           "decodes), so no head's K or V is formed to transform",
 }
 
 

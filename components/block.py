@@ -89,10 +89,13 @@ class Block(nn.Module):
     def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
         super().__init__()
         self.residual = residual_of(cfg)
-        # Registered in this order (norm1, attn, norm2, ffn) so that init draws its numbers as it always has.
-        self.norm1 = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
+        # Registered in this order (norm1, attn, norm2, ffn) so that init draws its numbers as it always has. A
+        # residual decides where its norms go (before each branch, after it, after the add); one may take none.
+        norms = self.residual.norms(cfg)
+        if norms > 0:
+            self.norm1 = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
         self.attn = build_attention(cfg, layer)
-        if self.residual.norms(cfg) > 1:
+        if norms > 1:
             self.norm2 = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
         self.ffn = build_ffn(cfg)
         # After the FFN, so every module before keeps its init draws; only when a ``branch`` choice builds one.

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 # a choice's name, and a hook no declared choice fills at the point's values costs nothing (the same modules, init
 # draws and code paths as without it). ``docs/plugins.md`` lists them with the published variants each serves:
 # - ``positions``, ``norm``, ``ffn``, ``attention``: the value's class is the module (one choice each);
+# - ``qkv``: transforms each head's Q, K and V of the step's positions, right after the projections and before the
+#   ``qk`` transforms, the rotation and the cache (Primer's depthwise convolutions), in declaration order; built only
+#   when one builds a module;
 # - ``qk``: transforms each head's Q and K before the rotation (QK-norm), in declaration order;
 # - ``scores``: transforms the scaled attention scores, (batch, heads, queries, keys), before the mask and any
 #   score bias (Gemma-2's soft cap); any such module moves attention off fused SDPA to explicit scores;
@@ -37,8 +40,12 @@ if TYPE_CHECKING:
 # - ``embedding``: transforms the token embeddings before the decoder (Gemma's ``√d`` scale), and ``logits``: the
 #   head's output (Gemma-2's final soft cap); both on the language model (``components.model.LanguageModel``), outside
 #   the timed ``Decoder``, so they reach the quality runs and not the block's timings;
+# - ``init``: adjusts each parameter in place right after ``components.model.init_weights`` draws it, given the
+#   parameter's name (DeepNet's β on the FFN, V and output projections), in declaration order; under common random
+#   init too, so both arms of a seed start from the same adjusted draws;
 # - ``flag``: builds nothing itself: layers read its config (``bias.enabled``).
-HOOKS = ("positions", "norm", "ffn", "attention", "qk", "scores", "branch", "block", "embedding", "logits", "flag")
+HOOKS = ("positions", "norm", "ffn", "attention", "qkv", "qk", "scores", "branch", "block", "embedding", "logits",
+         "init", "flag")
 # The hooks whose module is one group's value: a second group there would never be built, so it is refused.
 OWNED_HOOKS = ("positions", "norm", "ffn", "attention")
 

@@ -104,12 +104,17 @@ def init_weights(module: nn.Module, cfg: ArchConfig, seed: int | None = None) ->
     N(0, init_std) for linear and embedding weights, zero biases, ones for norm weights, and residual
     output projections (attention out, FFN down) scaled by 1/sqrt(2 n_layers).
 
+    Each ``init`` choice (``components.choice``) then adjusts every parameter drawn here in place, given its name
+    relative to ``module``: match names by their ending (``attn.v.weight``), which is the same in a ``Decoder`` and in
+    the ``LanguageModel`` around it.
+
     With ``seed``, each parameter is drawn from its own generator, seeded by ``seed`` and the parameter's name
     (``common_random_init``): two models that differ in one module then start every module they share with
     identical weights, where one global stream would shift every draw after the first module that differs.
     """
     std = cfg.model.init_std
     residual_std = std / math.sqrt(2 * cfg.model.n_layers)
+    adjust = hook_modules(cfg, "init")  # each ``init`` choice's adjustment, applied to every parameter drawn here
     for name, p in module.named_parameters():
         leaf = name.rsplit(".", 1)[-1]
         if p.is_meta:  # a model built to be counted has no values to set (and each call costs ~1 ms there)
@@ -122,6 +127,10 @@ def init_weights(module: nn.Module, cfg: ArchConfig, seed: int | None = None) ->
             nn.init.zeros_(p)
         else:
             nn.init.ones_(p)
+        if adjust:
+            with torch.no_grad():
+                for adjustment in adjust:
+                    adjustment(name, p)
 
 
 def parameter_seed(seed: int, name: str) -> int:

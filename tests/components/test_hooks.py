@@ -1,6 +1,8 @@
 """The hooks a plugin's choice plugs into (``components.choice.HOOKS``), each exercised by a test choice here:
-``scores`` (a transform of the attention scores), ``branch`` (a module on each branch's output before the residual
-add), ``block`` (how the branches join the residual, of which a point takes one), and on the language model
+``qkv`` (Primer's depthwise convolutions on Q, K and V), ``scores`` (a transform of the attention scores),
+``branch`` (a module on each branch's output before the residual add), ``block`` (how the branches join the
+residual, of which a point takes one: OLMo 2's norms after the branches, against transformers' layer), ``init``
+(DeepNet's β), an ``attention`` value that alternates local and global layers (Gemma 2), and on the language model
 ``embedding`` (Gemma's √d scale) and ``logits`` (Gemma-2's final soft cap). Each is free when unused: a
 declared choice at a value that builds nothing leaves the model's modules, its init draws, its outputs and
 attention's fused SDPA path exactly as a model built without the choice."""
@@ -47,6 +49,33 @@ class PostNorm(RMSNorm):
         return Work(weights=cfg.model.d_model)
 
 
+class PrimerDConv(nn.Module):
+    """Primer's multi-dconv-head attention (So et al. 2021, §3.1): after the projections, a causal depthwise
+    convolution of width 3 over the sequence on every channel of each head's Q, K and V. It mixes positions, so it
+    sees only the step's own: a decode would need the step's last two inputs kept (not done here)."""
+
+    WIDTH = 3
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        super().__init__()
+        h, kv, d = cfg.model.n_heads, cfg.n_kv_heads, cfg.head_dim
+        self.wq, self.wk, self.wv = (nn.Parameter(torch.zeros(self.WIDTH, n, 1, d)) for n in (h, kv, kv))
+
+    @classmethod
+    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+        channels = (cfg.model.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim
+        return Work(linear_flops=2 * cls.WIDTH * channels * step.tokens, weights=cls.WIDTH * channels)
+
+    @classmethod
+    def conv(cls, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        padded = torch.nn.functional.pad(x, (0, 0, cls.WIDTH - 1, 0))  # zeros before the first position: causal
+        t = x.shape[2]
+        return sum(w[i] * padded[:, :, i:i + t] for i in range(cls.WIDTH))
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.conv(q, self.wq), self.conv(k, self.wk), self.conv(v, self.wv)
+
+
 def registry(on: type) -> Registry:
     reg: Registry = Registry("extra.name")
     reg.add("off", None)
@@ -64,7 +93,22 @@ def built(cfg: ArchConfig, seed: int = 0) -> nn.Module:
     return build_decoder(cfg)
 
 
-@pytest.mark.parametrize("hook,cls", [("scores", HalfScores), ("branch", PostNorm)])
+class DeepNetBeta:
+    """DeepNet's initialisation (Wang et al. 2022, §3 and Figure 2, decoder-only): the FFN's, V's and the output
+    projection's weights scaled by β = (8N)^(-1/4), N layers; Q's and K's left as drawn."""
+
+    SCALED = ("ffn.up.weight", "ffn.down.weight", "ffn.gate.weight", "attn.v.weight", "attn.out.weight")
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        self.beta = (8 * cfg.model.n_layers) ** -0.25
+
+    def __call__(self, name: str, parameter: torch.Tensor) -> None:
+        if name.endswith(self.SCALED):
+            parameter.mul_(self.beta)
+
+
+@pytest.mark.parametrize("hook,cls", [("scores", HalfScores), ("branch", PostNorm), ("qkv", PrimerDConv),
+                                      ("init", DeepNetBeta)])
 @pytest.mark.parametrize("pos", ["learned", "alibi"])
 def test_an_unused_hook_is_free(hook, cls, pos, monkeypatch):
     before = built(tiny(pos))
@@ -214,3 +258,173 @@ def test_the_model_hooks_scale_the_embeddings_and_cap_the_logits_as_written_out(
         expected = 30.0 * torch.tanh(model.head(hidden) / 30.0)
         torch.testing.assert_close(model(tokens), expected, atol=1e-12, rtol=1e-12)
         assert [type(m) for m in (*model.embed_out, *model.logits_out)] == [EmbedScale, FinalSoftCap]
+
+
+def test_a_qkv_transform_convolves_q_k_and_v_as_written_out():
+    with temporary_choice(hook="qkv", registry=registry(PrimerDConv)):
+        cfg = tiny("rope", "gqa", 2, extra=ExtraConfig("off"))
+        on = tiny("rope", "gqa", 2, extra=ExtraConfig("on"))
+        attn = built(on).blocks[0].attn.double()
+        with torch.no_grad():
+            for w in (attn.qkv[0].wq, attn.qkv[0].wk, attn.qkv[0].wv):
+                w.normal_()
+        x = torch.randn(2, 7, 32, dtype=torch.float64)
+        # Written out in float64: each channel at position i is w[2]·x[i] + w[1]·x[i-1] + w[0]·x[i-2], zero before 0.
+        def conv(y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros_like(y)
+            for i in range(y.shape[2]):
+                for lag in range(3):
+                    if i - lag >= 0:
+                        out[:, :, i] += w[2 - lag, :, 0] * y[:, :, i - lag]
+            return out
+
+        def heads(y: torch.Tensor, n: int) -> torch.Tensor:
+            return y.view(2, 7, n, 8).transpose(1, 2)
+
+        q, k, v = heads(attn.q(x), 4), heads(attn.k(x), 2), heads(attn.v(x), 2)
+        q, k, v = conv(q, attn.qkv[0].wq), conv(k, attn.qkv[0].wk), conv(v, attn.qkv[0].wv)
+        k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+        weights = torch.softmax((q @ k.transpose(-2, -1)) / 8 ** 0.5
+                                + torch.full((7, 7), float("-inf"), dtype=x.dtype).triu(1), dim=-1)
+        want = attn.out((weights @ v).transpose(1, 2).reshape(2, 7, 32))
+        torch.testing.assert_close(attn(x), want, atol=1e-12, rtol=1e-12)
+        # Its work and parameters are the block's, beside attention's own.
+        from components import Block
+
+        step = Step(2, 7, 7)
+        extra = Block.work(on, step).flops - Block.work(cfg, step).flops
+        assert extra == PrimerDConv.work(on, step).flops == 2 * 3 * (4 + 2 + 2) * 8 * 14
+        with pytest.raises(ConfigError) as info:
+            tiny(attn="mla", extra=ExtraConfig("on"))
+    assert "\n" not in str(info.value) and "extra=on is not supported with attn=mla" in str(info.value)
+
+
+def test_an_init_choice_adjusts_the_draws_it_names_also_under_common_random_init():
+    from components import common_random_init
+
+    plain = build_lm(tiny())
+    common_random_init(plain, 3)
+    with temporary_choice(hook="init", registry=registry(DeepNetBeta)):
+        deep = build_lm(tiny(extra=ExtraConfig("on")))
+        common_random_init(deep, 3)
+    beta = 16 ** -0.25
+    for name, p in plain.state_dict().items():
+        scaled = name.endswith(DeepNetBeta.SCALED)
+        torch.testing.assert_close(deep.state_dict()[name], p * beta if scaled else p, atol=0, rtol=0)
+    assert sum(name.endswith(DeepNetBeta.SCALED) for name in plain.state_dict()) == 2 * 4  # no gate in GELU's FFN
+
+
+class Olmo2Residual:
+    """OLMo 2's block (Team OLMo 2024, "2 OLMo 2 Furious", §3.2; HF ``Olmo2DecoderLayer``): no norm before either
+    branch, each branch's output normed before it is added: ``h = x + norm1(attn(x))``, ``h + norm2(ffn(h))``."""
+
+    @staticmethod
+    def norms(cfg: ArchConfig) -> int:
+        return 2
+
+    @staticmethod
+    def forward(block: nn.Module, x: torch.Tensor, attend, feed) -> torch.Tensor:
+        h = x + block.norm1(attend(x))
+        return h + block.norm2(feed(h))
+
+    @staticmethod
+    def work(cfg: ArchConfig, step: Step) -> Work:
+        return Work()
+
+
+def test_a_residual_may_put_its_norms_after_the_branches_as_olmo2_does():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.olmo2.modeling_olmo2 import Olmo2DecoderLayer
+
+    with temporary_choice(hook="block", registry=registry(Olmo2Residual)):
+        cfg = tiny("rope", norm=tiny().norm.__class__("rmsnorm"), extra=ExtraConfig("on"))
+        block = built(cfg).blocks[0].double()
+        with torch.no_grad():
+            block.norm1.weight.uniform_(0.5, 1.5)
+            block.norm2.weight.uniform_(0.5, 1.5)
+    hf_cfg = transformers.Olmo2Config(hidden_size=32, intermediate_size=128, num_attention_heads=4,
+                                      num_key_value_heads=4, num_hidden_layers=2, rms_norm_eps=1e-5)
+    layer = Olmo2DecoderLayer(hf_cfg, layer_idx=0).double()
+    with torch.no_grad():
+        layer.post_attention_layernorm.weight.copy_(block.norm1.weight)
+        layer.post_feedforward_layernorm.weight.copy_(block.norm2.weight)
+
+    class Ours(nn.Module):  # our branches in HF's places: what is compared is where the norms and adds go
+        def __init__(self, inner: nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, hidden_states: torch.Tensor, *args: object, **kwargs: object):
+            return self.inner(hidden_states), None
+
+    layer.self_attn, layer.mlp = Ours(block.attn), block.ffn
+    x = torch.randn(2, 6, 32, dtype=torch.float64)
+    got = layer(x, position_embeddings=None, attention_mask=None)
+    got = got[0] if isinstance(got, tuple) else got
+    # HF's RMSNorm computes in float32 whatever the input's precision: float32's tolerance, not float64's.
+    torch.testing.assert_close(block(x), got, **TOL)
+
+
+def test_a_residual_may_take_no_norm():
+    class NoNorm(Olmo2Residual):
+        @staticmethod
+        def norms(cfg: ArchConfig) -> int:
+            return 0
+
+        @staticmethod
+        def forward(block: nn.Module, x: torch.Tensor, attend, feed) -> torch.Tensor:
+            h = x + attend(x)
+            return h + feed(h)
+
+    with temporary_choice(hook="block", registry=registry(NoNorm)):
+        block = built(tiny(extra=ExtraConfig("on"))).blocks[0]
+    assert not hasattr(block, "norm1") and not hasattr(block, "norm2")
+    x = torch.randn(2, 5, 32)
+    h = x + block.attn(x)
+    torch.testing.assert_close(block(x), h + block.ffn(h), **TOL)
+
+
+def test_an_attention_value_may_alternate_local_and_global_layers_as_gemma2_does():
+    class LocalGlobal(attention.CausalSelfAttention):
+        """Gemma 2 (HF ``Gemma2Attention``: ``sliding_window`` on even layers): a window of 4 on layers 0, 2, ...,
+        every key on the others; decodes with the full cache, which the global layers need."""
+
+        def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
+            super().__init__(cfg, layer)
+            self.window = 4 if layer % 2 == 0 else None
+
+        @classmethod
+        def new_cache(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None,
+                      n_layers: int | None = None, **kw: object) -> attention.KVCache:
+            return attention.KVCache.for_model(cfg, batch_size, max_seq_len, n_layers, **kw)
+
+    attention.ATTENTIONS.add("local_global", LocalGlobal)
+    try:
+        alternating = built(tiny(attn="local_global"))
+        local, full = built(tiny(attn="mha").replace(attn=attention.AttnConfig("mha", window=4)).validate()), \
+            built(tiny(attn="mha"))
+        assert alternating.state_dict().keys() == full.state_dict().keys()
+        for model in (local, full):
+            model.load_state_dict(alternating.state_dict())
+        x = torch.randn(2, 11, 32)
+        # Layer 0 windowed as the all-local model's, layer 1 over every key as the all-global model's.
+        h0 = alternating.blocks[0](x, None, None, None)
+        torch.testing.assert_close(h0, local.blocks[0](x, None, None, None), **TOL)
+        torch.testing.assert_close(alternating.blocks[1](h0, None, None, None), full.blocks[1](h0, None, None, None),
+                                   **TOL)
+        cache = alternating.new_cache(2, 11)
+        rows = [alternating(x[:, :5], cache), *(alternating(x[:, i:i + 1], cache) for i in range(5, 11))]
+        torch.testing.assert_close(torch.cat(rows, dim=1), alternating(x), **TOL)
+    finally:
+        attention.ATTENTIONS.forget("local_global")
+
+
+def test_the_plugin_guide_lists_every_hook_once():
+    from pathlib import Path
+
+    from components.choice import HOOKS
+
+    text = (Path(__file__).parents[2] / "docs" / "plugins.md").read_text()
+    rows = [line.split("|")[1].strip().strip("`") for line in text.split("## The hooks")[1].split("\n## ")[0]
+            .splitlines() if line.startswith("| `")]
+    assert rows == list(HOOKS)
