@@ -4,8 +4,9 @@ The identity is the resolved config less where and how to run (``out``, ``allow_
 node) and less what a newer harness added at a setting that changes nothing: a choice group that neither GPT-2 nor
 Llama-2 varies (``gpt2 == llama2`` in its declaration, e.g. QK-norm) at its default config, any choice
 setting declared ``field(metadata={"neutral": True})`` at its default, the sequential-rounds profile settings
-when off, and the quality protocol's newer train settings at the values that train as before. So adding such a group or setting leaves the
-identity of every existing point unchanged, and run folders written before it stay reusable.
+when off, and the quality protocol's newer train settings at the values that train as before. So adding such a
+group or setting leaves the identity of every existing point unchanged, and run folders written before it stay
+reusable.
 
 A plugin (``components.plugins``) enters the identity, as ``plugins: {name: version}``, only where it shapes the
 point: the point takes a value it registered, or moves a group it declared off GPT-2's value. So a new version of
