@@ -239,6 +239,18 @@ def _run_config() -> type:
 RunConfig = _run_config()
 
 
+def share_config_store() -> None:
+    """Let Hydra's copies of its config repository share the one ConfigStore instead of deep-copying it.
+
+    Hydra 1.3 deep-copies its whole repository, the ConfigStore and every node stored in it, each time it builds a
+    ``CachingConfigRepository``: once per composed job, and once per config group when it writes ``--help`` (124
+    groups here: 5 s of the help's 6). The copy exists so that ``initialize_sources`` cannot mutate the delegate's
+    sources (hydra PR 1541); it never mutates the store, whose ``load`` already hands out a deep copy of each node it
+    returns, and Hydra's later releases fetch the live singleton instead (hydra PR 2928; hydra-zen issue 769 reports
+    the same cost in sweeps). So a copy of the store may be the store."""
+    ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
+
+
 def register_configs() -> None:
     """Store the schemas at the top of the ConfigStore, not in their groups: a group's schema would be listed
     (and selectable) as one of its options, e.g. ``model=model_schema`` in ``--help``. A group's config
@@ -248,6 +260,7 @@ def register_configs() -> None:
     from ablations.config.searchpath import register_search_path
 
     register_search_path()
+    share_config_store()
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
     groups = {"model": ModelSizes, **{c.group: c.config for c in choices()}, "profile": ProfileConfig,

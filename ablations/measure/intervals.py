@@ -1,7 +1,7 @@
 """A paired ratio's interval, and when a paired measurement may stop.
 
 The interval is distribution-free: the median of the rounds' ratios with order statistics of the binomial
-(``scipy.stats.binom``) as its bounds, so nothing assumes the rounds are normal, and one round a neighbour
+(Binomial(n, 1/2)) as its bounds, so nothing assumes the rounds are normal, and one round a neighbour
 process spoiled moves it by at most one rank.
 
 Stopping early on what the rounds show (optional stopping) breaks a fixed-sample interval: look after every
@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from omegaconf import DictConfig
-from scipy import stats
 
 from ablations.config.looks import planned_looks
 from components.config import ConfigError
@@ -63,11 +62,19 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
 def _rank(n: int, confidence: float) -> tuple[int, float]:
     """The order statistic k of ``median_interval`` at n values, and the interval's exact coverage."""
     tail = (1 - confidence) / 2
-    k = int(stats.binom.ppf(tail, n, 0.5))  # smallest k with P(B <= k) >= tail
-    while k >= 1 and stats.binom.cdf(k - 1, n, 0.5) > tail:
+    k = 0
+    while _half_binomial_cdf(k, n) < tail:  # smallest k with P(B <= k) >= tail
+        k += 1
+    while k >= 1 and _half_binomial_cdf(k - 1, n) > tail:
         k -= 1
     k = max(k, 1)
-    return k, float(1 - 2 * stats.binom.cdf(k - 1, n, 0.5))
+    return k, 1 - 2 * _half_binomial_cdf(k - 1, n)
+
+
+def _half_binomial_cdf(k: int, n: int) -> float:
+    """P(B <= k) for B ~ Binomial(n, 1/2), exactly (integer counts over 2^n): what ``scipy.stats.binom.cdf`` gives,
+    without importing scipy into every command's start."""
+    return sum(math.comb(n, i) for i in range(max(k, -1) + 1)) / 2**n
 
 
 def fewest_rounds(confidence: float) -> int:

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
+# scipy is imported inside the functions that test: a command's start (every run's checks) does not pay for it.
 ALPHA = 0.05  # family-wise error rate of one sweep's comparisons of one quantity
 POWER = 0.8  # the power at which the minimum detectable effect is quoted
 # The sweep whose points are also compared with the rung below (one Llama-2 choice fewer), not only the baseline.
@@ -37,6 +37,7 @@ class Interval:
 
 def mean_ci(values: Sequence[float], level: float = 0.95) -> Interval:
     """``mean +- t(1 - (1 - level)/2, n-1) * sd / sqrt(n)``, from ``scipy.stats.t.interval``."""
+    from scipy import stats
     n = len(values)
     if n == 0:
         return Interval(math.nan, math.nan, 0, math.nan, math.nan)
@@ -62,6 +63,7 @@ class PairedTest:
 
     def interval(self, alpha: float) -> tuple[float, float]:
         """The ``1 - alpha`` t interval of the mean difference: it excludes zero exactly when ``p < alpha``."""
+        from scipy import stats
         if self.n < 2 or math.isnan(alpha):
             return math.nan, math.nan
         if self.sd == 0:
@@ -72,6 +74,7 @@ class PairedTest:
 
 def paired_test(variant: dict[int, float], reference: dict[int, float]) -> PairedTest:
     """``scipy.stats.ttest_rel`` of variant against reference, paired by seed."""
+    from scipy import stats
     seeds = sorted(variant.keys() & reference.keys())
     a = np.array([variant[s] for s in seeds])
     b = np.array([reference[s] for s in seeds])
@@ -121,6 +124,7 @@ def power(effect: float, sd: float, n: int, alpha: float) -> float:
 
 
 def _power(nc: float, n: int, alpha: float) -> float:
+    from scipy import stats
     crit = stats.t.ppf(1 - alpha / 2, n - 1)
     # The lower tail P(T' < -c) as the upper tail of nct(-nc): scipy's nct.cdf returns NaN far out in it.
     return float(stats.nct.sf(crit, n - 1, nc) + stats.nct.sf(crit, n - 1, -nc))
@@ -147,6 +151,7 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float, target: float = P
 def _noncentrality(n: int, alpha: float, target: float) -> float:
     """The noncentrality at which the test has power ``target``; the MDE scales it by sd / sqrt(n), so one root
     serves every sd (the sequential rule asks at each look)."""
+    from scipy import optimize
     hi = 1.0
     while _power(hi, n, alpha) < target:  # power rises to 1 with the noncentrality; 2 seeds need a large one
         hi *= 2

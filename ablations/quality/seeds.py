@@ -33,7 +33,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from omegaconf import DictConfig
-from scipy import stats
 
 from ablations.config.looks import planned_looks
 from ablations.quality.inference import ALPHA, RUNG_SWEEP, PairedTest, holm, minimum_detectable_effect
@@ -138,6 +137,7 @@ def simulate(rule: SeedRule, effect: float, family: int, sweeps: int, seed: int)
     """Sweeps of ``family`` comparisons whose paired differences are N(effect, 1), each stopped by ``rule``, then
     judged as the report judges them (Holm over looks x p). Returns the family-wise rate of declared differences
     and the fraction of comparisons per way of stopping."""
+    from scipy import stats  # here, not at the top: a command's start (every run's checks) need not pay for it
     rng = np.random.default_rng(seed)
     declared, ends = 0, {FOUND: 0, BOUNDED: 0, BUDGET: 0}
     for _ in range(sweeps):

@@ -10,13 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ablations.results.durable import write_atomic
 from ablations.results.table import POINTS_DIR, TABLE
 from ablations.results.table import collect as collect_points
 from components.choice import row_columns
+
+if TYPE_CHECKING:  # pandas is imported where a table is read or written, not at every command's start
+    import pandas as pd
 
 # The columns every row has, in order. Identity, then the measurement, then provenance.
 COLUMNS = [
@@ -43,6 +45,8 @@ def point_path(folder: Path, variant: str, digest: str) -> Path:
 
 def point_done(path: Path) -> bool:
     """True when a previous run wrote this point completely and without failure."""
+    import pandas as pd
+
     if not path.exists():
         return False
     try:
@@ -61,6 +65,8 @@ def write_frame(frame: pd.DataFrame, path: Path, fmt: str = "csv") -> None:
 
 
 def write_point(rows: list[dict], path: Path) -> None:
+    import pandas as pd
+
     write_frame(pd.DataFrame(rows, columns=COLUMNS), path)
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a table is read or written, not at every command's start
+    import pandas as pd
 
 log = logging.getLogger("ablations")
 
@@ -19,6 +21,8 @@ TABLE = "results.csv"
 
 def collect(folder: Path, columns: list[str] | None = None) -> pd.DataFrame:
     """Concatenate every point file under ``folder`` into one table (empty, with ``columns``, if none)."""
+    import pandas as pd
+
     frames = []
     for f in sorted((folder / POINTS_DIR).glob("*.csv")):
         try:
@@ -55,6 +59,8 @@ class TableError(ValueError):
 def load(path: Path) -> pd.DataFrame:
     """The one way a results table is read: a sweep folder's ``results.csv``, its ``points/*.csv`` when the table
     was never written (a killed sweep), or a CSV file. ``TableError`` names what is wrong in one line."""
+    import pandas as pd
+
     if path.is_dir():
         if not (path / TABLE).is_file():
             if not any((path / POINTS_DIR).glob("*.csv")):

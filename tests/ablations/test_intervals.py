@@ -145,3 +145,21 @@ def test_a_point_spends_its_target_on_the_headline_shape_and_decode_only(monkeyp
     best = "x".join(map(str, headline_shape(tuple(map(int, s.split("x"))) for s in shapes)))
     assert sequential == [s == best for s in timed_shapes] + [d == headline_decode(decode) for d in decode]
     assert best == "1x32" and headline_decode(decode) == (2, 32)  # equal tokens: the longer sequence
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.99])
+def test_the_interval_ranks_are_scipys_binomial_ranks(confidence):
+    # The ranks are computed exactly with integers (no scipy at a command's start); scipy's binom is the reference.
+    from scipy import stats
+
+    from ablations.measure.intervals import _rank
+
+    for n in range(1, 201):
+        tail = (1 - confidence) / 2
+        k = int(stats.binom.ppf(tail, n, 0.5))
+        while k >= 1 and stats.binom.cdf(k - 1, n, 0.5) > tail:
+            k -= 1
+        k = max(k, 1)
+        got_k, coverage = _rank(n, confidence)
+        assert got_k == k, n
+        assert coverage == pytest.approx(1 - 2 * stats.binom.cdf(k - 1, n, 0.5), abs=1e-12)
