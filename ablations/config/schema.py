@@ -16,6 +16,7 @@ from enum import StrEnum
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from ablations.track import TRACKERS
 from components import choices
 from components.config import ModelConfig
 
@@ -151,9 +152,8 @@ class DataConfig:
     vocab_size: int | None = None
 
 
-class Tracker(StrEnum):
-    mlflow = "mlflow"
-    tensorboard = "tensorboard"
+# The trackers ``+logger=`` may name: those ``ablations.track`` declares.
+Tracker = StrEnum("Tracker", {name: name for name in TRACKERS})
 
 
 @dataclass

@@ -8,7 +8,9 @@ the same whatever launched the points (a resumed sweep's skipped points included
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -16,8 +18,20 @@ from omegaconf import DictConfig
 from ablations.results.table import TABLE
 from components.config import ConfigError
 
-# What each tracker needs installed (the [track] extra).
-NEEDS = {"mlflow": "mlflow", "tensorboard": "tensorboard"}
+
+@dataclass(frozen=True)
+class Tracker:
+    package: str  # what it needs installed (the [track] extra)
+    # Its writer, a module with ``log_config(plan, folder, logger, sweep_name) -> str`` (where the sweep went).
+    module: str
+
+
+# Every tracker ``+logger=NAME`` may name, declared once: the schema's allowed names derive from it, and
+# conf/logger/<name>.yaml holds each one's settings (tests/track checks that the two agree).
+TRACKERS = {
+    "mlflow": Tracker("mlflow", "ablations.track.to_mlflow"),
+    "tensorboard": Tracker("tensorboard", "ablations.track.to_tensorboard"),
+}
 
 
 def check_logger(cfg: DictConfig) -> None:
@@ -25,7 +39,7 @@ def check_logger(cfg: DictConfig) -> None:
     logger = cfg.get("logger")
     if logger is None:
         return
-    package = NEEDS[str(logger.name)]
+    package = TRACKERS[str(logger.name)].package
     if importlib.util.find_spec(package) is None:
         raise ConfigError(f"logger={logger.name} needs the {package} package, which is not installed here: "
                           'pip install -e ".[track]"')
@@ -44,14 +58,6 @@ def log_sweep(folder: Path, cfg: DictConfig) -> str:
     from ablations.results.table import load
     from ablations.track.plan import sweep_plan
 
-    logger = cfg.logger
     plan = sweep_plan(folder, load(folder), cfg, artifacts(folder))
-    if str(logger.name) == "mlflow":
-        from ablations.track import to_mlflow
-
-        uri = str(logger.tracking_uri) or to_mlflow.default_uri(folder)
-        to_mlflow.log(plan, folder, uri, str(logger.experiment or cfg.sweep_name))
-        return uri
-    from ablations.track import to_tensorboard
-
-    return str(to_tensorboard.log(plan, folder, str(logger.log_dir)))
+    writer = importlib.import_module(TRACKERS[str(cfg.logger.name)].module)  # the tracker's package only now
+    return writer.log_config(plan, folder, cfg.logger, str(cfg.sweep_name))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from omegaconf import DictConfig
+
 from ablations.track.plan import Run
 
 PARENT = "mlflow.parentRunId"
@@ -24,12 +26,20 @@ def default_uri(folder: Path) -> str:
     return f"sqlite:///{(folder / 'mlflow.db').resolve()}"
 
 
+def log_config(plan: Run, folder: Path, logger: DictConfig, sweep_name: str) -> str:
+    """``+logger=mlflow``: log ``plan`` to ``logger.tracking_uri`` (empty: a SQLite store in the sweep folder),
+    experiment ``logger.experiment`` (empty: the sweep's name); returns the store's URI."""
+    uri = str(logger.tracking_uri) or default_uri(folder)
+    log(plan, folder, uri, str(logger.experiment or sweep_name))
+    return uri
+
+
 def log(plan: Run, folder: Path, tracking_uri: str, experiment: str) -> str:
     """Log ``plan``; returns the sweep run's id."""
     from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=tracking_uri)  # the caller resolves the default (ablations.track.log_sweep)
+    client = MlflowClient(tracking_uri=tracking_uri)  # the caller resolves the default (log_config)
     found = client.get_experiment_by_name(experiment)
     if found is None:
         # Artifacts beside the store in the sweep folder (MLflow's default would be ./mlruns under the cwd).

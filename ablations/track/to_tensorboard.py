@@ -9,6 +9,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from omegaconf import DictConfig
+
 from ablations.track.plan import Run
 
 SWEEP_DIR = "sweep"
@@ -20,6 +22,11 @@ def _safe(name: str) -> str:
 
 def _config_text(params: dict[str, str]) -> str:
     return "\n".join(f"    {k} = {v}" for k, v in sorted(params.items()))
+
+
+def log_config(plan: Run, folder: Path, logger: DictConfig, sweep_name: str) -> str:
+    """``+logger=tensorboard``: write ``plan`` under ``logger.log_dir``; returns that folder."""
+    return str(log(plan, folder, str(logger.log_dir)))
 
 
 def log(plan: Run, folder: Path, log_dir: str) -> Path:

@@ -72,6 +72,20 @@ def test_a_tracker_that_is_not_installed_is_one_line_before_any_work(monkeypatch
     check_logger(composed())  # no logger: nothing asked
 
 
+def test_each_declared_tracker_has_its_config_and_writer_and_nothing_else_does():
+    import importlib
+
+    from ablations.paths import conf_dir
+    from ablations.track import TRACKERS
+
+    assert {p.stem for p in (conf_dir() / "logger").glob("*.yaml")} == set(TRACKERS)
+    for name, tracker in TRACKERS.items():
+        assert callable(importlib.import_module(tracker.module).log_config), name
+    with pytest.raises(UsageError) as info:
+        prevalidate(["profile=smoke", "+logger=wandb"])
+    assert "\n" not in info.value.message and "mlflow" in info.value.message and "tensorboard" in info.value.message
+
+
 @pytest.fixture(scope="session")
 def mlflow_sweep(tmp_path_factory) -> Path:
     """One logged smoke sweep for the session (all workers: ``tests/conftest.py``); tests that log again copy it."""
