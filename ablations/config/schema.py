@@ -16,7 +16,7 @@ from enum import StrEnum
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from ablations.track import TRACKERS
+from ablations.config.trackers import TRACKERS
 from components import choices
 from components.config import ModelConfig
 
@@ -152,7 +152,7 @@ class DataConfig:
     vocab_size: int | None = None
 
 
-# The trackers ``+logger=`` may name: those ``ablations.track`` declares.
+# The trackers ``+logger=`` may name (``ablations.config.trackers``).
 Tracker = StrEnum("Tracker", {name: name for name in TRACKERS})
 
 

@@ -10,28 +10,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig
 
+from ablations.config.trackers import TRACKERS
 from ablations.results.table import TABLE
 from components.config import ConfigError
-
-
-@dataclass(frozen=True)
-class Tracker:
-    package: str  # what it needs installed (the [track] extra)
-    # Its writer, a module with ``log_config(plan, folder, logger, sweep_name) -> str`` (where the sweep went).
-    module: str
-
-
-# Every tracker ``+logger=NAME`` may name, declared once: the schema's allowed names derive from it, and
-# conf/logger/<name>.yaml holds each one's settings (tests/track checks that the two agree).
-TRACKERS = {
-    "mlflow": Tracker("mlflow", "ablations.track.to_mlflow"),
-    "tensorboard": Tracker("tensorboard", "ablations.track.to_tensorboard"),
-}
 
 
 def check_logger(cfg: DictConfig) -> None:
