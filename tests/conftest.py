@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 from filelock import FileLock
 
 # No test reads the developer's own config folder (~/.config/blockbench: a calibration or sizes of their own would
@@ -18,6 +19,14 @@ from filelock import FileLock
 # A test that needs one sets BLOCKBENCH_HOME itself.
 _SCRATCH = Path(tempfile.mkdtemp(prefix="blockbench-tests-"))
 os.environ["BLOCKBENCH_HOME"] = str(_SCRATCH / "home")
+
+# One core per process of the suite: under `-n 2` two workers (and the sweeps they start) share the cores, and
+# torch's default of a thread per core oversubscribed them; its threads' spin-waits made the tiny models of
+# tests/components about 15 times slower than alone (`--durations`: tests/components/test_model.py 69 s in the
+# suite against 4 s alone). No test measures speed; a test of the thread setting passes `threads=` itself, and a
+# sweep's `threads=0` (all cores) still sets its own count.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+torch.set_num_threads(1)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -217,6 +217,9 @@ class RunSettings:
     seed: int = 0
     # Where per-point files and the collected table go; empty means Hydra's sweep (or run) folder.
     out: str = ""
+    # false: REPORT.md without its figures, seconds sooner (a CI check reads the table); `blockbench report FOLDER`
+    # draws them later from the same table.
+    figures: bool = True
     # Under a parallel launcher points share the CPU, so timings lie: timing is skipped there
     # unless this is set (the rows then carry the launcher's name).
     allow_parallel_timing: bool = False

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from ablations.report.axes import log2_x_at, log_axis, log_ratio, log_x, loglog  # noqa: E402
+from ablations.report.figure_files import remove_stale  # noqa: E402
 from ablations.report.tables import BASELINE, baseline_name, summary_baseline  # noqa: E402
 from ablations.results.durable import write_atomic  # noqa: E402
 
@@ -454,7 +455,5 @@ def draw_all(folder: Path, sweeps: list[str], measured: pd.DataFrame, quality: p
                 lines[sweep] += [f"![{kind.title}]({folder.name}/{name}.png)", "",
                                  f"*{kind.title}.*{note} ([SVG]({folder.name}/{name}.svg))", ""]
             lines[sweep] += skipped
-    for stale in folder.glob("*"):
-        if stale.suffix in (".png", ".svg") and stale not in written:
-            stale.unlink()
+    remove_stale(folder, written)
     return lines

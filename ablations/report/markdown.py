@@ -15,6 +15,7 @@ import pandas as pd
 
 from ablations.measure.ceilings import MEASUREMENTS
 from ablations.report.comparison import comparison
+from ablations.report.figure_files import remove_stale
 from ablations.report.formatting import UNDER_MEASURED, markdown_table
 from ablations.report.roofline import roofline_section, validation_section
 from ablations.report.sections import (
@@ -154,10 +155,13 @@ HOW_TO_READ = [
 ]
 
 
-def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[Path] | None = None) -> Path:
-    """Write ``folder/REPORT.md`` and ``folder/figures/`` from ``folder/results.csv`` (or ``table``)."""
-    # Imported here: matplotlib and the meta-device models cost seconds that loading a table does not.
-    from ablations.report import claims, figures
+def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[Path] | None = None,
+                 draw_figures: bool = True) -> Path:
+    """Write ``folder/REPORT.md`` and ``folder/figures/`` from ``folder/results.csv`` (or ``table``); without
+    ``draw_figures`` (a sweep's ``figures=false``) the report says where its figures would be and ``figures/`` keeps
+    no stale ones."""
+    # Imported here: the meta-device models (and matplotlib, when drawing) cost seconds that loading a table does not.
+    from ablations.report import claims
     from ablations.report.sizes import sizes_markdown, sizes_table
 
     folder = Path(folder)
@@ -168,7 +172,14 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     summary = summarize_quality(table) if not quality.empty else (None, "")
     sizes = sizes_table()
     sweeps = list(dict.fromkeys(table.loc[table["status"].fillna("ok") == "ok", "sweep"].dropna()))
-    drawn = figures.draw_all(folder / FIGURES, sweeps, measured, quality, cmp, summary[0])
+    if draw_figures:
+        from ablations.report import figures
+
+        drawn = figures.draw_all(folder / FIGURES, sweeps, measured, quality, cmp, summary[0])
+    else:
+        remove_stale(folder / FIGURES)
+        undrawn = [f"*Not drawn (`figures=false`): `blockbench report {folder}` draws them from this table.*"]
+        drawn = dict.fromkeys(sweeps, undrawn)
 
     lines = [f"# blockbench report: {', '.join(sweeps) or 'no successful points'}", ""]
     lines += setup_section(table, sources)

@@ -1,8 +1,8 @@
 """A point's identity: every setting that can change its numbers, and nothing that cannot.
 
-The identity is the resolved config less where and how to run (``out``, ``allow_parallel_timing``, Hydra's own
-node) and less what a newer harness added at a setting that changes nothing: a choice group that neither GPT-2 nor
-Llama-2 varies (``gpt2 == llama2`` in its declaration, e.g. QK-norm) at its default config, any choice
+The identity is the resolved config less where and how to run (``out``, ``figures``, ``allow_parallel_timing``,
+Hydra's own node) and less what a newer harness added at a setting that changes nothing: a choice group that
+neither GPT-2 nor Llama-2 varies (``gpt2 == llama2`` in its declaration, e.g. QK-norm) at its default config, any choice
 setting declared ``field(metadata={"neutral": True})`` at its default, the sequential-rounds profile settings
 when off, and the quality protocol's newer train settings at the values that train as before. So adding such a
 group or setting leaves the identity of every existing point unchanged, and run folders written before it stay
@@ -24,7 +24,7 @@ from components import choices
 from components.plugins import shaping
 
 # Settings that say where and how to run, not what is measured.
-IDENTITY_EXCLUDES = ("out", "allow_parallel_timing", "hydra", "logger")
+IDENTITY_EXCLUDES = ("out", "figures", "allow_parallel_timing", "hydra", "logger")
 # Run settings added after points were first written, at the value that changes nothing they measured.
 NEUTRAL_RUN_SETTINGS = {"baseline": {"name": "gpt2"}}
 # Profile settings added after points were first written, at the value that changes nothing (fixed rounds).

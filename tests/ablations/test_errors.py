@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from omegaconf import OmegaConf
 
 from ablations import cli
 from ablations.config.schema import TrainConfig
@@ -34,12 +35,13 @@ INJECT = Path(__file__).resolve().parent / "inject"
 RUN_KEYS = ", ".join(["model", *(c.group for c in choices()), "profile", "train", "baseline", "data", "logger",
                       "measure",
                       "match_params",
-                      "sweep_name", "device", "dtype", "compile", "threads", "seed", "out", "allow_parallel_timing"])
+                      "sweep_name", "device", "dtype", "compile", "threads", "seed", "out", "figures",
+                      "allow_parallel_timing"])
 TRAIN_KEYS = ", ".join(f.name for f in dataclasses.fields(TrainConfig))
 MODEL_KEYS = "d_model, n_layers, n_heads, max_seq_len, vocab_size, tie_embeddings, init_std, gqa_kv_heads"
-# A quick sweep: the quality run only, a few steps; two points so that one can be written before a fault.
+# A quick sweep: the quality run only, a few steps, no figures; two points so that one can be written before a fault.
 QUICK = ["+sweep=norm", "profile=smoke", "model=tiny", "threads=1", "measure=false", "train.steps=6",
-         "train.eval_interval=3"]
+         "train.eval_interval=3", "figures=false"]
 
 
 @pytest.fixture
@@ -258,7 +260,8 @@ EXTENDED_FAULTS = {"figure"}
     pytest.param(*v, id=k, marks=[pytest.mark.extended] if k in EXTENDED_FAULTS else []) for k, v in FAULTS.items()])
 def test_a_fault_during_the_run_is_one_line_and_exit_1(fault, line, points, tmp_path, corpus):
     sweep = tmp_path / "sweep"
-    proc = run([*QUICK, f"data.path={corpus}"], sweep, fault=fault.format(corpus=corpus))
+    drawn = ["figures=true"] if fault.endswith(".png") else []  # a figure's disk fault needs figures drawn
+    proc = run([*QUICK, *drawn, f"data.path={corpus}"], sweep, fault=fault.format(corpus=corpus))
     assert proc.returncode == 1
     assert error_lines(proc) == [f"blockbench run: error: {line.format(sweep=sweep, corpus=corpus)}"]
     assert leftovers(sweep) == []
@@ -274,12 +277,12 @@ def test_a_report_that_fails_is_one_line_exit_1_and_keeps_the_table(tmp_path, mo
 
     write_point([{"point": "gpt2", "variant": "gpt2", "status": "ok"}], tmp_path / POINTS_DIR / "gpt2-0123456789ab.csv")
 
-    def broken(folder: Path) -> Path:
+    def broken(folder: Path, draw_figures: bool) -> Path:
         raise ValueError("no column 'x'\nin the table")
 
     monkeypatch.setattr(markdown, "build_report", broken)
     with pytest.raises(Fault) as stop:
-        callbacks.finish(tmp_path, ["ok"], cfg=object())
+        callbacks.finish(tmp_path, ["ok"], cfg=OmegaConf.create({"figures": True}))
     assert stop.value.code == 1 and stop.value.message == (
         f"the report could not be built (ValueError: no column 'x' in the table); the measurements "
         f"are in {tmp_path / 'results.csv'}: rebuild with blockbench report {tmp_path}")

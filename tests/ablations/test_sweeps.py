@@ -14,8 +14,9 @@ from components import ArchConfig, ModelConfig, choices
 
 pytestmark = pytest.mark.slow
 
-# A small block so each sweep takes seconds; the default model's smoke sweep has its own test.
-TINY = ["profile=smoke", "model=tiny", "model.max_seq_len=256", "threads=1"]
+# A small block so each sweep takes seconds, and no figures (none is read here: tests/report draws them); the default
+# model's smoke sweep has its own test.
+TINY = ["profile=smoke", "model=tiny", "model.max_seq_len=256", "threads=1", "figures=false"]
 
 
 def run(args: list[str], folder: Path, timeout: int = 300) -> subprocess.CompletedProcess:

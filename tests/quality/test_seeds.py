@@ -238,7 +238,7 @@ def test_a_sequential_sweep_end_to_end(tmp_path):
 
     out = tmp_path / "sweep"
     done = subprocess.run([sys.executable, "-m", "ablations", "+sweep=norm", "profile=smoke", "model=tiny", "threads=1",
-                           "measure=false", *SEQUENTIAL, f"hydra.sweep.dir={out}"],
+                           "measure=false", "figures=false", *SEQUENTIAL, f"hydra.sweep.dir={out}"],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     table = pd.read_csv(out / "results.csv")

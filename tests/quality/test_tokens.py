@@ -180,7 +180,7 @@ def test_the_cli_refuses_a_bad_shard_before_any_work(tmp_path):
 def test_a_smoke_sweep_on_a_nanogpt_pair_end_to_end(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "ablations", "-m", "variant=llama2", "profile=smoke", "model=tiny", "threads=1",
-         "measure=false", "train.steps=6", "train.eval_interval=3", *pair(tmp_path, "nanogpt"),
+         "measure=false", "train.steps=6", "train.eval_interval=3", "figures=false", *pair(tmp_path, "nanogpt"),
          f"hydra.sweep.dir={tmp_path / 'sweep'}"], capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr

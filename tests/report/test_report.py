@@ -101,6 +101,35 @@ def test_every_figure_is_written_non_empty_and_linked(built):
     assert "evaluation length (tokens)" in svg and "nats/byte" in svg and "cannot at 256, 512" in svg
 
 
+def test_a_report_without_figures_draws_none_keeps_none_stale_and_says_how_to_draw_them(built, tmp_path,
+                                                                                         monkeypatch):
+    from ablations.report.figure_files import SUFFIXES
+
+    source, text = built
+    assert {p.suffix for p in (source / "figures").iterdir()} == set(SUFFIXES)  # every format save writes
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    (folder / "results.csv").write_bytes((source / "results.csv").read_bytes())
+    (folder / "figures").mkdir()
+    for stale in ("norm-ratios.png", "norm-ratios.svg"):
+        (folder / "figures" / stale).write_bytes(b"from an earlier build")
+    (folder / "figures" / "notes.txt").write_text("a user's own file")
+    monkeypatch.setitem(sys.modules, "ablations.quality.stats", None)  # as ``built`` was
+    for plotting in ("ablations.report.figures", "matplotlib", "seaborn"):  # and it needs no plotting library
+        monkeypatch.setitem(sys.modules, plotting, None)
+    without = build_report(folder, draw_figures=False).read_text()
+    assert [p.name for p in (folder / "figures").iterdir()] == ["notes.txt"]
+    assert not LINK.findall(without)
+    undrawn = f"*Not drawn (`figures=false`): `blockbench report {folder}` draws them from this table.*"
+    assert without.count(undrawn) == 3  # once per sweep, where its figures would be
+    # Everything else is the report with figures (the sources line names each folder).
+    def besides_figures(report: str, folder: Path) -> str:
+        parts = re.split(r"(?m)^### Figures\n[\s\S]*?(?=^## )", report.replace(str(folder), "FOLDER"))
+        return "".join(parts)
+
+    assert besides_figures(without, folder) == besides_figures(text, source)
+
+
 def test_figures_without_data_are_skipped_with_a_note(built):
     folder, text = built
     kv = text.split("## Sweep `kv`")[1].split("## Sweep")[0]

@@ -115,7 +115,9 @@ def test_mlflow_holds_one_run_per_point_with_its_seeds_nested(mlflow_sweep):
     expected = zip(curve["step"].astype(int), curve["value"], strict=True)
     assert sorted((m.step, m.value) for m in history) == sorted(expected)
     artifacts = {a.path for a in client.list_artifacts(sweep.info.run_id)}
-    assert {"results.csv", "REPORT.md"} <= artifacts
+    assert {"results.csv", "REPORT.md", "figures"} <= artifacts
+    drawn = {f"figures/{p.name}" for p in (mlflow_sweep / "figures").glob("*.png")}
+    assert drawn and {a.path for a in client.list_artifacts(sweep.info.run_id, "figures")} == drawn
 
 
 def test_logging_a_folder_again_replaces_its_runs(mlflow_sweep, tmp_path):
@@ -145,3 +147,4 @@ def test_tensorboard_writes_a_run_per_point_and_seed(mlflow_sweep, tmp_path):
     assert [e.step for e in seed.Scalars("val_loss")] == [0, 3, 6]
     sweep = EventAccumulator(str(tmp_path / "tb" / "sweep")).Reload()
     assert "REPORT.md/text_summary" in sweep.Tags()["tensors"]
+    assert sorted(sweep.Tags()["images"]) == sorted(p.stem for p in (mlflow_sweep / "figures").glob("*.png"))
