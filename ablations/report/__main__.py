@@ -2,6 +2,7 @@
 
     blockbench report DIR                      # DIR/REPORT.md and DIR/figures/
     blockbench report DIR1 DIR2 ... --out OUT  # several sweeps in one report (OUT/results.csv too)
+    blockbench report DIR --no-figures         # REPORT.md only, without matplotlib's seconds
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="+", type=Path, metavar="DIR", help="sweep folder(s) holding results.csv")
     parser.add_argument("--out", type=Path, help="write the report here (default: the first DIR); a new folder "
                         "also gets the combined results.csv, so it can be rebuilt on its own")
+    parser.add_argument("--no-figures", dest="figures", action="store_false",
+                        help="REPORT.md without its figures (and none left from an earlier build), seconds sooner")
     args = parser.parse_args(argv)
     try:
         tables = [load_table(f) for f in args.folders]
@@ -36,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.out and all(args.out.resolve() != f.resolve() for f in args.folders):
             write_atomic(out / TABLE, lambda f: table.to_csv(f, index=False))
-        report = build_report(out, table, sources=args.folders)
+        report = build_report(out, table, sources=args.folders, draw_figures=args.figures)
     except OSError as exc:  # a full disk, a read-only folder: the earlier report, if any, stays whole
         raise Fault(os_error_line(exc)) from None
     print(report.resolve())

@@ -178,7 +178,7 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
         drawn = figures.draw_all(folder / FIGURES, sweeps, measured, quality, cmp, summary[0])
     else:
         remove_stale(folder / FIGURES)
-        undrawn = [f"*Not drawn (`figures=false`): `blockbench report {folder}` draws them from this table.*"]
+        undrawn = [f"*Not drawn in this build (figures=false, --no-figures): `blockbench report {folder}` draws them.*"]
         drawn = dict.fromkeys(sweeps, undrawn)
 
     lines = [f"# blockbench report: {', '.join(sweeps) or 'no successful points'}", ""]

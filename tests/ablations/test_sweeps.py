@@ -159,6 +159,9 @@ def test_compiled_point_records_first_call_and_runs(tmp_path):
     assert first > 10 * steady
 
 
+# Extended: tests/ablations/test_launchers.py runs its point and its collection in-process (timing skipped, the
+# parent reading outcomes from the point files); this one runs joblib's worker processes.
+@pytest.mark.extended
 def test_parallel_launcher_skips_timing_and_still_collects(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
     proc = run(["+sweep=norm", "hydra/launcher=joblib", *TINY, "train.steps=6", "train.eval_interval=3"], tmp_path)

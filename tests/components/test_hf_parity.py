@@ -9,19 +9,36 @@ Each test also checks that a wrong mapping or layout would be caught.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers")
+from components import Block, CausalSelfAttention, Decoder, KVCache, RotaryPositions
+from components.positions import ALiBiPositions
+from components.qknorm import QKNormConfig
 
-from transformers.models.bloom import modeling_bloom  # noqa: E402
-from transformers.models.gpt2 import modeling_gpt2  # noqa: E402
-from transformers.models.llama import modeling_llama  # noqa: E402
-from transformers.models.qwen3 import modeling_qwen3  # noqa: E402
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                                reason="transformers is not installed (the [test] extra)")
 
-from components import Block, CausalSelfAttention, Decoder, KVCache, RotaryPositions  # noqa: E402
-from components.positions import ALiBiPositions  # noqa: E402
-from components.qknorm import QKNormConfig  # noqa: E402
+
+class _Imported:
+    """A module imported at its first attribute: transformers' model modules cost each process of the suite seconds
+    at collection, before a test knows whether it runs here."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)
+
+
+transformers = _Imported("transformers")
+modeling_bloom = _Imported("transformers.models.bloom.modeling_bloom")
+modeling_gpt2 = _Imported("transformers.models.gpt2.modeling_gpt2")
+modeling_llama = _Imported("transformers.models.llama.modeling_llama")
+modeling_qwen3 = _Imported("transformers.models.qwen3.modeling_qwen3")
 
 # fp32 throughout; the measured errors are in each test.
 TOL = dict(atol=1e-5, rtol=1e-5)

@@ -120,7 +120,7 @@ def test_a_report_without_figures_draws_none_keeps_none_stale_and_says_how_to_dr
     without = build_report(folder, draw_figures=False).read_text()
     assert [p.name for p in (folder / "figures").iterdir()] == ["notes.txt"]
     assert not LINK.findall(without)
-    undrawn = f"*Not drawn (`figures=false`): `blockbench report {folder}` draws them from this table.*"
+    undrawn = f"*Not drawn in this build (figures=false, --no-figures): `blockbench report {folder}` draws them.*"
     assert without.count(undrawn) == 3  # once per sweep, where its figures would be
     # Everything else is the report with figures (the sources line names each folder).
     def besides_figures(report: str, folder: Path) -> str:
@@ -279,7 +279,8 @@ def test_cli_folder_without_a_table_is_one_line_and_exit_2(tmp_path, capsys):
 def test_cli_combines_folders_into_out(synthetic, tmp_path, capsys, monkeypatch):
     from ablations.report import figures
 
-    monkeypatch.setattr(figures, "draw_all", lambda *args: {})  # drawing is tested above; this is about tables
+    drawn = []
+    monkeypatch.setattr(figures, "draw_all", lambda *args: drawn.append(args[0]) or {})  # drawing is tested above
     table = synthetic(quality=False, failed=False)
     a = write(table[table["sweep"] == "norm"], tmp_path / "a")
     b = write(table[table["sweep"] == "kv"], tmp_path / "b")
@@ -290,6 +291,9 @@ def test_cli_combines_folders_into_out(synthetic, tmp_path, capsys, monkeypatch)
     assert "## Sweep `norm`" in text and "## Sweep `kv`" in text
     assert len(pd.read_csv(out / "results.csv")) == len(table)  # the new folder can be rebuilt on its own
     assert not (a / "REPORT.md").exists()
+    assert drawn == [out / "figures"]
+    assert report_main([str(out), "--no-figures"]) == 0 and drawn == [out / "figures"]  # not drawn again
+    assert "*Not drawn in this build" in (out / "REPORT.md").read_text()
 
 
 @pytest.mark.parametrize("family,says", [(0, "(none here: no comparison has two shared seeds)"),

@@ -23,11 +23,14 @@ def test_smoke_sweep_builds_its_report(smoke_norm_sweep, tmp_path):
         assert (folder / name).stat().st_size > 0, name
 
     # Rebuilt into a folder of its own: the shared sweep's folder stays as the sweep left it for the other tests.
-    proc = subprocess.run([sys.executable, "-m", "ablations.report", str(folder), "--out", str(tmp_path)],
+    # Without figures: the sweep above drew them, and tests/report/test_report.py draws them through the command.
+    proc = subprocess.run([sys.executable, "-m", "ablations.report", str(folder), "--out", str(tmp_path),
+                           "--no-figures"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str((tmp_path / "REPORT.md").resolve())
     assert "## Sweep `norm`" in (tmp_path / "REPORT.md").read_text() and (tmp_path / "results.csv").exists()
+    assert not (tmp_path / "figures").exists() and "Not drawn" in (tmp_path / "REPORT.md").read_text()
 
 
 @pytest.mark.slow

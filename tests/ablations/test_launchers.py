@@ -1,0 +1,93 @@
+"""A launcher that runs points side by side (joblib, submitit) gets no timing, and the sweep still collects.
+
+In-process: one point run as a joblib job would run it, then the end of the sweep as the parent process sees it, with
+no job callbacks of its own (they fired in the workers). The joblib sweep itself, in processes, is
+``test_parallel_launcher_skips_timing_and_still_collects`` in the extended tier (tests/ablations/test_sweeps.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from ablations import callbacks, runner
+from ablations.cli import CONF_DIR
+
+TIMED = {"latency", "latency_ratio", "decode_latency", "prefill_latency", "throughput"}
+
+
+def job_config(folder: Path, *overrides: str, num: int = 0) -> DictConfig:
+    """Job ``num``'s config with its Hydra node, as a multirun job under ``overrides`` receives it."""
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", return_hydra_config=True,
+                          overrides=["profile=smoke", "model=tiny", "threads=1", "train.enabled=false",
+                                     "profile.shapes=[1x16]", "profile.decode_contexts=[32]",
+                                     f"hydra.sweep.dir={folder}", *overrides])
+    finally:
+        GlobalHydra.instance().clear()
+    with open_dict(cfg):
+        cfg.hydra.mode = RunMode.MULTIRUN
+        cfg.hydra.job.num = num
+        cfg.hydra.runtime.output_dir = str(folder / str(num))
+    return cfg
+
+
+@pytest.fixture
+def as_job():
+    """Run with ``cfg``'s Hydra node as the current job's, as Hydra sets it, and clear it after."""
+    def enter(cfg: DictConfig) -> None:
+        HydraConfig.instance().set_config(cfg)
+
+    yield enter
+    HydraConfig.instance().cfg = None
+
+
+@pytest.mark.parametrize("overrides,timed,launcher", [
+    (["hydra/launcher=joblib"], False, "joblib"),
+    (["hydra/launcher=joblib", "allow_parallel_timing=true"], True, "joblib"),
+    ([], True, "basic"),
+])
+def test_a_parallel_launcher_skips_timing_unless_allowed(overrides, timed, launcher, tmp_path, as_job, caplog,
+                                                         monkeypatch):
+    from tests.ablations.untimed import untimed
+
+    untimed(monkeypatch)  # timing, where it runs, is replaced: this is about whether it runs
+    cfg = job_config(tmp_path, *overrides)
+    as_job(cfg)
+    with caplog.at_level(logging.WARNING, logger="ablations"):
+        assert runner.run_job(cfg) == "ok"
+    (point,) = (tmp_path / "points").glob("*.csv")
+    table = pd.read_csv(point)
+    assert set(table["launcher"]) == {launcher}
+    assert bool(TIMED & set(table["metric"])) == timed
+    assert {"flops", "activation_bytes", "params", "kv_cache_bytes"} <= set(table["metric"])  # measured either way
+    skipped = [r.getMessage() for r in caplog.records if "timing are SKIPPED" in r.getMessage()]
+    assert len(skipped) == (0 if timed else 1)
+    if skipped:
+        assert skipped[0].startswith(f"launcher {launcher} runs points side by side")
+
+
+def test_the_parent_of_a_parallel_sweep_reads_each_points_outcome_from_its_file(tmp_path, as_job, capsys,
+                                                                                monkeypatch):
+    from tests.ablations.untimed import untimed
+
+    untimed(monkeypatch)
+    for num, variant in enumerate(("gpt2", "rmsnorm")):
+        cfg = job_config(tmp_path, "hydra/launcher=joblib", f"variant={variant}", num=num)
+        as_job(cfg)
+        runner.run_job(cfg)
+    # The parent saw no job end (joblib's workers ran the callbacks), so it has no statuses of its own.
+    callbacks.finish(tmp_path, [], OmegaConf.merge(cfg, {"figures": False}))
+    err = capsys.readouterr().err
+    assert "2 point(s): 2 ok, 0 failed, 0 skipped" in err
+    assert set(pd.read_csv(tmp_path / "results.csv")["variant"]) == {"gpt2", "rmsnorm"}
