@@ -161,10 +161,10 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     their own. (A closed form ``2 ** (-8 * h / n)`` for every n differs from BLOOM's at 6 or 12 heads.)
     """
     closest = 2 ** math.floor(math.log2(n_heads))
-    heads = torch.arange(1, closest + 1, dtype=torch.float64)
+    heads = torch.arange(1, closest + 1, dtype=torch.float64, device="cpu")
     slopes = torch.pow(2.0, -8.0 * heads / closest)
     if closest < n_heads:
-        odd = torch.arange(1, 2 * (n_heads - closest), 2, dtype=torch.float64)
+        odd = torch.arange(1, 2 * (n_heads - closest), 2, dtype=torch.float64, device="cpu")
         slopes = torch.cat([slopes, torch.pow(2.0, -4.0 * odd / closest)])
     return slopes
 

@@ -213,7 +213,10 @@ def test_a_job_folder_hydra_cannot_create_is_one_line(tmp_path):
     assert not (tmp_path / POINTS_DIR).exists()
 
 
+# Extended: tests/ablations/test_points.py refuses the point's write and reruns in-process; the one-line route out
+# of a job is the corpus fault's below.
 @pytest.mark.slow
+@pytest.mark.extended
 def test_disk_full_at_a_point_keeps_the_earlier_point_and_a_rerun_reuses_it(tmp_path):
     proc = run(QUICK, tmp_path, fault="full:rmsnorm-")
     assert proc.returncode == 1

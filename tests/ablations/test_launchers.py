@@ -8,48 +8,15 @@ no job callbacks of its own (they fired in the workers). The joblib sweep itself
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import OmegaConf
 
 from ablations import callbacks, runner
-from ablations.cli import CONF_DIR
+from tests.ablations.jobs import job_config
 
 TIMED = {"latency", "latency_ratio", "decode_latency", "prefill_latency", "throughput"}
-
-
-def job_config(folder: Path, *overrides: str, num: int = 0) -> DictConfig:
-    """Job ``num``'s config with its Hydra node, as a multirun job under ``overrides`` receives it."""
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose("config", return_hydra_config=True,
-                          overrides=["profile=smoke", "model=tiny", "threads=1", "train.enabled=false",
-                                     "profile.shapes=[1x16]", "profile.decode_contexts=[32]",
-                                     f"hydra.sweep.dir={folder}", *overrides])
-    finally:
-        GlobalHydra.instance().clear()
-    with open_dict(cfg):
-        cfg.hydra.mode = RunMode.MULTIRUN
-        cfg.hydra.job.num = num
-        cfg.hydra.runtime.output_dir = str(folder / str(num))
-    return cfg
-
-
-@pytest.fixture
-def as_job():
-    """Run with ``cfg``'s Hydra node as the current job's, as Hydra sets it, and clear it after."""
-    def enter(cfg: DictConfig) -> None:
-        HydraConfig.instance().set_config(cfg)
-
-    yield enter
-    HydraConfig.instance().cfg = None
 
 
 @pytest.mark.parametrize("overrides,timed,launcher", [

@@ -115,7 +115,7 @@ def test_all_sweep_has_baseline_flips_and_llama2(tmp_path):
     assert_llama2_and_nobias_rows(table)
 
 
-# Extended: three tiny points; test_errors' disk-full test also reruns a sweep and reuses its written point.
+# Extended: tests/ablations/test_points.py reruns a point in-process and finds it written.
 @pytest.mark.extended
 def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path):
     args = ["-m", "ffn=gelu,swiglu", *TINY]  # two points, however many values the ffn sweep has
@@ -134,6 +134,8 @@ def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path):
     assert set(table["variant"]) == {"gpt2", "swiglu"}
 
 
+# Extended: tests/ablations/test_points.py runs the failing point and the sweep's end in-process.
+@pytest.mark.extended
 def test_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
     # init_std=1e30 overflows to inf and NaN: a realistic divergence, found at the first forward.
     proc = run(["-m", *TINY, "model.init_std=1e30,0.02", "profile.decode=false"], tmp_path)

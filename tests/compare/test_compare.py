@@ -123,18 +123,21 @@ def test_a_run_folder_with_points_only_is_read(tmp_path):
     assert C.main([str(tmp_path / "old"), str(new)]) == 0
 
 
-def test_missing_or_bad_input_exits_2_with_one_line(tmp_path):
+def test_missing_or_bad_input_exits_2_with_one_line(tmp_path, capsys):
     good = write(tmp_path / "good.csv", BASE)
     (tmp_path / "bad.csv").write_text("just,some\n1,2\n")
     (tmp_path / "empty").mkdir()
-    for old, needle in ((tmp_path / "nope.csv", "no such file"), (tmp_path / "bad.csv", "missing column"),
-                        (tmp_path / "empty", "no results.csv")):
-        proc = subprocess.run([sys.executable, "-m", "ablations.commands", "compare", str(old), str(good)],
-                              capture_output=True, text=True)
-        assert proc.returncode == 2
-        lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("blockbench compare: error:") and needle in lines[0]
-        assert proc.stdout == ""
+    # The whole command once, in a process of its own (no traceback reaches the terminal); the rest in-process.
+    proc = subprocess.run([sys.executable, "-m", "ablations.commands", "compare", str(tmp_path / "nope.csv"),
+                           str(good)], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("blockbench compare: error:") and "no such file" in line
+    for old, needle in ((tmp_path / "bad.csv", "missing column"), (tmp_path / "empty", "no results.csv")):
+        assert C.main([str(old), str(good)]) == 2
+        out, err = capsys.readouterr()
+        [line] = err.strip().splitlines()
+        assert out == "" and line.startswith("blockbench compare: error:") and needle in line
 
 
 def test_tables_with_nothing_in_common_exit_2(tmp_path, capsys):

@@ -1,0 +1,39 @@
+"""A sweep's job in-process: the config one point of a multirun receives, with its Hydra node, and that node made the
+current job's (the ``as_job`` fixture, tests/ablations/conftest.py), as Hydra's launcher does before it calls
+``ablations.cli.hydra_main``.
+
+What a sweep in a subprocess would prove about one point (its rows, its file, its outcome) is proved here in a
+second; the subprocess sweeps in the default tier are kept for what only a whole process shows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.types import RunMode
+from omegaconf import DictConfig, open_dict
+
+from ablations.cli import CONF_DIR
+
+# One small point: the tiny block at the smoke profile, one shape, one context, no quality run.
+QUICK_POINT = ["profile=smoke", "model=tiny", "threads=1", "train.enabled=false", "profile.shapes=[1x16]",
+               "profile.decode_contexts=[32]"]
+
+
+def job_config(folder: Path, *overrides: str, num: int = 0) -> DictConfig:
+    """Job ``num``'s config with its Hydra node, as a multirun into ``folder`` under ``overrides`` receives it."""
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", return_hydra_config=True,
+                          overrides=[*QUICK_POINT, f"hydra.sweep.dir={folder}", *overrides])
+    finally:
+        GlobalHydra.instance().clear()
+    with open_dict(cfg):
+        cfg.hydra.mode = RunMode.MULTIRUN
+        cfg.hydra.job.num = num
+        cfg.hydra.runtime.output_dir = str(folder / str(num))
+    return cfg
+
