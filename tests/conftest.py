@@ -1,12 +1,15 @@
 """Options for the whole suite, registered here so they work from the repository root; the suite's own user
 config folder; and the one smoke sweep that the tests of what a real sweep writes all read."""
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +72,54 @@ def shared_sweep(tmp_path_factory: pytest.TempPathFactory, name: str, argv: list
     return SweepRun(folder, **json.loads(record.read_text()))
 
 
-@pytest.fixture(scope="session")
-def smoke_norm_sweep(tmp_path_factory: pytest.TempPathFactory) -> SweepRun:
+@dataclass(frozen=True)
+class SharedSweep:
+    """A sweep the session runs once (``shared_sweep``), and the module it needs installed (an extra), if any."""
+
+    name: str
+    argv: tuple[str, ...]
+    needs: str | None = None
+
+
+# Every shared sweep, by the name of the fixture that returns it (``shared_sweep_fixture``).
+SHARED_SWEEPS: dict[str, SharedSweep] = {}
+
+
+def shared_sweep_fixture(name: str, argv: list[str], needs: str | None = None) -> Callable:
+    """Declare a session fixture over the shared sweep ``python -m ablations ARGV``: the decorated function gets
+    the finished run, checks it and returns what the tests read. Skips where ``needs`` is not installed."""
+    def declare(check: Callable[[SweepRun], object]) -> Callable:
+        def fixture(tmp_path_factory: pytest.TempPathFactory) -> object:
+            if needs:
+                pytest.importorskip(needs)
+            return check(shared_sweep(tmp_path_factory, name, argv))
+
+        SHARED_SWEEPS[check.__name__] = SharedSweep(name, tuple(argv), needs)
+        return pytest.fixture(scope="session", name=check.__name__)(fixture)
+
+    return declare
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_sweeps_in_the_background(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """One process of the session (xdist's first worker, or the only one) starts every shared sweep its selected
+    tests take, one after the other in a thread, at its first test: a test on another worker that asks for one then
+    finds it done or running, instead of running it while the first worker waits on the lock with a core idle.
+    Waited for at the end, so no sweep outlives the session."""
+    wanted = [sweep for fixture, sweep in SHARED_SWEEPS.items()
+              if any(fixture in getattr(item, "fixturenames", ()) for item in request.session.items)
+              and (sweep.needs is None or importlib.util.find_spec(sweep.needs) is not None)]
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0" or not wanted:
+        yield
+        return
+    thread = threading.Thread(target=lambda: [shared_sweep(tmp_path_factory, s.name, list(s.argv)) for s in wanted],
+                              name="shared sweeps", daemon=True)
+    thread.start()
+    yield
+    thread.join()
+
+
+@shared_sweep_fixture("smoke-norm-sweep", SMOKE_NORM)
+def smoke_norm_sweep(run: SweepRun) -> SweepRun:
     """The README's main job at the smoke profile, read by every test of what a real sweep writes."""
-    return shared_sweep(tmp_path_factory, "smoke-norm-sweep", SMOKE_NORM)
+    return run

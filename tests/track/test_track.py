@@ -17,7 +17,7 @@ from ablations.results.identity import point_identity
 from ablations.results.store import COLUMNS
 from ablations.track import check_logger, log_sweep
 from ablations.track.plan import flatten, measurement_metrics, seed_metrics, sweep_plan
-from tests.conftest import shared_sweep
+from tests.conftest import SweepRun, shared_sweep_fixture
 from tests.quality.helpers import composed
 
 SMOKE = ["profile=smoke", "model=tiny", "threads=1", "measure=false", "train.steps=6", "train.eval_interval=3"]
@@ -86,11 +86,9 @@ def test_each_declared_tracker_has_its_config_and_writer_and_nothing_else_does()
     assert "\n" not in info.value.message and "mlflow" in info.value.message and "tensorboard" in info.value.message
 
 
-@pytest.fixture(scope="session")
-def mlflow_sweep(tmp_path_factory) -> Path:
+@shared_sweep_fixture("mlflow-sweep", ["-m", "variant=llama2", *SMOKE, "+logger=mlflow"], needs="mlflow")
+def mlflow_sweep(run: SweepRun) -> Path:
     """One logged smoke sweep for the session (all workers: ``tests/conftest.py``); tests that log again copy it."""
-    pytest.importorskip("mlflow")
-    run = shared_sweep(tmp_path_factory, "mlflow-sweep", ["-m", "variant=llama2", *SMOKE, "+logger=mlflow"])
     assert run.returncode == 0, run.stderr
     assert f"logged to sqlite:///{run.folder.resolve()}/mlflow.db" in run.stderr
     return run.folder
