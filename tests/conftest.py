@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,8 +51,9 @@ class SweepRun:
     stderr: str
 
 
-# The README's main job at the smoke profile, on the default model: what a newcomer's first sweep writes.
-SMOKE_NORM = ["+sweep=norm", "profile=smoke"]
+# The README's main job at the smoke profile, on the default model: what a newcomer's first sweep writes. On one
+# core, as every process of the suite (above): it runs beside both workers.
+SMOKE_NORM = ["+sweep=norm", "profile=smoke", "threads=1"]
 
 
 def shared_sweep(tmp_path_factory: pytest.TempPathFactory, name: str, argv: list[str]) -> SweepRun:
@@ -123,3 +124,12 @@ def shared_sweeps_in_the_background(request: pytest.FixtureRequest, tmp_path_fac
 def smoke_norm_sweep(run: SweepRun) -> SweepRun:
     """The README's main job at the smoke profile, read by every test of what a real sweep writes."""
     return run
+
+
+@pytest.fixture
+def as_job() -> Iterator[Callable]:
+    """``as_job(cfg)`` makes ``cfg``'s Hydra node the current job's (tests/ablations/jobs.py); cleared after."""
+    from hydra.core.hydra_config import HydraConfig
+
+    yield HydraConfig.instance().set_config
+    HydraConfig.instance().cfg = None

@@ -1,5 +1,5 @@
 """A sweep's job in-process: the config one point of a multirun receives, with its Hydra node, and that node made the
-current job's (the ``as_job`` fixture, tests/ablations/conftest.py), as Hydra's launcher does before it calls
+current job's (the ``as_job`` fixture, tests/conftest.py), as Hydra's launcher does before it calls
 ``ablations.cli.hydra_main``.
 
 What a sweep in a subprocess would prove about one point (its rows, its file, its outcome) is proved here in a

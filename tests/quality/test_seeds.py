@@ -219,8 +219,9 @@ def test_baseline_rows_from_the_ledger_equal_the_trained_ones(tmp_path, counted)
     assert copied and all(math.isclose(copied[k], mine[k]) for k in copied)
 
 
-@pytest.mark.parametrize(("argv", "family"), [(["+sweep=all"], 6), (["+sweep=norm"], 1), (["+sweep=ladder"], 9),
-                                              (["+sweep=modern"], 6), (["norm=rmsnorm"], 1)])
+# A sweep's family is counted by the same prevalidate that composes it: tests/ablations/test_config.py checks it
+# for every sweep file (FAMILIES there) while it composes each; here a single run.
+@pytest.mark.parametrize(("argv", "family"), [(["norm=rmsnorm"], 1)])
 def test_the_run_counts_the_family_each_point_stops_at(argv, family, monkeypatch):
     from ablations.cli import prevalidate
 

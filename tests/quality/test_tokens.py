@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 import torch
 
-from ablations.cli import prevalidate
+from ablations.callbacks import finish
+from ablations.cli import hydra_main, prevalidate
 from ablations.errors import UsageError
 from ablations.quality.__main__ import report as quality_report
 from ablations.quality.arch import quality_arch
@@ -22,6 +23,7 @@ from ablations.quality.tokens import GPT2_VOCAB, LLMC_HEADER_INTS, LLMC_MAGIC, L
 from ablations.results.identity import point_identity
 from ablations.runner import check_point
 from components import build_lm, count_parameters
+from tests.ablations.jobs import job_config
 from tests.quality.helpers import composed, quality_rows
 
 VOCAB = 50
@@ -177,15 +179,17 @@ def test_the_cli_refuses_a_bad_shard_before_any_work(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_a_smoke_sweep_on_a_nanogpt_pair_end_to_end(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "ablations", "-m", "variant=llama2", "profile=smoke", "model=tiny", "threads=1",
-         "measure=false", "train.steps=6", "train.eval_interval=3", "figures=false", *pair(tmp_path, "nanogpt"),
-         f"hydra.sweep.dir={tmp_path / 'sweep'}"], capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    table = pd.read_csv(tmp_path / "sweep" / "results.csv")
+def test_a_point_on_a_nanogpt_pair_end_to_end(tmp_path, as_job, capsys):
+    """A sweep's point and its end in-process (tests/ablations/jobs.py); the command line's path for a token file
+    is the extended tier's test_the_cli_refuses_a_bad_shard_before_any_work and tests/quality/test_data.py's."""
+    folder = tmp_path / "sweep"
+    cfg = job_config(folder, "variant=llama2", "measure=false", "train.enabled=true", "train.steps=6",
+                     "train.eval_interval=3", "figures=false", *pair(tmp_path, "nanogpt"))
+    as_job(cfg)
+    assert hydra_main(cfg) == "ok"
+    finish(folder, ["ok"], cfg)
+    table = pd.read_csv(folder / "results.csv")
     assert set(table["variant"]) == {"llama2"} and set(table["status"]) == {"ok"}
     assert set(table["vocab_size"].dropna()) == {VOCAB}
-    assert f"vocabulary {VOCAB} (losses in nats/token)" in (tmp_path / "sweep" / "REPORT.md").read_text()
+    assert f"vocabulary {VOCAB} (losses in nats/token)" in (folder / "REPORT.md").read_text()
     assert "val_loss at 32 tokens (nats/token)" in quality_report(table)  # python -m ablations.quality
