@@ -232,16 +232,22 @@ def test_the_run_counts_the_family_each_point_stops_at(argv, family, monkeypatch
     assert os.environ["BLOCKBENCH_QUALITY_FAMILY"] == str(family)
 
 
-def test_a_sequential_sweep_end_to_end(tmp_path):
-    """The command line: a smoke norm sweep with a target, its rows and its report."""
-    import subprocess
-    import sys
+def test_a_sequential_sweep_end_to_end(tmp_path, as_job, monkeypatch):
+    """A norm sweep with a target, point by point as the command line runs it (tests/ablations/jobs.py), its rows and
+    its report. The sweep's family of one comparison is what prevalidate would set."""
+    from ablations.callbacks import finish
+    from ablations.cli import hydra_main
+    from ablations.quality.seeds import FAMILY_ENV
+    from tests.ablations.jobs import job_config
 
+    monkeypatch.setenv(FAMILY_ENV, "1")
     out = tmp_path / "sweep"
-    done = subprocess.run([sys.executable, "-m", "ablations", "+sweep=norm", "profile=smoke", "model=tiny", "threads=1",
-                           "measure=false", "figures=false", *SEQUENTIAL, f"hydra.sweep.dir={out}"],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
+    for num, norm in enumerate(("layernorm", "rmsnorm")):
+        cfg = job_config(out, f"norm={norm}", "sweep_name=norm", "measure=false", "train.enabled=true",
+                         "figures=false", *SEQUENTIAL, num=num)
+        as_job(cfg)
+        assert hydra_main(cfg) == "ok"
+    finish(out, ["ok", "ok"], cfg)
     table = pd.read_csv(out / "results.csv")
     final = table[(table["metric"] == "val_loss") & (table["mode"] == "final")]
     rms = final[final["variant"] == "rmsnorm"]
