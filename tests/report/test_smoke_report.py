@@ -10,7 +10,7 @@ import pytest
 
 
 @pytest.mark.slow
-def test_smoke_sweep_builds_its_report(smoke_norm_sweep, tmp_path):
+def test_smoke_sweep_builds_its_report(smoke_norm_sweep, tmp_path, capsys):
     folder = smoke_norm_sweep.folder
     assert smoke_norm_sweep.returncode == 0, smoke_norm_sweep.stderr
     text = (folder / "REPORT.md").read_text()  # written by the end-of-sweep callback
@@ -24,11 +24,11 @@ def test_smoke_sweep_builds_its_report(smoke_norm_sweep, tmp_path):
 
     # Rebuilt into a folder of its own: the shared sweep's folder stays as the sweep left it for the other tests.
     # Without figures: the sweep above drew them, and tests/report/test_report.py draws them through the command.
-    proc = subprocess.run([sys.executable, "-m", "ablations.report", str(folder), "--out", str(tmp_path),
-                           "--no-figures"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == str((tmp_path / "REPORT.md").resolve())
+    # In-process: the command in a process of its own is the test below.
+    from ablations.report.__main__ import main
+
+    assert main([str(folder), "--out", str(tmp_path), "--no-figures"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str((tmp_path / "REPORT.md").resolve())
     assert "## Sweep `norm`" in (tmp_path / "REPORT.md").read_text() and (tmp_path / "results.csv").exists()
     assert not (tmp_path / "figures").exists() and "Not drawn" in (tmp_path / "REPORT.md").read_text()
 
