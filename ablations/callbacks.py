@@ -50,7 +50,7 @@ def _finish(folder: Path, statuses: list[str], cfg: DictConfig | None) -> None:
         f"{statuses.count('skipped')} skipped (already measured); {len(table)} rows in {written[0].name}"
     )
     if cfg is not None and failed == 0:
-        _build_report(folder, figures=cfg.get("figures", True))
+        _build_report(folder, draw_figures=cfg.get("figures", True))
     if cfg is not None and cfg.get("logger") is not None:
         summary += f"; logged to {_track(folder, cfg)}"
     print(summary, file=sys.stderr)
@@ -60,13 +60,13 @@ def _finish(folder: Path, statuses: list[str], cfg: DictConfig | None) -> None:
         raise SystemExit(1)
 
 
-def _build_report(folder: Path, figures: bool = True) -> None:
+def _build_report(folder: Path, draw_figures: bool = True) -> None:
     """The sweep's REPORT.md; a report that fails (a bug, a missing plotting library) is one line and exit 1,
     not Hydra's warning and exit 0, and it names the command that rebuilds it from the table just written."""
     try:
         from ablations.report.markdown import build_report
 
-        build_report(folder, draw_figures=figures)
+        build_report(folder, draw_figures=draw_figures)
     except OSError:
         raise
     except Exception as exc:

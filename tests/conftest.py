@@ -81,6 +81,13 @@ class SharedSweep:
     argv: tuple[str, ...]
     needs: str | None = None
 
+    @property
+    def installed(self) -> bool:
+        return self.needs is None or importlib.util.find_spec(self.needs) is not None
+
+    def run(self, tmp_path_factory: pytest.TempPathFactory) -> SweepRun:
+        return shared_sweep(tmp_path_factory, self.name, list(self.argv))
+
 
 # Every shared sweep, by the name of the fixture that returns it (``shared_sweep_fixture``).
 SHARED_SWEEPS: dict[str, SharedSweep] = {}
@@ -89,13 +96,15 @@ SHARED_SWEEPS: dict[str, SharedSweep] = {}
 def shared_sweep_fixture(name: str, argv: list[str], needs: str | None = None) -> Callable:
     """Declare a session fixture over the shared sweep ``python -m ablations ARGV``: the decorated function gets
     the finished run, checks it and returns what the tests read. Skips where ``needs`` is not installed."""
+    sweep = SharedSweep(name, tuple(argv), needs)
+
     def declare(check: Callable[[SweepRun], object]) -> Callable:
         def fixture(tmp_path_factory: pytest.TempPathFactory) -> object:
-            if needs:
-                pytest.importorskip(needs)
-            return check(shared_sweep(tmp_path_factory, name, argv))
+            if not sweep.installed:
+                pytest.skip(f"{needs} is not installed")
+            return check(sweep.run(tmp_path_factory))
 
-        SHARED_SWEEPS[check.__name__] = SharedSweep(name, tuple(argv), needs)
+        SHARED_SWEEPS[check.__name__] = sweep
         return pytest.fixture(scope="session", name=check.__name__)(fixture)
 
     return declare
@@ -107,13 +116,12 @@ def shared_sweeps_in_the_background(request: pytest.FixtureRequest, tmp_path_fac
     tests take, one after the other in a thread, at its first test: a test on another worker that asks for one then
     finds it done or running, instead of running it while the first worker waits on the lock with a core idle.
     Waited for at the end, so no sweep outlives the session."""
-    wanted = [sweep for fixture, sweep in SHARED_SWEEPS.items()
-              if any(fixture in getattr(item, "fixturenames", ()) for item in request.session.items)
-              and (sweep.needs is None or importlib.util.find_spec(sweep.needs) is not None)]
+    wanted = [sweep for fixture, sweep in SHARED_SWEEPS.items() if sweep.installed
+              and any(fixture in getattr(item, "fixturenames", ()) for item in request.session.items)]
     if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0" or not wanted:
         yield
         return
-    thread = threading.Thread(target=lambda: [shared_sweep(tmp_path_factory, s.name, list(s.argv)) for s in wanted],
+    thread = threading.Thread(target=lambda: [sweep.run(tmp_path_factory) for sweep in wanted],
                               name="shared sweeps", daemon=True)
     thread.start()
     yield

@@ -10,27 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import DictConfig, open_dict
 
-from ablations.cli import CONF_DIR
+from tests.quality.helpers import compose_smoke
 
-# One small point: the tiny block at the smoke profile, one shape, one context, no quality run.
-QUICK_POINT = ["profile=smoke", "model=tiny", "threads=1", "train.enabled=false", "profile.shapes=[1x16]",
-               "profile.decode_contexts=[32]"]
+# One small point (the tiny block at the smoke profile, ``compose_smoke``): one shape, one context, no quality run.
+QUICK_POINT = ["train.enabled=false", "profile.shapes=[1x16]", "profile.decode_contexts=[32]"]
 
 
 def job_config(folder: Path, *overrides: str, num: int = 0) -> DictConfig:
     """Job ``num``'s config with its Hydra node, as a multirun into ``folder`` under ``overrides`` receives it."""
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose("config", return_hydra_config=True,
-                          overrides=[*QUICK_POINT, f"hydra.sweep.dir={folder}", *overrides])
-    finally:
-        GlobalHydra.instance().clear()
+    cfg = compose_smoke(*QUICK_POINT, f"hydra.sweep.dir={folder}", *overrides, hydra=True)
     with open_dict(cfg):
         cfg.hydra.mode = RunMode.MULTIRUN
         cfg.hydra.job.num = num

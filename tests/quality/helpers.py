@@ -25,14 +25,20 @@ def composed(*overrides: str) -> DictConfig:
 
 @functools.cache
 def _composed(overrides: tuple[str, ...]) -> DictConfig:
+    cfg = compose_smoke(*overrides)
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+def compose_smoke(*overrides: str, hydra: bool = False) -> DictConfig:
+    """``profile=smoke model=tiny threads=1 <overrides>`` composed afresh, with Hydra's own node when ``hydra``."""
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose("config", overrides=["profile=smoke", "model=tiny", "threads=1", *overrides])
+            return compose("config", return_hydra_config=hydra,
+                           overrides=["profile=smoke", "model=tiny", "threads=1", *overrides])
     finally:
         GlobalHydra.instance().clear()
-    OmegaConf.resolve(cfg)
-    return cfg
 
 
 def quality_rows(*overrides: str) -> tuple[str, list[dict]]:
