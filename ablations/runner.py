@@ -19,6 +19,7 @@ from ablations.config.variants import variant_label
 from ablations.errors import Fault
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import measure_point
+from ablations.measure.quality_step import measure_quality_step
 from ablations.quality import distributed
 from ablations.quality.arch import check_quality
 from ablations.quality.data import check_data, open_corpus
@@ -113,6 +114,9 @@ def run_job(cfg: DictConfig) -> str:
     if cfg.measure:
         try:
             measure_point(cfg, arch, device, dtype, rows, timing)
+            if timing and cfg.train.enabled and cfg.profile.get("quality_step", True):
+                # Time to loss's denominator: the quality model's training step, timed here where the block's are.
+                measure_quality_step(cfg, arch, device, rows)
         except Exception as exc:  # a failing point is recorded and the sweep goes on
             status = "failed"
             kind = "out of memory" if isinstance(exc, torch.OutOfMemoryError) else type(exc).__name__

@@ -682,6 +682,7 @@ ATTN = declare(Choice(
         (("arithmetic, Llama-2-70B fp16 at 4096 tokens", "GQA-8: 1.25 GiB; MHA: 10 GiB"),
          ("Ainslie et al. 2023, Table 1",
           "time/sample MHA-XXL 1.51 s, GQA-8 0.28 s, MQA 0.24 s; score 47.2 / 47.1 / 46.6")),
+        loss="no worse",
     ),
     value_claims={
         "mla": Claim(
@@ -692,12 +693,14 @@ ATTN = declare(Choice(
              ("DeepSeek-AI 2024 (DeepSeek-V2), Table 1 and §2.1",
               "per token and layer: MHA 2·n_h·d_h elements, GQA 2·n_g·d_h, MLA (d_c + d_h^R) = 4.5·d_h "
               "(d_c 512, d_h^R 64, d_h 128)")),
+            loss="no worse",
         ),
         "window": Claim(
             "A sliding window bounds the KV cache at W positions however long the context, without hurting quality",
             (("Jiang et al. 2023 (Mistral 7B), §2",
               "window W = 4096; a rolling buffer cache of W positions: on a sequence of 32k tokens, cache memory "
               "8× smaller, without impacting model quality"),),
+            loss="no worse",
         ),
     },
 ))

@@ -59,5 +59,6 @@ to_row=_bias_row, from_row=_bias_from_row,
           "no biases in dense kernels or layer norms: \"increased training stability for large models\" "
           "(no loss figure)"),
          ("Touvron et al. 2023 (Llama-2)", "no biases; the effect is not ablated")),
+        loss="no worse",
     ),
 ))

@@ -57,6 +57,9 @@ class Claim:
     text: str
     # (source, figure) pairs, each quoted from the paper or the arithmetic named.
     published: tuple[tuple[str, str], ...] = ()
+    # What the cited sources say of the loss at equal training: "better", "no worse", or None where they say nothing
+    # of it (the report says whether this run agrees: ablations.report.buys).
+    loss: str | None = None
 
 
 @dataclass(frozen=True)

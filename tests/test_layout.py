@@ -1,6 +1,7 @@
 """The pipeline's layout stays true: no import cycle in ``ablations/``, and every stage imports only the
-stages below it (config <- results <- measure, quality <- report; tools read results; the entry modules
-on top, and nothing imports the CLI; ``errors`` and ``paths`` below everything, ``paths`` on ``errors``)."""
+stages below it (config <- results <- quality <- measure <- report, measure timing the quality model's training
+step; tools read results; the entry modules on top, and nothing imports the CLI; ``errors`` and ``paths`` below
+everything, ``paths`` on ``errors``)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ ALLOWED = {
     "config": set(),
     "roofline": set(),
     "results": {"config"},
-    "measure": {"config", "results", "roofline"},
-    "quality": {"config", "results"},
+    # quality: the quality model's training step, timed paired beside the block's (measure.quality_step).
+    "measure": {"config", "results", "roofline", "quality"},
+    # roofline: the work model's training FLOPs per step of each arm (the compute multiplier's FLOPs).
+    "quality": {"config", "results", "roofline"},
     "report": {"config", "results", "measure", "quality", "roofline"},
     "tools": {"config", "results"},
     "track": {"config", "results", "report"},

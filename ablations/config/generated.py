@@ -19,11 +19,13 @@ Hand-written configs stay files in ``conf/`` (sizes, profiles, the ``kv``, ``sca
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
+from ablations.config.corpora import CORPORA
 from ablations.config.variants import BASELINES
 from ablations.paths import conf_dir
 from components import Choice, choices, ladder_choices, llama2_choices
@@ -136,6 +138,29 @@ def all_settings() -> dict[str, Any]:
     return {"train": {"target_mde": ALL_TARGET_MDE, "min_seeds": default.min_seeds, "max_seeds": default.max_seeds}}
 
 
+# +sweep=transfer (ablations.quality.transfer): the all sweep's points at every rung (conf/train/rung_*.yaml, smallest
+# first) on every text (data.corpus), quality only at the training length. Fixed seeds keep its run time known in
+# advance; the baseline's budget curve (0.5x to 4x) on the same seeds gives each cell its multiplier.
+TRANSFER_TRAIN: dict[str, Any] = {"target_mde": None, "min_seeds": None, "max_seeds": None, "seeds": [0, 1, 2],
+                                  "budgets": [0.5, 2.0, 4.0], "budget_seeds": None, "extrapolation": [1]}
+
+
+def transfer_rungs() -> list[str]:
+    """The transfer sweep's rungs: the train options ``rung_*``, smallest training compute first."""
+    def size(path: Path) -> int:
+        t = OmegaConf.load(path)
+        return int(t.d_model) ** 2 * int(t.steps)
+    return [p.stem for p in sorted((conf_dir() / "train").glob("rung_*.yaml"), key=size)]
+
+
+def transfer_sweep() -> Sweep:
+    texts = list(CORPORA)
+    return Sweep("transfer", {"variant": ",".join(all_sweep()), "train": ",".join(transfer_rungs()),
+                              "data.corpus": ",".join(texts)},
+                 f"the all sweep's points at {len(transfer_rungs())} rungs on {len(texts)} texts; quality only",
+                 {"measure": False, "train": dict(TRANSFER_TRAIN)})
+
+
 @dataclass(frozen=True)
 class Sweep:
     name: str
@@ -163,6 +188,7 @@ def sweeps() -> list[Sweep]:
               "the Llama-2 block with one choice reverted to GPT-2's; quality only", quality_only),
         Sweep("modern", {"variant": ",".join(v.name for v in modern()), "baseline": LLAMA2},
               "the Llama-2 block against each choice that came after it, flipped alone on it", MODERN_SETTINGS),
+        transfer_sweep(),
     ]
 
 

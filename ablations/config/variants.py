@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from components import (
     ATTENTIONS,
     FFNS,
+    PRESETS,
     ArchConfig,
     Choice,
     ConfigError,
@@ -202,3 +203,35 @@ def flips_of(base: ArchConfig, kv_heads: int, published: ArchConfig | None = Non
                 llama[c.group] = cfg
     out["llama2"] = base.replace(**llama)
     return out
+
+
+# --- the flips at a full model size (the predictor's and the report's predicted columns) -----------------------
+
+
+def preset_of(model_name: str) -> ArchConfig | None:
+    """The published preset a model yaml names (``llama2_7b`` -> ``llama2-7b``), or None."""
+    name = model_name.replace("_", "-")
+    return make_preset(name) if name in PRESETS else None
+
+
+def gqa_heads_at(model: ModelConfig, gqa_kv_heads: int) -> int:
+    """The KV heads a GQA flip gets at ``model``'s size: the yaml's number where it groups the heads, else Llama-2-70B's
+    group of query heads per KV head."""
+    heads = model.n_heads
+    ok = 1 <= gqa_kv_heads < heads and heads % gqa_kv_heads == 0
+    return gqa_kv_heads if ok else llama_like_kv_heads(heads)
+
+
+def sizes_of(model_name: str) -> ArchConfig | None:
+    """The settings of a published preset a flip keeps: its FFN rule. Its positions' settings (RoPE's layout) change
+    no count; its attention is reset, since its KV heads are the model yaml's ``gqa_kv_heads`` (the same number)
+    and its other settings (Mistral's window) are a flip of their own, not part of every flip at its size."""
+    published = preset_of(model_name)
+    if published is None:
+        return None
+    return published.replace(pos=type(published.pos)(), attn=type(published.attn)())
+
+
+def flips_at_size(model: ModelConfig, gqa_kv_heads: int, model_name: str) -> dict[str, ArchConfig]:
+    """Baseline, each one-choice flip, and all of Llama-2's choices, at the sizes of ``model``."""
+    return flips_of(ArchConfig(model=model), gqa_heads_at(model, gqa_kv_heads), sizes_of(model_name))

@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ablations.config.variants import flips_of, llama_like_kv_heads, variant_label
+from ablations.config.variants import flips_at_size as flips
+from ablations.config.variants import flips_of, gqa_heads_at, preset_of, sizes_of, variant_label
 from components import PRESETS, ArchConfig, Choice, ModelConfig, choices
-from components import preset as make_preset
 
 
 @dataclass(frozen=True)
@@ -52,32 +52,6 @@ class Predicted:
 
     variants: dict[str, ArchConfig]
     against: dict[str, str]
-
-
-def preset_of(model_name: str) -> ArchConfig | None:
-    name = model_name.replace("_", "-")
-    return make_preset(name) if name in PRESETS else None
-
-
-def _kv_heads(model: ModelConfig, gqa_kv_heads: int) -> int:
-    heads = model.n_heads
-    ok = 1 <= gqa_kv_heads < heads and heads % gqa_kv_heads == 0
-    return gqa_kv_heads if ok else llama_like_kv_heads(heads)
-
-
-def _sizes_of(model_name: str) -> ArchConfig | None:
-    """The settings of a published preset a flip keeps: its FFN rule. Its positions' settings (RoPE's layout) change
-    no count; its attention is reset, since its KV heads are the model yaml's ``gqa_kv_heads`` (the same number)
-    and its other settings (Mistral's window) are a flip of their own, not part of every flip at its size."""
-    published = preset_of(model_name)
-    if published is None:
-        return None
-    return published.replace(pos=type(published.pos)(), attn=type(published.attn)())
-
-
-def flips(model: ModelConfig, gqa_kv_heads: int, model_name: str) -> dict[str, ArchConfig]:
-    """Baseline, each one-choice flip, and all of Llama-2's choices, at the sizes of ``model``."""
-    return flips_of(ArchConfig(model=model), _kv_heads(model, gqa_kv_heads), _sizes_of(model_name))
 
 
 def full_size_settings(c: Choice, name: str) -> tuple[dict[str, Any], str]:
@@ -107,8 +81,8 @@ def llama2_flips(model: ModelConfig, gqa_kv_heads: int, model_name: str) -> dict
     A value takes the config its flip of GPT-2's block takes at this size (the preset's FFN rule for GeGLU; MLA at
     its defaults, which at 128 dims a head are DeepSeek-V2's ``kv_lora_rank`` 512 and ``qk_rope_head_dim`` 64).
     """
-    kv = _kv_heads(model, gqa_kv_heads)
-    sizes = _sizes_of(model_name)
+    kv = gqa_heads_at(model, gqa_kv_heads)
+    sizes = sizes_of(model_name)
     llama = flips_of(ArchConfig(model=model), kv, sizes)["llama2"]
     out = {"llama2": llama}
     for c in choices():

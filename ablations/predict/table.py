@@ -13,13 +13,10 @@ import pandas as pd
 
 from ablations.predict.scenarios import Scenario
 from ablations.report.formatting import fmt_bytes, fmt_count, markdown_table
-from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware
-from ablations.roofline.model import predict
-from ablations.roofline.work import kv_bytes_per_token, kv_cache_bytes, largest_batch, mode_work
+from ablations.roofline.model import predict_mode
+from ablations.roofline.work import ELEMENT_BYTES, kv_bytes_per_token, kv_cache_bytes, largest_batch, mode_work
 from components import ArchConfig
-
-ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 def prediction_table(variants: dict[str, ArchConfig], hw: Hardware, scenarios: list[Scenario], dtype: str,
@@ -38,7 +35,7 @@ def prediction_table(variants: dict[str, ArchConfig], hw: Hardware, scenarios: l
     for sc in scenarios:
         for name, arch in variants.items():
             work = mode_work(arch, sc.mode, sc.batch, sc.seq, elem, lm_head=True)
-            p = predict(work, hw, kernel_calls(arch, sc.mode))
+            p = predict_mode(arch, sc.mode, sc.batch, sc.seq, hw, elem)
             kv_tokens = sc.seq if sc.mode != "train" else 0
             rows.append({"scenario": sc.label, "mode": sc.mode, "batch": sc.batch, "context": sc.seq,
                          "variant": name, "against": against.get(name, "gpt2"), "seconds": p.seconds,

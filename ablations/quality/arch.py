@@ -82,6 +82,14 @@ def check_quality(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     if not 0 <= average < 1:
         raise ConfigError(f"train.average_last={average} must be a fraction of the steps in [0, 1) (0: the last step)")
     seed_rule(tc)  # target_mde, min_seeds, max_seeds: one line each
+    budgets = list(tc.get("budgets") or [])
+    if any(not isinstance(b, int | float) or not b > 0 or round(tc.steps * b) < 1 for b in budgets):
+        raise ConfigError(f"train.budgets={budgets} must be positive multiples of train.steps={tc.steps} (e.g. "
+                          "[0.5, 2, 4]), or [] for no compute multiplier")
+    curve = tc.get("budget_seeds")
+    if curve is not None and (not isinstance(curve, int) or curve < 2):
+        raise ConfigError(f"train.budget_seeds={curve!r} must be an integer of at least 2 (a multiplier's interval "
+                          "needs two seeds), or null for every seed the point used")
     precision = tc.get("autocast")
     if precision is not None and precision not in AUTOCAST:
         raise ConfigError(f"train.autocast={precision} is not known; allowed: {', '.join(AUTOCAST)} or null (fp32)")

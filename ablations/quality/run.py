@@ -40,12 +40,15 @@ from ablations.quality.ledger import Ledger, arm_id
 from ablations.quality.seeds import BASELINE, STOPS, family_size, seed_rule
 from ablations.quality.train import TrainResult, curve_spans, train, validation_spans
 from ablations.results.rows import Rows
+from ablations.roofline.work import mode_work
 from components import ArchConfig, build_lm, choices, count_parameters
 
 log = logging.getLogger("ablations")
 BITS = "bits/byte"
 # The learning-rate check's rates, as multiples of train.lr (train.lr_check).
 LR_FACTORS = (0.5, 1.0, 2.0)
+# A budget run's rows, renamed so that no verdict reads them as the point's own final loss.
+BUDGET_METRICS = {"val_loss": "budget_loss", "train_wall_time": "budget_wall_time"}
 
 
 def _params(arch: ArchConfig) -> int:
@@ -87,7 +90,8 @@ def _arm(cfg: DictConfig, point_base: dict, measured: ArchConfig, variant: str, 
                 n_layers=q.model.n_layers, n_heads=q.model.n_heads, n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden,
                 attn=q.attn.name, params=_params(q), params_baseline=params_baseline,
                 dtype=tc.get("autocast") or "float32", compile=True if tc.get("compile") else None,
-                batch=tc.batch, seq_len=tc.context, corpus=corpus.sha256, vocab_size=q.model.vocab_size, arm=aid)
+                batch=tc.batch, seq_len=tc.context, corpus=corpus.sha256, vocab_size=q.model.vocab_size, arm=aid,
+                train_flops_step=mode_work(q, "train", int(tc.batch), int(tc.context), lm_head=True).flops)
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
             f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {measured.n_kv_heads} of "
             f"{measured.model.n_heads})")
@@ -130,24 +134,28 @@ def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.devi
     for row in rows.rows:  # the point's own final losses say how its seeds ended
         if row.get("arm") == own.id and row["metric"] == "val_loss" and row["mode"] == "final":
             row.update(stopped=stopped, looks=len(rule.looks), target_mde=rule.target_mde)
+    if tc.get("budgets"):
+        _budgets(ref, curve_seeds(tc, rule.seeds[:tried]), cfg, corpus, spans, device, ledger, rows)
     if tc.get("lr_check"):
         _lr_check(own, rule.seeds[0], cfg, corpus, spans, device, ledger, rows)
     return "failed" if "failed" in (own.status, ref.status) else "ok"
 
 
 def _seed(arm: _Arm, seed: int, cfg: DictConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
-          ledger: Ledger, rows: Rows, tc: DictConfig | None = None) -> list[dict]:
-    """One seed of one arm, from the ledger or trained now; its rows are appended to the point's."""
+          ledger: Ledger, rows: Rows, tc: DictConfig | None = None, extras: bool = True) -> list[dict]:
+    """One seed of one arm, from the ledger or trained now; its rows are appended to the point's. ``extras``: also
+    the extrapolation's rows (a budget run needs its final loss only)."""
     tc = tc if tc is not None else cfg.train
     aid = arm.id if tc is cfg.train else arm_id(arm.q, tc, corpus.sha256)
     found = ledger.get(aid, seed)
     if found is None:
         seeded = Rows(base=dict(arm.base, seed=int(seed), arm=aid, lr=float(tc.lr)))
-        label = f"quality {arm.base['variant']} seed {seed}" + ("" if tc is cfg.train else f" at lr {tc.lr:g}")
+        label = f"quality {arm.base['variant']} seed {seed}" + (
+            "" if tc is cfg.train else f" at {tc.steps} steps" if tc.steps != cfg.train.steps else f" at lr {tc.lr:g}")
         try:
             began = time.perf_counter()
             result = train(arm.q, corpus, tc, int(seed), device, spans, functools.partial(log.info, f"{label} %s"))
-            _result_rows(seeded, result, tc, spans, arm.note, corpus.unit)
+            _result_rows(seeded, result, tc, spans, arm.note, corpus.unit, extras)
             seeded.add("train_wall_time", time.perf_counter() - began, "s", mode="quality",
                        note="the whole seed: build, training, every evaluation and the extrapolation")
         except RankLost:
@@ -165,6 +173,38 @@ def _seed(arm: _Arm, seed: int, cfg: DictConfig, corpus: Corpus, spans: torch.Te
         if r["metric"] == "val_loss" and r["mode"] == "final" and r.get("status") == "ok" and tc is cfg.train:
             arm.finals[int(seed)] = float(r["value"])
     return found
+
+
+def budget_train(tc: DictConfig, factor: float) -> DictConfig:
+    """``tc`` at ``factor`` x its steps, a full schedule: warm-up and cosine decay stretched with it, validation only
+    at the start and the end (the curve needs the final loss alone)."""
+    steps = max(1, round(int(tc.steps) * float(factor)))
+    warmup = min(steps - 1, round(int(tc.warmup) * steps / int(tc.steps)))
+    return OmegaConf.merge(tc, {"steps": steps, "warmup": warmup, "eval_interval": steps,
+                                "log_interval": min(int(tc.log_interval), steps)})
+
+
+def curve_seeds(tc: DictConfig, used: tuple[int, ...] | list[int]) -> list[int]:
+    """The seeds the baseline's budget curve is trained on: the first ``budget_seeds`` of those the point used."""
+    n = tc.get("budget_seeds")
+    return list(used if n is None else used[: int(n)])
+
+
+def _budgets(ref: _Arm, seeds: list[int], cfg: DictConfig, corpus: Corpus, spans: torch.Tensor,
+             device: torch.device, ledger: Ledger, rows: Rows) -> None:
+    """The baseline at each ``train.budgets`` multiple of the steps, per curve seed: the loss-versus-compute curve
+    the compute multiplier is read from (``ablations.quality.multiplier``). Scored on the same validation bytes."""
+    for seed in seeds:
+        for factor in sorted(float(b) for b in cfg.train.budgets):
+            if factor == 1:
+                continue  # the seed itself
+            tc = budget_train(cfg.train, factor)
+            labels = dict(mode="budget", budget=factor, point=ref.base.get("point"))
+            for r in _seed(ref, seed, cfg, corpus, spans, device, ledger, Rows(base={}), tc, extras=False):
+                if r["metric"] in ("val_loss", "train_wall_time") and r.get("mode") in ("final", "quality"):
+                    rows.rows.append(dict(r, metric=BUDGET_METRICS[r["metric"]], **labels))
+                elif r["metric"] == "error":
+                    rows.rows.append(dict(r, **labels))
 
 
 def _lr_check(arm: _Arm, seed: int, cfg: DictConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
@@ -190,7 +230,7 @@ def _failed(seeded: Rows, rows: Rows, error: str, label: str) -> str:
 
 
 def _result_rows(rows: Rows, result: TrainResult, tc: DictConfig, spans: torch.Tensor, note: str,
-                 unit: str) -> None:
+                 unit: str, extras: bool = True) -> None:
     nats, per_byte = f"nats/{unit}", unit == "byte"
     for metric, step, value in result.curve:
         rows.add(metric, value, nats, mode="curve", step=step, statistic="mean")
@@ -207,6 +247,8 @@ def _result_rows(rows: Rows, result: TrainResult, tc: DictConfig, spans: torch.T
         rows.add("val_bpb", result.final_val / math.log(2), BITS, mode="final", step=tc.steps, statistic="mean")
     rows.add("train_tokens_per_s", result.tokens / result.train_seconds, "tokens/s", mode="quality",
              note="training steps only (evaluation excluded)")
+    if not extras:
+        return
     width = tc.context // tc.position_buckets
     for ex in extrapolate(result.model, curve_spans(spans, tc), tc.context, list(tc.extrapolation), tc.batch):
         if ex.loss is None:

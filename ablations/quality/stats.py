@@ -15,6 +15,9 @@ rung (the baseline and the rung below; for the first rung they are one compariso
 past the training length both the baseline and the variant's own loss at the training length. Comparisons
 without a test (one seed, a baseline that cannot run) are not members.
 
+The ``transfer`` sweep asks its question once per rung and text, so there each (width, text) cell is a family
+(``CELL_FAMILIES``); every text is compared within itself in any sweep.
+
 Each quality-model width (``d_model``) is compared within itself: in ``+sweep=scale`` a variant at d=64 is
 paired with the baseline at d=64, and every width's comparison is a member of the one family.
 
@@ -58,11 +61,14 @@ def _by_seed(rows: pd.DataFrame) -> dict[int, float]:
     return {int(s): float(v) for s, v in zip(rows.loc[ok, "seed"], values[ok], strict=True)}
 
 
-COLUMNS = ["sweep", "variant", "d_model", "params", "metric", "unit", "seq_len", "reference", "n", "mean", "std",
-           "ci_lo", "ci_hi", "diverged",
+COLUMNS = ["sweep", "variant", "d_model", "corpus", "params", "metric", "unit", "seq_len", "reference", "n", "mean",
+           "std", "ci_lo", "ci_hi", "diverged",
            "diff", "diff_lo", "diff_hi", "diff_n", "verdict", "test",
            "diff_sd", "p", "p_holm", "family", "alpha_adjusted", "mde", "mde_note", "looks", "stopped", "target_mde"]
 TEST = "paired t over seeds, Holm across the sweep's comparisons of this quantity"
+# Sweeps whose every (quality width, text) is its own family: the transfer study asks the all sweep's question again
+# at each rung and text (ablations.quality.transfer).
+CELL_FAMILIES = ("transfer",)
 
 
 def verdict(mean: float, n: int, p_holm: float, alpha: float = ALPHA) -> str:
@@ -98,9 +104,14 @@ def summarize(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     quality["d_model"] = pd.to_numeric(widths, errors="coerce").fillna(-1).astype(int)
     if "params" not in quality:
         quality["params"] = np.nan
+    # Each text is compared within itself too (``+sweep=transfer`` trains on two): "" for rows without a corpus.
+    quality["corpus"] = quality["corpus"].fillna("").astype(str) if "corpus" in quality else ""
     rows, tests = _comparisons(quality)
     result = pd.DataFrame(rows, columns=COLUMNS).astype({"mde_note": object})
-    for _, family in result.groupby(["sweep", "metric", "seq_len"], sort=False):
+    # A transfer sweep asks its question once per rung and text: each cell is a family of its own.
+    cell = pd.Series([f"{w}/{c}" if s in CELL_FAMILIES else "" for s, w, c in
+                      zip(result["sweep"], result["d_model"], result["corpus"], strict=True)], index=result.index)
+    for _, family in result.groupby([result["sweep"], result["metric"], result["seq_len"], cell], sort=False):
         _decide(result, family.index, [tests.get(i) for i in family.index], alpha)
     result["seq_len"] = result["seq_len"].where(result["seq_len"] >= 0)
     result["d_model"] = result["d_model"].where(result["d_model"] >= 0)
@@ -109,33 +120,33 @@ def summarize(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
 
 def _comparisons(quality: pd.DataFrame) -> tuple[list[dict], dict[int, PairedTest]]:
     """One row per variant and reference; the paired test of each row that has one, by row number."""
-    keys = ["sweep", "metric", "seq_len", "d_model", "variant"]
+    keys = ["sweep", "metric", "seq_len", "d_model", "corpus", "variant"]
     groups = {k: g for k, g in quality.groupby(keys, sort=False)}
     seeds = {k: _by_seed(g) for k, g in groups.items()}
     cannot = {k: bool((g["statistic"] == "cannot").all()) for k, g in groups.items()}
     rungs = {k: _rung(g.iloc[0]) for k, g in groups.items()}
     shortest = quality.groupby(["sweep", "metric"])["seq_len"].min()
     # Every comparison of a variant read the seeds its final-loss rule chose, the extrapolation's too.
-    rules = {k: _seed_rule_of(g) for k, g in quality.groupby(["sweep", "d_model", "variant"], sort=False)}
+    rules = {k: _seed_rule_of(g) for k, g in quality.groupby(["sweep", "d_model", "corpus", "variant"], sort=False)}
     out: list[dict] = []
     tests: dict[int, PairedTest] = {}
     for key, g in groups.items():
-        sweep, metric, seq_len, width, variant = key
+        sweep, metric, seq_len, width, corpus, variant = key
         own = mean_ci(list(seeds[key].values()))
         base = baseline_variant(str(sweep), g)
-        references = {base: (sweep, metric, seq_len, width, base)}
+        references = {base: (sweep, metric, seq_len, width, corpus, base)}
         if sweep == RUNG_SWEEP:
-            below = [k[4] for k in groups if k[:4] == key[:4] and rungs[k] == rungs[key] - 1]
-            references.update({v: (sweep, metric, seq_len, width, v) for v in below[:1]})
+            below = [k[5] for k in groups if k[:5] == key[:5] and rungs[k] == rungs[key] - 1]
+            references.update({v: (sweep, metric, seq_len, width, corpus, v) for v in below[:1]})
         first = int(shortest[(sweep, metric)])
         if metric == "extrap_loss" and seq_len > first:
-            references[f"{variant} at {first}"] = (sweep, metric, first, width, variant)
+            references[f"{variant} at {first}"] = (sweep, metric, first, width, corpus, variant)
         params = pd.to_numeric(g["params"], errors="coerce").median()
-        seeds_rule = rules.get((sweep, width, variant), _seed_rule_of(g.iloc[:0]))
+        seeds_rule = rules.get((sweep, width, corpus, variant), _seed_rule_of(g.iloc[:0]))
         units = g["unit"].dropna().unique() if "unit" in g else []
         for label, ref in references.items():
-            row = {"sweep": sweep, "variant": variant, "d_model": width, "params": params, "metric": metric,
-                   "unit": units[0] if len(units) else None,
+            row = {"sweep": sweep, "variant": variant, "d_model": width, "corpus": corpus, "params": params,
+                   "metric": metric, "unit": units[0] if len(units) else None,
                    "seq_len": seq_len, "reference": label,
                    "n": own.n, "mean": own.mean, "std": own.std, "ci_lo": own.lo, "ci_hi": own.hi,
                    "diverged": int((g["status"] == "diverged").sum()), "test": TEST}

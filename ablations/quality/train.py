@@ -165,6 +165,28 @@ def to_device(rows: torch.Tensor, device: torch.device) -> torch.Tensor:
     return rows.to(device)
 
 
+def training_step(model: LanguageModel, forward: Callable[[torch.Tensor], torch.Tensor], opt: torch.optim.Optimizer,
+                  w: torch.Tensor, tc: DictConfig, device: torch.device) -> float:
+    """One optimizer step on the windows ``w`` (batch, context + 1 ids): the forward (``forward``, from
+    ``training_forward``) under ``autocast``, next-id cross-entropy, backward, gradient clipping at ``train.clip``,
+    the optimizer's step. Returns the loss (under torchrun averaged over the ranks); a NaN or infinite one returns
+    before the backward, leaving the weights as they were. What ``train`` runs every step, and what
+    ``ablations.measure.quality_step`` times."""
+    with autocast(tc, device):
+        logits = forward(w[:, :-1]).float()
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1))
+    value = distributed.mean(loss.item(), device)
+    if not math.isfinite(value):
+        return value
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    distributed.average_gradients(model)
+    if tc.clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
+    opt.step()
+    return value
+
+
 def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: torch.device,
           spans: torch.Tensor | None = None, progress: Callable[[str], None] | None = None) -> TrainResult:
     """Train the quality model ``arch`` for ``tc.steps`` steps of ``tc.batch`` x ``tc.context`` bytes."""
@@ -208,19 +230,10 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
         # Under torchrun this rank's shard of the global batch; the loss and the gradients are then averaged over
         # the ranks, which makes the step the single-process one (ablations.quality.distributed).
         w = to_device(windows(corpus.train, distributed.shard(starts[step]), tc.context + 1), device)
-        with autocast(tc, device):
-            logits = forward(w[:, :-1]).float()
-        loss = F.cross_entropy(logits.reshape(-1, arch.model.vocab_size), w[:, 1:].reshape(-1))
-        value = distributed.mean(loss.item(), device)
+        value = training_step(model, forward, opt, w, tc, device)
         if not math.isfinite(value):
             result.diverged_at, result.reason = step, f"training loss became {value} at step {step}"
             return result
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        distributed.average_gradients(model)
-        if tc.clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
-        opt.step()
         if averaged is not None and step >= tc.steps - averaged.span:
             averaged.add(model)
             if step == tc.steps - 1:

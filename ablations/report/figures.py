@@ -24,6 +24,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from ablations.report.axes import log2_x_at, log_axis, log_ratio, log_x, loglog  # noqa: E402
 from ablations.report.figure_files import remove_stale  # noqa: E402
 from ablations.report.tables import BASELINE, baseline_name, summary_baseline  # noqa: E402
+from ablations.report.worth_figures import cost_quality, multipliers  # noqa: E402
 from ablations.results.durable import write_atomic  # noqa: E402
 
 # Deterministic SVGs (fixed element ids, no date), so a rebuilt reference report diffs only where data changed.
@@ -406,6 +407,15 @@ FIGURES: list[Kind] = [
     Kind("loss-by-position", "Loss by position", "quality", loss_by_position,
          "Each variant's loss at each position of the same validation windows, one panel per evaluation length, "
          "mean over seeds with a 95% bootstrap band; the dashed line is the training context."),
+    Kind("multipliers", "Compute multiplier per comparison", "worth", multipliers,
+         "Training FLOPs the baseline needs to reach the variant's final loss, as a multiple of what the variant used, "
+         "per seed on that seed's own curve of the baseline at several budgets; geometric mean over seeds with its "
+         "95% interval (log axis; dashed: 1×, no gain). A bar ending in a label is a bound: past the budgets trained. "
+         "Grey: the calibration rows, each with the value (|) its interval must hold."),
+    Kind("cost-quality", "Cost against quality", "worth", cost_quality,
+         "x: the quality model's train-step time, variant over baseline, paired in one process (95% interval); y: "
+         "the multiplier in steps (95% interval). On a dashed line the variant reaches the baseline's final loss "
+         "that many times sooner in wall time; up and to the left is better."),
     Kind("scale", "Validation loss and each effect against parameters", "summary", scale_effects,
          "Left: each variant's mean over seeds with its 95% Student-t interval at each quality-model width. Right: "
          "the variant minus the baseline trained at the same width, paired by seed, with the interval at the level "
@@ -415,6 +425,7 @@ FIGURES: list[Kind] = [
 
 
 ABSENT = {"measured": "no block measurements in this sweep", "cmp": "no variant compared with the baseline",
+          "worth": "no compute multipliers in this sweep (train.budgets=[])",
           "quality": "no quality rows (training runs) in this sweep",
           "summary": "no quality comparisons in this sweep"}
 
@@ -429,13 +440,15 @@ def save(fig: Figure, folder: Path, stem: str) -> list[Path]:
 
 
 def draw_all(folder: Path, sweeps: list[str], measured: pd.DataFrame, quality: pd.DataFrame,
-             cmp: pd.DataFrame, summary: pd.DataFrame | None = None) -> dict[str, list[str]]:
+             cmp: pd.DataFrame, summary: pd.DataFrame | None = None,
+             worth: pd.DataFrame | None = None) -> dict[str, list[str]]:
     """Every figure of every sweep into ``folder``; per sweep, the markdown lines (images or skip notes).
 
     Stale figures of an earlier build are removed, so the folder holds exactly what REPORT.md shows.
     """
     frames = {"measured": measured, "quality": quality, "cmp": cmp,
-              "summary": summary if summary is not None else pd.DataFrame()}
+              "summary": summary if summary is not None else pd.DataFrame(),
+              "worth": worth if worth is not None else pd.DataFrame()}
     written: set[Path] = set()
     lines: dict[str, list[str]] = {}
     with matplotlib.rc_context(STYLE):

@@ -14,6 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from ablations.measure.ceilings import MEASUREMENTS
+from ablations.quality.worth import worth as worth_of
+from ablations.report.buys import buys_section
 from ablations.report.comparison import comparison
 from ablations.report.figure_files import remove_stale
 from ablations.report.formatting import UNDER_MEASURED, markdown_table
@@ -170,18 +172,20 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     measured, quality, bad = split(table)
     cmp = comparison(measured)
     summary = summarize_quality(table) if not quality.empty else (None, "")
+    worth = worth_of(table) if not quality.empty else pd.DataFrame()
     sizes = sizes_table()
     sweeps = list(dict.fromkeys(table.loc[table["status"].fillna("ok") == "ok", "sweep"].dropna()))
     if draw_figures:
         from ablations.report import figures
 
-        drawn = figures.draw_all(folder / FIGURES, sweeps, measured, quality, cmp, summary[0])
+        drawn = figures.draw_all(folder / FIGURES, sweeps, measured, quality, cmp, summary[0], worth)
     else:
         remove_stale(folder / FIGURES)
         undrawn = [f"*Not drawn in this build (figures=false, --no-figures): `blockbench report {folder}` draws them.*"]
         drawn = dict.fromkeys(sweeps, undrawn)
 
     lines = [f"# blockbench report: {', '.join(sweeps) or 'no successful points'}", ""]
+    lines += buys_section(table, cmp, summary[0], worth)
     lines += setup_section(table, sources)
     lines += ["## Claims", "", markdown_table(claims.claims_table(table, cmp, summary[0], sizes)), "",
               "Measured = this run's table; published = the paper's own figure (not measured here).", ""]

@@ -31,17 +31,21 @@ NEUTRAL_RUN_SETTINGS = {"baseline": {"name": "gpt2"}}
 NEUTRAL_PROFILE_SETTINGS = {"target_halfwidth": None, "min_rounds": None, "max_rounds": None,
                             # before the scope existed a target held everywhere; a point the headline scope
                             # skips is then one measured more precisely than asked, never less
-                            "precision_scope": "headline"}
+                            "precision_scope": "headline",
+                            # a newer measurement family, on: a point written before it lacks only its rows
+                            "quality_step": True}
 # Train settings added after points were first written, at the value that trains as before (fixed seeds, one global
 # init stream, the final loss on the curve's windows, no learning-rate check).
 # Train settings added after the seed ledger's arms were first named: left out of an arm's id at these values too
 # (ablations.quality.ledger), so a resumed sweep finds its seeds.
 NEUTRAL_ARM_SETTINGS = {"autocast": None, "compile": False}
 NEUTRAL_TRAIN_SETTINGS = {"target_mde": None, "min_seeds": None, "max_seeds": None, "common_init": False,
-                          "final_eval_batches": None, "lr_check": False, "average_last": 0.0, **NEUTRAL_ARM_SETTINGS}
+                          "final_eval_batches": None, "lr_check": False, "average_last": 0.0, "budgets": [],
+                          "budget_seeds": None, **NEUTRAL_ARM_SETTINGS}
 # Data settings added after points were first written, at the value that reads the same bytes as before (auto is
-# bytes for every file but an llm.c shard, which no earlier point could have trained on as tokens).
-NEUTRAL_DATA_SETTINGS = {"format": "auto", "val_path": "", "vocab_size": None}
+# bytes for every file but an llm.c shard, which no earlier point could have trained on as tokens; the stdlib corpus
+# is what an empty data.path read before data.corpus existed).
+NEUTRAL_DATA_SETTINGS = {"format": "auto", "val_path": "", "vocab_size": None, "corpus": "stdlib"}
 
 
 def _without_neutral(config: type, group: dict[str, Any]) -> dict[str, Any]:

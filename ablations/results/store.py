@@ -30,6 +30,9 @@ COLUMNS = [
     # The quality runs: which arm (model, training, corpus) a row is a seed of, the rate it trained at, and on a
     # point's final loss how its seeds ended (ablations.quality.seeds).
     "arm", "lr", "stopped", "looks", "target_mde",
+    # The compute multiplier (ablations.quality.multiplier): a baseline run's budget, as a multiple of the steps,
+    # and each arm's training FLOPs per step (the work model's).
+    "budget", "train_flops_step",
 ]
 
 

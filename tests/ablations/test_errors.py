@@ -22,7 +22,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from ablations import cli
-from ablations.config.schema import TrainConfig
+from ablations.config.schema import ProfileConfig, TrainConfig
 from ablations.errors import Fault, error_line
 from ablations.results import durable
 from ablations.results.store import point_done
@@ -38,6 +38,7 @@ RUN_KEYS = ", ".join(["model", *(c.group for c in choices()), "profile", "train"
                       "sweep_name", "device", "dtype", "compile", "threads", "seed", "out", "figures",
                       "allow_parallel_timing"])
 TRAIN_KEYS = ", ".join(f.name for f in dataclasses.fields(TrainConfig))
+PROFILE_KEYS = ", ".join(f.name for f in dataclasses.fields(ProfileConfig))
 MODEL_KEYS = "d_model, n_layers, n_heads, max_seq_len, vocab_size, tie_embeddings, init_std, gqa_kv_heads"
 # A quick sweep: the quality run only, a few steps, no figures; two points so that one can be written before a fault.
 QUICK = ["+sweep=norm", "profile=smoke", "model=tiny", "threads=1", "measure=false", "train.steps=6",
@@ -88,10 +89,7 @@ BAD_INPUT = {
         "+sweep=NAME adds a sweep"),
     "unknown key in the sweep file's points": (
         ["+sweep=norm", "+profile.round=3"],
-        "Could not add '+profile.round=3'; Key 'round' not in 'ProfileConfig' (allowed keys: name, shapes, rounds, "
-        "min_run_time, warmup, decode_contexts, decode_batch_sizes, decode_rounds, target_halfwidth, min_rounds, "
-        "max_rounds, precision_scope, prefill_max_tokens, peak_matmul_n, bandwidth_buffer_mib, forward, train_step, "
-        "decode, flops, memory)"),
+        f"Could not add '+profile.round=3'; Key 'round' not in 'ProfileConfig' (allowed keys: {PROFILE_KEYS})"),
     "sequential rounds without their bounds": (
         ["+sweep=norm", "profile.min_rounds=null"],
         "profile.target_halfwidth=0.03 needs profile.min_rounds and profile.max_rounds (e.g. 8 and 48)"),

@@ -65,7 +65,11 @@ def test_smoke_norm_sweep_default_model_writes_the_table(smoke_norm_sweep):
     assert set(table[table.metric == "sdpa_backend_calls"]["note"]) <= {"flash", "math", "memory-efficient", "cudnn"}
     # Where each point's time went: every phase, per shape where it has one.
     phases = table[table.metric == "phase_seconds"]
-    assert set(phases["mode"]) == {"build", "ceilings", "forward", "train", "flops", "memory", "decode", "prefill"}
+    assert set(phases["mode"]) == {"build", "ceilings", "forward", "train", "flops", "memory", "decode", "prefill",
+                                   "quality_step"}
+    # The quality model's training step, timed paired at the training shape: time to loss's denominator.
+    step = table[table.metric == "quality_step_latency_ratio"]
+    assert set(step["variant"]) == {"gpt2", "rmsnorm"} and (step["value"] > 0).all()
     assert (phases["value"] >= 0).all() and (phases["unit"] == "s").all()
     assert len(phases[(phases.variant == "gpt2") & (phases["mode"] == "train")]) == 2  # the smoke profile's shapes
 

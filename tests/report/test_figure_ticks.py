@@ -21,13 +21,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from ablations.quality.worth import worth
 from ablations.report import figures
 from ablations.report.comparison import comparison
 from ablations.report.sections import summarize_quality
 from ablations.report.tables import load_table, split
 
 REPO = Path(__file__).resolve().parents[2]
-TABLES = {"reference": REPO / "results" / "reference", "roofline": REPO / "results" / "reference" / "roofline"}
+TABLES = {"reference": REPO / "results" / "reference", "roofline": REPO / "results" / "reference" / "roofline",
+          "multiplier": REPO / "results" / "reference" / "multiplier"}
 # The reference table's kv rows are the roofline table's kv run: drawn once.
 SAME = {("roofline", "kv")}
 # What matplotlib's own log formatters write: mathtext powers of ten (``$\mathdefault{6\times10^{-1}}$``).
@@ -41,12 +43,12 @@ def frames(table: str) -> dict[str, pd.DataFrame]:
     measured, quality, _ = split(t)
     summary = summarize_quality(t)[0] if not quality.empty else None
     return {"measured": measured, "quality": quality, "cmp": comparison(measured),
-            "summary": summary if summary is not None else pd.DataFrame()}
+            "summary": summary if summary is not None else pd.DataFrame(), "worth": worth(t)}
 
 
 # What a figure kind's frame needs of a sweep: timing ratios, or training runs.
 NEEDS = {"measured": {"latency_ratio", "decode_latency_ratio"}, "cmp": {"latency_ratio", "decode_latency_ratio"},
-         "quality": {"val_loss"}, "summary": {"val_loss"}}
+         "quality": {"val_loss"}, "summary": {"val_loss"}, "worth": {"budget_loss"}}
 
 
 def cases() -> list[tuple[str, str, str]]:
@@ -62,7 +64,9 @@ def cases() -> list[tuple[str, str, str]]:
 
 CASES = cases()
 # Drawn, not skipped with a line: every kind at least once (the scale figure needs the scale sweep's widths).
-DRAWN = {("reference", "scale" if k.stem == "scale" else "all", k.stem) for k in figures.FIGURES}
+# The multiplier's figures need a baseline's budget curve: the multiplier reference (a norm sweep with train.budgets).
+DRAWN = {("multiplier", "norm", k.stem) if k.source == "worth" else
+         ("reference", "scale" if k.stem == "scale" else "all", k.stem) for k in figures.FIGURES}
 
 
 def build(table: str, sweep: str, stem: str) -> Figure | str:

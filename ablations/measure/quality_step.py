@@ -1,0 +1,97 @@
+"""The quality model's training step, the variant against the baseline, paired, in the point's process.
+
+Time to loss (``ablations.quality.multiplier``: how much sooner in wall time a variant reaches the baseline's loss) is
+the compute multiplier in steps over this ratio, so the step timed is the one the quality run runs
+(``ablations.quality.train.training_step``): the quality model at ``train``'s sizes and precision (``train.autocast``,
+``train.compile``), a ``train.batch`` x ``train.context`` batch of ids, cross-entropy, backward, clipping at
+``train.clip``, AdamW (``make_optimizer``). Left out: reading the batch from the corpus, the same for both arms,
+and the evaluations, which the step count does not set.
+
+Rows (``add_paired``, prefix ``quality_step_``, mode ``quality_step``, batch x seq_len the training shape): the
+ratio ``quality_step_latency_ratio`` with its quartiles, its 95% interval ``quality_step_ratio_interval`` (the
+profile's headline rule: rounds until it is within ``target_halfwidth``), both latencies and the tokens/s. At the
+baseline's own point it is the A/A ratio, the timing's noise floor the report reads beside the others.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from omegaconf import DictConfig
+
+from ablations.config.checks import Shape
+from ablations.config.variants import baseline_from
+from ablations.measure.intervals import precision_of
+from ablations.measure.point import add_paired, paired_with, phase
+from ablations.measure.timing import time_call
+from ablations.quality.arch import quality_arch
+from ablations.quality.train import make_optimizer, to_device, training_forward, training_step
+from ablations.results.rows import Rows
+from components import ArchConfig, LanguageModel, build_lm, common_random_init
+
+MODE = "quality_step"
+# The rate every timed step runs at. Each call is a real optimizer step, so the weights move from call to call (and
+# each arm takes its own number of calls). That does not bias the ratio: what a step costs does not depend on the
+# weights' values (dense kernels, no work that depends on the data, the optimizer's state a fixed size after its first
+# step), so long as they stay finite and normal. A small rate keeps them near their initialisation over the thousands
+# of steps a long measurement takes on its one batch: no divergence, no overflow, no denormals (slow on a CPU). The
+# optimizer's state is created by the first, untimed call, so no timed call pays for it.
+STEP_LR = 1e-4
+
+
+class QualityStep:
+    """One arm: the quality model ``arch`` built as ``train`` builds it (seeded, common init where the run uses it),
+    its own AdamW, and a call that is one training step on the batch ``w``."""
+
+    def __init__(self, arch: ArchConfig, tc: DictConfig, seed: int, w: torch.Tensor, device: torch.device):
+        torch.manual_seed(seed)
+        self.arch = arch
+        self.model: LanguageModel = build_lm(arch, device=device)
+        if tc.get("common_init", False):
+            common_random_init(self.model, seed)
+        self.model.train()
+        self.forward = training_forward(self.model, tc)
+        self.opt = make_optimizer(self.model, tc)
+        for group in self.opt.param_groups:
+            group["lr"] = STEP_LR
+        self.tc, self.w, self.device = tc, w, device
+
+    def __call__(self) -> float:
+        value = training_step(self.model, self.forward, self.opt, self.w, self.tc, self.device)
+        if not math.isfinite(value):  # training_step skipped the update; a timing of that would be no step's
+            raise FloatingPointError(f"the quality model's training loss became {value}")
+        return value
+
+
+def quality_batch(cfg: DictConfig, vocab: int, device: torch.device) -> torch.Tensor:
+    """One fixed batch of ``train.batch`` windows of ``train.context`` + 1 random ids below ``vocab``, drawn from
+    ``cfg.seed``: what both arms step on."""
+    tc = cfg.train
+    g = torch.Generator().manual_seed(int(cfg.seed))
+    return to_device(torch.randint(vocab, (int(tc.batch), int(tc.context) + 1), generator=g), device)
+
+
+def quality_steps(cfg: DictConfig, arch: ArchConfig, device: torch.device) -> tuple[QualityStep, QualityStep]:
+    """The variant's and the baseline's quality model, each with its own optimizer, stepping on one shared batch."""
+    variant, baseline = quality_arch(cfg, arch), quality_arch(cfg, baseline_from(cfg, arch))
+    w = quality_batch(cfg, variant.model.vocab_size, device)
+    seed = int(cfg.seed)
+    return (QualityStep(variant, cfg.train, seed, w, device), QualityStep(baseline, cfg.train, seed, w, device))
+
+
+def measure_quality_step(cfg: DictConfig, arch: ArchConfig, device: torch.device, rows: Rows) -> None:
+    """The quality model's training step, variant over baseline, timed paired under the profile's headline rule and
+    appended to ``rows`` (module docstring)."""
+    p, tc = cfg.profile, cfg.train
+    shape = Shape(int(tc.batch), int(tc.context))
+    with phase(rows, MODE, shape):
+        step_a, step_b = quality_steps(cfg, arch, device)
+        # The first step of each compiles it under train.compile: timed apart, as measure_point does the forward.
+        first = [time_call(step, device)[1] for step in (step_a, step_b)]
+        if tc.get("compile"):
+            rows.add("first_call_time", first[0], "s", mode=MODE, shape=shape,
+                     note="includes torch.compile of the quality model's training forward")
+        rule = precision_of(p, headline=True)
+        paired = paired_with(rule, step_a, step_b, min_run_time=p.min_run_time, warmup=p.warmup, device=device)
+        add_paired(rows, f"{MODE}_", MODE, shape, paired, shape.batch * shape.seq, rule)

@@ -1,0 +1,113 @@
+"""Does a verdict carry across scale and text? The ``transfer`` sweep's reading.
+
+The sweep trains each flip and Llama-2's block at several rungs (width and steps growing together) on two texts.
+Per choice:
+
+- **cells**: the verdict (``ablations.quality.stats``: paired t, Holm across the sweep) and the multiplier at each
+  rung and text;
+- **consistent**: the verdict is the same in every cell (better everywhere, or no detectable difference everywhere);
+- **trend**: the multiplier's change per doubling of training compute on each text, an ordinary least-squares slope
+  of each seed's log2 k on log2 compute over every rung (``scipy.stats.linregress``; its 95% t interval), left
+  unfitted where a seed's multiplier was a bound (a slope through bounds would be an extrapolation).
+
+The sweep's **consistency rate** is the harness's figure for what DataDecide (Magnusson et al. 2025) calls decision
+accuracy: over every choice, text and lower rung, the fraction whose sign of the loss difference (the point
+estimate, as DataDecide reads its small-scale rankings) matches the same choice's sign at the top rung on the same
+text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+SWEEP = "transfer"
+CELL_COLUMNS = ["variant", "corpus", "d_model", "diff", "diff_lo", "diff_hi", "verdict", "top"]
+
+
+def cells(summary: pd.DataFrame, sweep: str = SWEEP) -> pd.DataFrame:
+    """One row per variant, text and rung: its loss difference to the baseline and verdict; ``top`` marks the
+    widest rung of its text."""
+    s = summary[(summary["sweep"] == sweep) & (summary["metric"] == "val_loss")]
+    s = s[s["reference"].isin(s["variant"].unique()) & (s["reference"] != s["variant"])]
+    if s.empty:
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    out = s[["variant", "corpus", "d_model", "diff", "diff_lo", "diff_hi", "verdict"]].copy()
+    top = out.groupby("corpus")["d_model"].transform("max")
+    out["top"] = out["d_model"] == top
+    return out.reset_index(drop=True)
+
+
+def consistency_rate(c: pd.DataFrame) -> tuple[float, int]:
+    """The fraction of (choice, text, lower rung) whose loss difference has the top rung's sign; and how many."""
+    agree = []
+    for (_, _), g in c.groupby(["variant", "corpus"]):
+        top = g[g["top"]]
+        if top.empty or pd.isna(top["diff"].iloc[0]):
+            continue
+        sign = np.sign(top["diff"].iloc[0])
+        agree += [np.sign(d) == sign for d in g.loc[~g["top"], "diff"] if not pd.isna(d)]
+    return (float(np.mean(agree)) if agree else math.nan), len(agree)
+
+
+def trend(readings: pd.DataFrame, variant: str, corpus: str) -> str:
+    """The multiplier's slope per doubling of compute on one text, with its 95% interval, or why there is none."""
+    from scipy import stats
+
+    r = readings[(readings["variant"] == variant) & (readings["corpus"] == corpus)]
+    if r["d_model"].nunique() < 2:
+        return "—"
+    if (r["censored"].fillna("") != "").any():
+        return "not fitted: a multiplier past the curve is a bound"
+    fit = stats.linregress(np.log2(r["compute"].astype(float)), r["log2_k"].astype(float))
+    half = float(stats.t.ppf(0.975, len(r) - 2)) * fit.stderr if len(r) > 2 else math.nan
+    per = 2 ** fit.slope
+    return f"×{per:.3g} per doubling [{2 ** (fit.slope - half):.3g}, {2 ** (fit.slope + half):.3g}]"
+
+
+def per_choice(c: pd.DataFrame, readings: pd.DataFrame | None = None, worth: pd.DataFrame | None = None,
+               names: dict[str, str] | None = None, published: dict[str, str | None] | None = None,
+               agree: Callable[[str | None, str], str] | None = None) -> pd.DataFrame:
+    """Per variant: its verdict and multiplier in each cell (a column per text and width), whether the verdict is the
+    same in all of them, how many agree with the published verdict, and its trend on each text."""
+    names = names or {}
+    c = c.sort_values(["corpus", "d_model"])
+    rows = []
+    for variant, g in c.groupby("variant", sort=False):
+        verdicts = list(g["verdict"])
+        answered = all(v in ("better", "worse", "no detectable difference") for v in verdicts)
+        row: dict[str, object] = {"variant": variant}
+        for _, cell in g.iterrows():
+            k = _cell_multiplier(worth, variant, cell["corpus"], cell["d_model"])
+            row[f"{names.get(cell['corpus'], str(cell['corpus'])[:8])} d={int(cell['d_model'])}"] = (
+                f"{_short(cell['verdict'])}{'' if k is None else f', k {k}'}")
+        row["consistent"] = "yes" if answered and len(set(verdicts)) == 1 else "no"
+        said = (published or {}).get(variant)
+        if said and agree is not None:
+            marks = [agree(said, v) for v in verdicts]
+            row["published"] = f"{said}: agrees in {marks.count('agrees')} of {len(marks)}"
+        else:
+            row["published"] = "—"
+        if readings is not None and not readings.empty:
+            row["trend of k"] = "; ".join(f"{names.get(t, str(t)[:8])} {trend(readings, variant, t)}"
+                                          for t in g["corpus"].unique())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# Verdicts as a cell says them.
+SHORT = {"no detectable difference": "no difference"}
+
+
+def _short(verdict: str) -> str:
+    return SHORT.get(verdict, str(verdict))
+
+
+def _cell_multiplier(worth: pd.DataFrame | None, variant: str, corpus: str, width: float) -> str | None:
+    if worth is None or worth.empty:
+        return None
+    w = worth[(worth["variant"] == variant) & (worth["corpus"] == corpus) & (worth["d_model"] == width)]
+    return str(w["k_flops_text"].iloc[0]) if len(w) else None

@@ -1,0 +1,242 @@
+"""What each choice buys: the table a report opens with, one row per variant measured, cost and quality side by side.
+
+Every cell comes from this run's table except two, each labelled: the predicted time to loss at full size (the
+multiplier measured here over the roofline predictor's train-step ratio, ``ablations.predict``) and the published
+verdict (the choice's ``Claim.loss``, from the sources its claim cites). Rows:
+
+- cost: parameters against the baseline, training FLOPs per token, the train-step and decode time ratios with their
+  95% intervals (the measurement block), KV-cache bytes per token;
+- quality: the final loss difference with its Holm-level interval and verdict (``ablations.quality.stats``), the
+  compute multiplier in FLOPs with its 95% interval and time to loss, measured at the quality model's shape on this
+  machine (``ablations.quality.worth``);
+- transfer: whether the verdict kept its sign over every rung and text of a ``transfer`` sweep in the table;
+- the published verdict and whether this run agrees (``agreement``).
+
+Then the multiplier's calibration rows, the known answers that show the method reads 1 and 2 where it should.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ablations.config.variants import arch_from_row
+from ablations.quality.worth import CALIBRATION
+from ablations.report.formatting import markdown_table
+from ablations.report.predicted import train_step_ratios
+from ablations.report.sections import headline_cells
+from components import choices
+
+GPT2 = "gpt2"
+NONE = "no detectable difference"
+
+
+def published_loss(variant_row: pd.Series, baseline: str) -> str | None:
+    """The cited sources' verdict on the loss of the one choice this variant moves from its baseline, if any."""
+    arch = arch_from_row(variant_row)
+    moved = [c for c in choices() if not c.has(arch, c.gpt2 if baseline == GPT2 else c.llama2)]
+    if len(moved) != 1:
+        return None
+    c = moved[0]
+    value = getattr(arch, c.group).name
+    claim = c.value_claims.get(value) if value in c.value_claims else (c.claim if value == c.llama2 else None)
+    return claim.loss if claim is not None else None
+
+
+def agreement(published: str | None, verdict: str | None) -> str:
+    """Whether this run's verdict agrees with the published one: a published "better" needs a measured better (no
+    detectable difference is "not shown"); a published "no worse" is contradicted only by a measured worse."""
+    if not published or not isinstance(verdict, str) or verdict not in ("better", "worse", NONE):
+        return "—"
+    if published == "better":
+        return {"better": "agrees", NONE: "not shown", "worse": "disagrees"}[verdict]
+    return "disagrees" if verdict == "worse" else "agrees"
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.3f}".replace("-", "−")
+
+
+def _loss_cell(q: pd.Series | None) -> str:
+    if q is None or pd.isna(q.get("diff")):
+        return "—"
+    return f"{_signed(q['diff'])} [{_signed(q['diff_lo'])}, {_signed(q['diff_hi'])}] {q['verdict']}"
+
+
+def _label(row: pd.Series, baseline: str) -> str:
+    from ablations.report.headline import flip_name
+
+    if baseline == GPT2:
+        name = flip_name(str(row["variant"]), arch_from_row(row))
+        if name:
+            return name
+    return str(row["variant"])
+
+
+def buys_table(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
+               transfer: pd.DataFrame | None = None) -> str | None:
+    """The table (markdown), or None when the run compared no variant with its baseline."""
+    quality = pd.DataFrame() if summary is None else summary[
+        (summary["metric"] == "val_loss") & summary["reference"].isin(summary["variant"].unique())]
+    keys: list[tuple[str, str]] = []
+    if not cmp.empty:
+        keys += [(s, v) for s, v, b in zip(cmp["sweep"], cmp["variant"], cmp["baseline"], strict=True) if v != b]
+    if not quality.empty:
+        keys += [(s, v) for s, v, r in zip(quality["sweep"], quality["variant"], quality["reference"], strict=True)
+                 if r != v and (s, v) not in keys]
+    keys = list(dict.fromkeys(k for k in keys if k[0] != "transfer"))
+    if not keys:
+        return None
+    predicted = train_step_ratios() if not worth.empty else {}
+    rows = []
+    for sweep, variant in keys:
+        c = cmp[(cmp["sweep"] == sweep) & (cmp["variant"] == variant)] if not cmp.empty else cmp
+        q = quality[(quality["sweep"] == sweep) & (quality["variant"] == variant)] if not quality.empty else quality
+        # The widest quality model of the sweep, on its first text: one row per choice.
+        if not q.empty and "d_model" in q and q["d_model"].notna().any():
+            q = q[q["d_model"] == q["d_model"].max()]
+        qr = q.iloc[0] if not q.empty else None
+        cr = c.iloc[0] if not c.empty else None
+        base = str(cr["baseline"]) if cr is not None else str(qr["reference"]) if qr is not None else GPT2
+        w = worth[(worth["sweep"] == sweep) & (worth["variant"] == variant)] if not worth.empty else worth
+        wr = w.sort_values("d_model").iloc[-1] if not w.empty else None
+        # A row of the results table itself: it carries every choice's column (a summary row does not).
+        first = table[(table["sweep"] == sweep) & (table["variant"] == variant)].iloc[0]
+        label = _label(first, base)
+        pred = predicted.get(label) if base == GPT2 else None
+        published = published_loss(first, base)
+        rows.append({
+            "choice": label,
+            "params": _pct(cr, "params_delta", "params_baseline"),
+            "train FLOPs": _ratio(cr, "train_flops_ratio"),
+            "train step ×": headline_cells(c, "train")[0] if cr is not None else "—",
+            "decode ×": headline_cells(c, "decode")[0] if cr is not None and not pd.isna(cr.get("decode")) else "—",
+            "KV bytes/token": _kv(cr),
+            "Δ loss [CI]": _loss_cell(qr),
+            "compute multiplier [CI]": wr["k_flops_text"] if wr is not None else "—",
+            "time to loss, measured": wr["ttl_text"] if wr is not None else "—",
+            "time to loss, predicted 7B H100": _predicted_ttl(wr, pred),
+            "transfer": _transfer(transfer, variant),
+            "published": published or "—",
+            "agrees": agreement(published, qr["verdict"] if qr is not None else None),
+        })
+    return markdown_table(pd.DataFrame(rows))
+
+
+def _pct(r: pd.Series | None, delta: str, base: str) -> str:
+    if r is None or pd.isna(r.get(delta)) or not r.get(base):
+        return "—"
+    return f"{100 * r[delta] / r[base]:+.2g}%".replace("-", "−")
+
+
+def _ratio(r: pd.Series | None, key: str) -> str:
+    return "—" if r is None or pd.isna(r.get(key)) else f"{r[key]:.3g}×"
+
+
+def _kv(r: pd.Series | None) -> str:
+    if r is None or pd.isna(r.get("kv_per_token")):
+        return "—"
+    ratio = r.get("kv_per_token_ratio")
+    return f"{int(r['kv_per_token']):,} B" + ("" if pd.isna(ratio) else f" ({ratio:.3g}×)")
+
+
+def _predicted_ttl(w: pd.Series | None, train_ratio: float | None) -> str:
+    """The multiplier in steps measured here over the predicted train-step ratio: predicted, and labelled so."""
+    if w is None or train_ratio is None or pd.isna(w["k_steps"]):
+        return "—"
+    from ablations.quality.multiplier import Multiplier, time_to_loss
+
+    k = Multiplier(w["k_steps"], w["k_steps_lo"], w["k_steps_hi"], int(w["n"]), int(w["censored"]),
+                   str(w["bound"]) if isinstance(w["bound"], str) else "", bool(w["open_lo"]), bool(w["open_hi"]))
+    return time_to_loss(k, train_ratio, train_ratio, train_ratio).text() + " (predicted)"
+
+
+def _transfer(transfer: pd.DataFrame | None, variant: str) -> str:
+    if transfer is None or transfer.empty or variant not in set(transfer["variant"]):
+        return "—"
+    r = transfer[transfer["variant"] == variant].iloc[0]
+    cells = sum(" d=" in k for k in transfer.columns)
+    return f"{'consistent' if r['consistent'] == 'yes' else 'not consistent'} over {cells} cells"
+
+
+def calibration_table(worth: pd.DataFrame) -> str | None:
+    """The known answers: per baseline curve, the A/A row (must hold 1) and the 2x row (must hold 2)."""
+    cal = worth[worth["variant"].isin(list(CALIBRATION))] if not worth.empty else worth
+    if cal.empty:
+        return None
+    frame = pd.DataFrame({
+        "sweep": cal["sweep"], "quality width": cal["d_model"].map(lambda d: "—" if pd.isna(d) else f"{int(d)}"),
+        "corpus": cal["corpus"].map(lambda c: f"`{str(c)[:12]}`" if c else "—"),
+        "row": cal["variant"], "must read": cal["expected"].map(lambda e: f"{e:g}×"),
+        "multiplier in steps [95% CI]": cal["k_steps_text"], "seeds": cal["n"],
+        "holds it": cal["calibrated"].map(lambda b: "yes" if b is True or b == 1 else "NO"),
+    })
+    return markdown_table(frame.reset_index(drop=True))
+
+
+def corpus_names(table: pd.DataFrame) -> dict[str, str]:
+    """A short name for each corpus hash of the quality rows, from the source their notes name."""
+    rows = table[table["corpus"].notna() & table["note"].astype(str).str.contains("corpus: ", regex=False)]
+    names = {}
+    for sha, note in zip(rows["corpus"], rows["note"].astype(str), strict=True):
+        source = note.split("corpus: ", 1)[1]
+        names.setdefault(str(sha), "english" if "shakespeare" in source else "stdlib" if "stdlib" in source else
+                         source.split(",")[0][:24])
+    return names
+
+
+def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
+                   worth: pd.DataFrame) -> tuple[list[str], pd.DataFrame | None]:
+    """The transfer sweep's section (``ablations.quality.transfer``) and its per-choice table, when the run has one."""
+    from ablations.quality import transfer
+    from ablations.quality.worth import seed_readings
+
+    c = transfer.cells(summary) if summary is not None else pd.DataFrame()
+    if c.empty:
+        return [], None
+    rows = table[table["sweep"] == transfer.SWEEP]
+    names = corpus_names(rows)
+    published = {}
+    for variant in c["variant"].unique():
+        first = rows[rows["variant"] == variant].iloc[0]
+        published[variant] = published_loss(first, str(first.get("baseline") or GPT2))
+    per = transfer.per_choice(c, seed_readings(rows), worth[worth["sweep"] == transfer.SWEEP] if not worth.empty
+                              else worth, names, published, agreement)
+    rate, n = transfer.consistency_rate(c)
+    texts = ", ".join(f"{names.get(k, str(k)[:8])} (`{str(k)[:12]}`)" for k in c["corpus"].unique())
+    widths = ", ".join(str(int(d)) for d in sorted(c["d_model"].unique()))
+    lines = ["### Does the verdict carry? (`transfer`)", "",
+             f"Each choice at {c['d_model'].nunique()} rungs (quality widths {widths}, width and steps growing "
+             f"together) on {c['corpus'].nunique()} texts: {texts}. Each cell: the verdict against the baseline of "
+             "the same rung and text (paired t, Holm over the cell's comparisons) and k, the compute multiplier in "
+             "FLOPs [95% CI]. Consistency rate (what DataDecide calls decision accuracy: the fraction of choice, "
+             "text and lower rung whose loss difference has the top rung's sign): "
+             f"**{'—' if math.isnan(rate) else f'{100 * rate:.0f}%'}** of {n}. Trend of k: its factor (in steps) per "
+             "doubling of training compute with the 95% interval (least squares over every seed and rung).", "",
+             markdown_table(per), ""]
+    return lines, per
+
+
+def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,
+                 worth: pd.DataFrame) -> list[str]:
+    """The report's first section: what each choice buys, the calibration rows, and the transfer study."""
+    transfer, per = transfer_lines(summary, table, worth)
+    body = buys_table(table, cmp, summary, worth, per)
+    if body is None and not transfer:
+        return []
+    lines = ["## What each choice buys", ""]
+    if body is not None:
+        lines += ["One row per variant against its sweep's baseline. Time ratios: median with its 95% interval "
+                  "(below 1 is faster); Δ loss: the final validation loss difference with its Holm-level interval "
+                  "and verdict; compute multiplier: the training FLOPs the baseline needs to reach the variant's "
+                  "loss, as a multiple of the variant's, with its 95% interval over seeds (`>`/`<`: past the budgets "
+                  "trained, a bound); time to loss: how many times sooner in wall time the variant reaches the "
+                  "baseline's loss (multiplier in steps over the quality model's train-step time ratio), measured "
+                  "here and predicted for Llama-2-7B on one H100 SXM (roofline model, labelled predicted). "
+                  "Published: what the sources the choice's claim cites say of the loss.", "", body, ""]
+    calibration = calibration_table(worth)
+    if calibration is not None:
+        lines += ["The multiplier's known answers: each seed's baseline loss at 1× and at 2× the steps, read on the "
+                  "next seed's curve. The method is trusted where both hold.", "", calibration, ""]
+    return lines + transfer

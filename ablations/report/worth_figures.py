@@ -1,0 +1,79 @@
+"""The two figures of what each choice buys (``ablations.quality.worth``'s table for one sweep): the multipliers with
+their intervals, and the cost-quality plane. Drawn by ``ablations.report.figures`` with the report's style."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ablations.quality.worth import CALIBRATION
+
+# Lines of equal time to loss on the cost-quality plane: k_steps = c x the step-time ratio.
+EQUAL_TIME = (0.5, 1.0, 2.0, 4.0)
+
+
+def _ends(w: pd.DataFrame, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Estimates and error-bar lengths below and above (0 where the reading is one bound)."""
+    est = w[key].to_numpy(dtype=float)
+    lo = np.where(np.isnan(w[f"{key}_lo"].to_numpy(dtype=float)), est, w[f"{key}_lo"].to_numpy(dtype=float))
+    hi = np.where(np.isnan(w[f"{key}_hi"].to_numpy(dtype=float)), est, w[f"{key}_hi"].to_numpy(dtype=float))
+    return est, est - lo, hi - est
+
+
+def multipliers(w: pd.DataFrame) -> Figure | str:
+    """Each comparison's compute multiplier in FLOPs with its 95% interval on a log axis, 1× marked; the calibration
+    rows (in grey) at the bottom with the value each must hold."""
+    w = w[np.isfinite(w["k_flops"].astype(float)) | w["variant"].isin(list(CALIBRATION))]
+    w = w[np.isfinite(w["k_flops"].astype(float))]
+    if w.empty:
+        return "no multiplier could be read (no variant with a baseline curve)"
+    w = pd.concat([w[~w["variant"].isin(list(CALIBRATION))], w[w["variant"].isin(list(CALIBRATION))]])
+    labels = [f"{v} (d={int(d)})" if not pd.isna(d) and w["d_model"].nunique() > 1 else str(v)
+              for v, d in zip(w["variant"], w["d_model"], strict=True)]
+    fig = Figure(figsize=(6.5, 0.45 * len(w) + 1.4), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(len(w))[::-1]
+    est, below, above = _ends(w, "k_flops")
+    calibration = w["variant"].isin(list(CALIBRATION)).to_numpy()
+    for mask, colour in ((~calibration, "C0"), (calibration, "0.5")):
+        ax.errorbar(est[mask], y[mask], xerr=[below[mask], above[mask]], fmt="o", color=colour, capsize=3)
+    for yi, (_, r) in zip(y, w.iterrows(), strict=True):
+        if r["bound"] or r["open_hi"] or r["open_lo"]:
+            ax.annotate(r["k_flops_text"], (r["k_flops"], yi), xytext=(6, 6), textcoords="offset points", fontsize=7)
+        if r["variant"] in CALIBRATION:
+            ax.plot([r["expected"]], [yi], marker="|", color="k", markersize=12)
+    ax.axvline(1.0, color="k", lw=0.8, ls="--")
+    ax.set_xscale("log", base=2)
+    ax.set_yticks(y, labels)
+    ax.set_xlabel("compute multiplier k (training FLOPs the baseline needs for the variant's loss, ×)")
+    ax.set_title("What each choice buys in compute")
+    return fig
+
+
+def cost_quality(w: pd.DataFrame) -> Figure | str:
+    """x: the quality model's train-step time ratio; y: the multiplier in steps; both with 95% intervals. On a
+    dashed line k = c × ratio the variant reaches the baseline's loss c times sooner in wall time."""
+    w = w[~w["variant"].isin(list(CALIBRATION))]
+    w = w[np.isfinite(w["k_steps"].astype(float)) & np.isfinite(w["step_ratio"].astype(float))]
+    if w.empty:
+        return "no variant has both a multiplier and a timed training step (profile.quality_step)"
+    fig = Figure(figsize=(6.0, 4.6), layout="constrained")
+    ax = fig.subplots()
+    k, kb, ka = _ends(w, "k_steps")
+    r, rb, ra = _ends(w, "step_ratio")
+    ax.errorbar(r, k, xerr=[rb, ra], yerr=[kb, ka], fmt="o", capsize=3)
+    for xi, yi, label in zip(r, k, w["variant"], strict=True):
+        ax.annotate(str(label), (xi, yi), xytext=(5, 5), textcoords="offset points", fontsize=8)
+    x_lo, x_hi = min(0.5, float(np.nanmin(r - rb)) * 0.8), max(2.0, float(np.nanmax(r + ra)) * 1.25)
+    xs = np.geomspace(x_lo, x_hi, 50)
+    for c in EQUAL_TIME:
+        ax.plot(xs, c * xs, color="0.6", lw=0.8, ls="--")
+        ax.annotate(f"{c:g}× sooner", (xs[-1], c * xs[-1]), fontsize=7, color="0.4", ha="right", va="bottom")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_xlabel("train-step time ratio (variant / baseline, quality model, ×)")
+    ax.set_ylabel("compute multiplier in steps k (×)")
+    ax.set_title("Cost against quality")
+    return fig

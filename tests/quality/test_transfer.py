@@ -1,0 +1,78 @@
+"""The transfer study (ablations.quality.transfer, +sweep=transfer): its rungs as the issue of scale asks, and its
+reading of verdicts across rungs and texts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ablations.config.generated import transfer_rungs
+from ablations.config.variants import arch_from
+from ablations.quality.arch import quality_arch
+from ablations.quality.transfer import cells, consistency_rate, per_choice, trend
+from ablations.roofline.work import lm_params, mode_work
+from tests.quality.helpers import composed
+
+
+def _rung(name: str) -> tuple[float, float]:
+    """(tokens per parameter, training FLOPs) of the baseline's quality model at a rung."""
+    cfg = composed(f"train={name}")
+    t = cfg.train
+    q = quality_arch(cfg, arch_from(cfg))
+    tokens = t.steps * t.batch * t.context
+    flops = mode_work(q, "train", t.batch, t.context, lm_head=True).flops * t.steps
+    return tokens / lm_params(q), flops
+
+
+def test_the_rungs_grow_compute_16x_and_never_lower_tokens_per_parameter():
+    rungs = [_rung(name) for name in transfer_rungs()]
+    assert len(rungs) >= 3
+    ratios, flops = zip(*rungs, strict=True)
+    assert all(b >= a for a, b in zip(ratios, ratios[1:], strict=False)), ratios
+    assert all(b > a for a, b in zip(flops, flops[1:], strict=False))
+    assert flops[-1] / flops[0] >= 16
+
+
+def _summary(diffs: dict[tuple[str, str, int], float], verdicts: dict[tuple[str, str, int], str]) -> pd.DataFrame:
+    rows = [{"sweep": "transfer", "metric": "val_loss", "variant": v, "reference": "gpt2", "corpus": c, "d_model": d,
+             "diff": x, "diff_lo": x - 0.01, "diff_hi": x + 0.01, "verdict": verdicts[(v, c, d)]}
+            for (v, c, d), x in diffs.items()]
+    rows += [{"sweep": "transfer", "metric": "val_loss", "variant": "gpt2", "reference": "gpt2", "corpus": c,
+              "d_model": d, "diff": np.nan, "verdict": "baseline"} for c in ("a", "b") for d in (32, 64, 96)]
+    return pd.DataFrame(rows)
+
+
+def test_consistency_is_the_top_rungs_sign_matched_below_it():
+    diffs, verdicts = {}, {}
+    for c in ("a", "b"):
+        for d, x in ((32, -0.05), (64, -0.04), (96, -0.03)):
+            diffs[("swiglu", c, d)], verdicts[("swiglu", c, d)] = x, "better"
+    # rmsnorm's sign flips at the smallest rung of text b only: 3 of its 4 lower cells agree.
+    for c in ("a", "b"):
+        for d, x in ((32, 0.01 if c == "b" else -0.002), (64, -0.001), (96, -0.003)):
+            diffs[("rmsnorm", c, d)], verdicts[("rmsnorm", c, d)] = x, "no detectable difference"
+    verdicts[("rmsnorm", "b", 96)] = "better"
+    c = cells(_summary(diffs, verdicts))
+    assert len(c) == 12 and c["top"].sum() == 4
+    rate, n = consistency_rate(c)
+    assert n == 8 and rate == pytest.approx(7 / 8)
+    per = per_choice(c).set_index("variant")
+    assert per.loc["swiglu", "consistent"] == "yes"
+    assert per.loc["rmsnorm", "consistent"] == "no"  # no difference at five cells, better at one
+
+
+def test_the_trend_is_a_slope_per_doubling_with_its_interval_and_refuses_bounds():
+    rows = []
+    for d, compute, k in ((32, 1e9, 1.2), (64, 4e9, 1.44), (96, 16e9, 1.728)):
+        for seed, noise in enumerate((-0.01, 0.0, 0.01)):
+            rows.append({"variant": "swiglu", "corpus": "a", "d_model": d, "seed": seed, "compute": compute,
+                         "log2_k": math.log2(k) + noise, "censored": ""})
+    readings = pd.DataFrame(rows)
+    text = trend(readings, "swiglu", "a")
+    # k grows 1.2x per 4x of compute: sqrt(1.2) per doubling.
+    assert text.startswith(f"×{math.sqrt(1.2):.3g} per doubling [")
+    readings.loc[0, "censored"] = ">"
+    assert trend(readings, "swiglu", "a").startswith("not fitted")
