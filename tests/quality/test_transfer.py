@@ -27,8 +27,13 @@ def _rung(name: str) -> tuple[float, float]:
     return tokens / lm_params(q), flops
 
 
-def test_the_rungs_grow_compute_16x_and_never_lower_tokens_per_parameter():
-    rungs = [_rung(name) for name in transfer_rungs()]
+# The CPU rungs the sweep runs, and the GPU rungs the docs give for train=gpu.
+RUNG_SETS = {"cpu": transfer_rungs(), "gpu": ["gpu_rung_s", "gpu_rung_m", "gpu_rung_l"]}
+
+
+@pytest.mark.parametrize("names", RUNG_SETS.values(), ids=RUNG_SETS)
+def test_the_rungs_grow_compute_16x_and_never_lower_tokens_per_parameter(names):
+    rungs = [_rung(name) for name in names]
     assert len(rungs) >= 3
     ratios, flops = zip(*rungs, strict=True)
     assert all(b >= a for a, b in zip(ratios, ratios[1:], strict=False)), ratios

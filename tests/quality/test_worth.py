@@ -67,3 +67,21 @@ def test_a_variant_gets_its_multiplier_in_steps_and_flops():
 
 def test_no_budgets_no_multipliers():
     assert worth(pd.DataFrame([*_point("gpt2")[1]]).query("metric != 'budget_loss'")).empty
+
+
+def test_the_report_opens_with_what_each_choice_buys_and_its_calibration(tmp_path):
+    from ablations.report.markdown import build_report
+    from ablations.results.store import COLUMNS
+
+    table = _table().reindex(columns=COLUMNS)
+    table["sweep"], table["status"] = "norm", table["status"].fillna("ok")
+    text = build_report(tmp_path, table, draw_figures=False).read_text()
+    sections = [line for line in text.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## What each choice buys"
+    buys = text.split("## What each choice buys")[1].split("\n## ")[0]
+    assert "LayerNorm → RMSNorm" in buys and "compute multiplier [CI]" in buys
+    assert AA in buys and TWICE in buys  # the calibration rows, each with whether it holds
+    assert "| 1× |" in buys and "| 2× |" in buys
+    # No block was timed in this table: no time to loss, said as a dash, not a number.
+    row = next(line for line in buys.splitlines() if line.startswith("| LayerNorm → RMSNorm"))
+    assert row.count("—") >= 3
