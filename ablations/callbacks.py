@@ -10,7 +10,8 @@ from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
 
 from ablations.errors import Fault, os_error_line
 
@@ -104,6 +105,9 @@ class SweepCallback(Callback):
                         disable=not sys.stderr.isatty())
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        """Count the point and say how it went; a single run (no ``-m``, no sweep) then ends here too: its table,
+        summary and folder line come after its point's line, as a multirun's do in ``on_multirun_end``. A point
+        skipped (already measured) writes nothing; one whose job raised leaves the exception to Hydra."""
         if job_return.status == JobStatus.COMPLETED:
             status = job_return.return_value
         else:  # an exception escaped the point (it should not): count it as a failure
@@ -117,6 +121,11 @@ class SweepCallback(Callback):
             elapsed = time.monotonic() - self.started
             eta = f", ETA {elapsed / done * (total - done):.0f} s" if total else ""
             log.info("point %d/%s %s (%.0f s elapsed%s)", done, total or "?", status, elapsed, eta)
+        single = OmegaConf.select(config, "hydra.mode") == RunMode.RUN
+        if single and job_return.status == JobStatus.COMPLETED and status != "skipped":
+            from ablations.runner import output_folder
+
+            finish(output_folder(config), [status], config)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.bar is not None:

@@ -136,8 +136,6 @@ def run_job(cfg: DictConfig) -> str:
     if not distributed.is_writer():
         return status
     write_point(rows.rows, path)
-    if HydraConfig.get().mode != RunMode.MULTIRUN:
-        from ablations.callbacks import finish
-
-        finish(folder, [status], cfg)
+    # A single run's table, summary and folder line come from the callback (``SweepCallback.on_job_end``), after
+    # the point's own line, as a multirun's come after all of its points'.
     return status

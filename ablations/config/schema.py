@@ -135,7 +135,8 @@ class TrainConfig:
 
 class DataFormat(StrEnum):
     """How ``data.path`` is read (``ablations.quality.tokens``): ``auto`` is an llm.c shard when the file starts with
-    llm.c's magic number, else bytes."""
+    llm.c's magic number, else bytes if the file looks like text and refused if not (``tokens.not_text``: a nanoGPT
+    ``train.bin`` needs ``nanogpt``); ``bytes`` reads any file as bytes."""
 
     auto = "auto"
     bytes = "bytes"

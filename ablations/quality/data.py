@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from ablations.quality.tokens import GPT2_VOCAB, MAX_VOCAB, has_llmc_magic, open_tokens, readable_file
+from ablations.quality.tokens import GPT2_VOCAB, MAX_VOCAB, has_llmc_magic, not_text, open_tokens, readable_file
 from components.config import ConfigError
 
 VOCAB = 256
@@ -176,7 +176,8 @@ def min_bytes(context: int, max_factor: int, val_fraction: float) -> int:
 
 def data_format(dc: DictConfig) -> str:
     """``data.format`` with ``auto`` decided: an llm.c shard when ``data.path`` starts with llm.c's magic, else
-    bytes (a file that cannot be read is bytes here, and ``check_data`` says why)."""
+    bytes (a file that cannot be read is bytes here, and ``check_data`` says why; a file that does not look like
+    text, nanoGPT's headerless ids among them, ``check_data`` refuses: ``tokens.not_text``)."""
     fmt = str(dc.format)
     if fmt != "auto":
         return fmt
@@ -216,6 +217,15 @@ def check_data(dc: DictConfig, context: int, max_factor: int) -> None:
 
 def _check_bytes(dc: DictConfig, context: int, max_factor: int) -> None:
     path, val_fraction = dc.path, dc.val_fraction
+    if path and str(dc.format) == "auto":
+        # Bytes by default only for what looks like text: a token file read as bytes would train, exit 0, and mean
+        # nothing. data.format=bytes is the explicit choice that reads any file.
+        why = not_text(readable_file(path, "data.path", "a readable text file", " (empty = the Python stdlib)"))
+        if why:
+            raise ConfigError(f"data.format=auto would read data.path={path} as bytes, but it does not look like "
+                              f"text ({why}); for nanoGPT's uint16 token ids set data.format=nanogpt with "
+                              "data.val_path=VAL.bin and data.vocab_size=N, or set data.format=bytes to train on its "
+                              "bytes anyway")
     for key, unset in (("val_path", ""), ("vocab_size", None)):
         if dc[key] != unset:
             raise ConfigError(f"data.{key}={dc[key]} applies to token files (data.format=nanogpt or llmc); bytes "

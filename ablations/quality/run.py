@@ -113,8 +113,9 @@ def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.devi
     ref.note += source
     spans = validation_spans(corpus, tc)
     # The baseline itself pairs with nothing: its seeds are the first look's, and the points that compare with it
-    # add the rest. Fixed seeds train the point's own arm only, as every point trains its own.
-    paired = rule.sequential and ref.id != own.id
+    # add the rest. Every other point trains its baseline's seeds too (found in the ledger when the sweep's baseline
+    # point trained them), so a point run on its own is a comparison, with fixed seeds as with sequential ones.
+    paired = ref.id != own.id
     stopped, tried = None, 0
     for seed in rule.seeds:
         tried += 1

@@ -32,6 +32,14 @@ GPT2_VOCAB = 50257
 MAX_VOCAB = int(np.iinfo(TOKEN).max) + 1
 # Bytes per read of the checking pass: bounded memory whatever the file's size.
 SCAN_BYTES = 1 << 25
+# data.format=auto: how much of data.path is read to tell text from token ids, and the share of control bytes among
+# the bytes at odd offsets (uint16 ids' high bytes) past which the file is taken for ids (see not_text).
+SNIFF_BYTES = 1 << 16
+IDS_CONTROL_SHARE = 0.25
+# C0 control bytes that text does not hold: all below 0x20 but tab, newline, vertical tab, form feed, carriage
+# return and escape (terminal colours in a log). NUL is one, and a rule of its own.
+TEXT_CONTROLS = frozenset({0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1B})
+CONTROL = np.array([b < 0x20 and b not in TEXT_CONTROLS for b in range(256)])
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,38 @@ def has_llmc_magic(path: Path) -> bool:
     with path.open("rb") as f:
         head = f.read(4)
     return len(head) == 4 and int.from_bytes(head, "little", signed=True) == LLMC_MAGIC
+
+
+def not_text(path: Path) -> str | None:
+    """Why ``data.format=auto`` must not read ``path`` as bytes, or None when it may be text. Reads at most
+    ``SNIFF_BYTES`` (64 KiB) from the start; the first rule that holds is the reason:
+
+    - a NUL byte in that block. Text in UTF-8, ASCII or any ASCII-based encoding never holds one (git and grep tell
+      binary files the same way), while uint16 token ids hold one for every id below 256 (every id of a vocabulary
+      of 256 or less, shakespeare_char's 65 among them) and every low byte that is 0 (one id in 256 at random, so
+      about 128 in a block of 32768 ids of any vocabulary): this rule finds nanoGPT's files;
+    - an even size, and at least a quarter (``IDS_CONTROL_SHARE``) of the block's bytes at odd offsets, the high
+      bytes of little-endian uint16 ids, are control bytes text does not hold (``CONTROL``: below 0x20 but tab,
+      newline, vertical tab, form feed, carriage return and escape). Ids 256 to 8191, a BPE vocabulary's most
+      frequent, have their high byte there; text has next to none (the Python stdlib corpus and the English corpus
+      none at all), so a quarter leaves text far on the other side. This catches a short file of ids without a NUL;
+    - the suffix ``.bin``: nanoGPT's ``train.bin`` and ``val.bin``, and most binary dumps.
+
+    UTF-8 text with non-ASCII characters passes (its multi-byte sequences are all 0x80 or above), and so does text
+    in Latin-1 or another 8-bit encoding; UTF-16 text does not (its ASCII characters hold NULs), nor anything else
+    binary: ``data.format=bytes`` reads any file as bytes."""
+    with path.open("rb") as f:
+        head = np.frombuffer(f.read(SNIFF_BYTES), dtype=np.uint8)
+    nul = np.flatnonzero(head == 0)
+    if len(nul):
+        return f"a NUL byte at offset {nul[0]}, which text never holds"
+    high = head[1::2]
+    if path.stat().st_size % TOKEN.itemsize == 0 and len(high) and CONTROL[high].mean() >= IDS_CONTROL_SHARE:
+        return (f"{CONTROL[high].mean():.0%} of its first {len(head)} bytes at odd offsets are control bytes, as "
+                "uint16 token ids' high bytes are and text's are not")
+    if path.suffix.lower() == ".bin":
+        return "its name ends in .bin, as nanoGPT's token files' do"
+    return None
 
 
 def open_tokens(path: str, key: str, fmt: str) -> TokenFile:

@@ -312,15 +312,26 @@ def all_cases() -> list[Case]:
     return cases
 
 
+def matches(name: str, pattern: str) -> bool:
+    """Whether case ``name`` (``component/variant/mode``) has ``pattern``'s segments as a run of its own: the pattern
+    split on ``/`` (a leading or trailing ``/`` only marks a whole segment) must match that many consecutive segments
+    of the name, each a glob within one segment (``*``, ``?``, ``[...]`` never cross a ``/``). So ``norm`` and
+    ``norm/`` select ``norm/*/*`` and never ``block/qknorm/*``, ``block/gpt2`` selects ``block/gpt2/*``,
+    ``block/*/forward`` every block's forward, ``forward`` every forward and ``*norm*`` every name with a segment
+    containing ``norm``."""
+    stripped = pattern.strip("/")
+    if not stripped:
+        return False
+    parts, segments = stripped.split("/"), name.split("/")
+    return any(all(fnmatch.fnmatchcase(s, p) for s, p in zip(segments[i:i + len(parts)], parts, strict=True))
+               for i in range(len(segments) - len(parts) + 1))
+
+
 def select(case_set: str = "default", patterns: Sequence[str] = ()) -> list[Case]:
-    """The cases of ``case_set`` whose name matches any pattern (a glob, or a substring without wildcards)."""
+    """The cases of ``case_set`` whose name matches any pattern in whole path segments (``matches``)."""
     cases = all_cases()
     if case_set == "ci":
         cases = [c for c in cases if c.name in CI_CASES]
-
-    def matches(name: str, pattern: str) -> bool:
-        return fnmatch.fnmatch(name, pattern) if any(ch in pattern for ch in "*?[") else pattern in name
-
     if patterns:
         cases = [c for c in cases if any(matches(c.name, p) for p in patterns)]
     return cases

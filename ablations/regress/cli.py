@@ -10,9 +10,12 @@ Both revisions' ``components`` are imported into this one process and timed pair
 ``ablations.regress.paired``); each group of cases (``block/*/forward``) also gets a verdict from its cases'
 rounds pooled, which sees a slowdown of shared code that one case's rounds cannot; the norms', positions'
 and attention decode's cases are also counted in instructions under callgrind. A case whose settings the base does
-not implement is ``not compared``, with the reason (``ablations.regress.comparable``). Exit status: 0 no regression,
-1 a regression (one line per case, group and signal), 2 a setup problem (unknown revision, a tree that does not
-import, a filter that matches nothing), decided before any timing.
+not implement is ``not compared``, with the reason (``ablations.regress.comparable``); one whose interval is wider
+than the band between 1 - threshold and 1 + threshold, and past neither edge, is ``not judged``, with the rounds
+that would judge it (``ablations.regress.paired.judge``): neither a regression nor a pass. The summary counts cases
+(a case regressed if any of its signals did), then the signals. Exit status: 0 no regression, 1 a regression (one
+line per case, group and signal), 2 a setup problem (unknown revision, a tree that does not import, a filter that
+matches nothing), decided before any timing.
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ import torch
 
 from ablations.errors import UsageError, command, prog
 from ablations.measure.intervals import Precision
-from ablations.regress import callgrind, comparable, summary
+from ablations.regress import callgrind, comparable, paired, summary
 from ablations.regress.cases import CASE_SETS, Case, Subject, all_cases, arch, select, split_overrides
-from ablations.regress.paired import case_confidence, decided, pooled_rows, tests_in, time_case, verdict
+from ablations.regress.paired import case_confidence, decided, judge, pooled_rows, tests_in, time_case
 from ablations.regress.plugin_trees import load_head_plugin, plugin_root, plugin_trees
 from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree, resolve
 from ablations.results.provenance import malloc_setting
@@ -53,12 +56,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
     # 2, not 5: 20 same-code runs of all 79 default cases flagged nothing even at 1% (docs/regression.md), and at 5%
     # a slowdown of about 5% is at the edge by construction and was caught in none of 10 runs.
     p.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
-                   help="time: regression when the 95%% interval of head/base lies above 1 + PCT%% (default 2)")
+                   help="time: regression when the 95%% interval of head/base lies above 1 + PCT%% (default 2); "
+                        "an interval wider than 2 x PCT%% and past neither 1 - PCT%% nor 1 + PCT%% is not judged")
     p.add_argument("--callgrind-threshold", type=float, default=1.0, metavar="PCT",
                    help="instructions per call: regression when head/base is above 1 + PCT%% (default 1)")
     p.add_argument("--cases", choices=CASE_SETS, default="default", help="case set (default: all; ci: six cases)")
     p.add_argument("-k", dest="patterns", action="append", default=[], metavar="PATTERN",
-                   help="only cases whose name contains PATTERN (or matches it as a glob); repeatable")
+                   help="only cases whose name (component/variant/mode) has PATTERN in whole segments: PATTERN split "
+                        "on / must match that many consecutive segments, each part a glob within one segment (*, ?, "
+                        "[...] never cross a /); norm/ or norm selects norm/*/* and never block/qknorm/*, "
+                        "block/*/forward every block's forward, *llama* any segment containing llama; repeatable")
     p.add_argument("--rounds", type=int, default=12,
                    help="paired rounds per case, the budget when --min-rounds is given (default 12, at least 6)")
     p.add_argument("--min-rounds", type=int, metavar="N",
@@ -103,11 +110,27 @@ def chosen_cases(args: argparse.Namespace) -> list[Case]:
     cases = select(args.cases, args.patterns)
     if args.plugin and not args.all_cases:
         cases = [c for c in cases if plugin_case(c, args.plugin_modules)]
+    unmatched = [p for p in args.patterns if not select(args.cases, [p])]
     if not cases:
         names = ", ".join(c.name for c in all_cases()[:3])
-        raise UsageError(f"-k {' -k '.join(args.patterns)} matches no case of --cases {args.cases} "
+        hint = segment_hint(args.cases, unmatched)
+        raise UsageError(f"-k {' -k '.join(args.patterns)} matches no case of --cases {args.cases}{hint} "
                          f"(names look like {names}, ...; --list prints them all)")
+    for pattern in unmatched:  # the others matched: the check runs, and says what this one left out
+        print(f"{PROG}: -k {pattern} matches no case of --cases {args.cases}{segment_hint(args.cases, [pattern])}",
+              file=sys.stderr)
     return cases
+
+
+def segment_hint(case_set: str, patterns: list[str]) -> str:
+    """For patterns that match no case in whole segments but are part of a name: how to ask for a part of a segment
+    (``-k '*llama*'``, what ``-k llama`` matched when ``-k`` took substrings)."""
+    names = [c.name for c in select(case_set)]
+    parts = [p for p in patterns if p and any(p in n for n in names)]
+    if not parts:
+        return ""
+    globs = " ".join(f"-k '*{p}*'" for p in parts)
+    return f"; -k matches whole segments of a name, so for a part of one: {globs}"
 
 
 def plugin_case(case: Case, modules: list[str]) -> bool:
@@ -165,11 +188,13 @@ def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace,
     timed = time_case(subjects["head"], subjects["base"], rounds=args.rounds, min_run_time=args.min_run_time,
                       warmup=args.warmup, until=until if args.min_rounds is not None else None)
     iv = rule.interval(timed.ratios)
-    row.update(ratio=iv.median, lo=iv.lo, hi=iv.hi, coverage=iv.coverage, verdict=verdict(iv, threshold),
+    row.update(ratio=iv.median, lo=iv.lo, hi=iv.hi, coverage=iv.coverage, verdict=judge(iv, threshold),
                rounds=len(timed.ratios), stopped=("decided" if decided(iv, threshold) else "budget")
                if args.min_rounds is not None else "fixed",
                base_median_s=statistics.median(timed.b), head_median_s=statistics.median(timed.a),
                ratios=timed.ratios, cpu_share=timed.cpu_share)
+    if row["verdict"] == paired.NOT_JUDGED:
+        row["rounds_to_judge"] = paired.rounds_to_judge(iv, len(timed.ratios), threshold)
     return row, {"base": timed.b, "head": timed.a}
 
 
@@ -260,7 +285,7 @@ def run_check(args: argparse.Namespace) -> int:
             rows.append(row)
             for side, data in sides.items():
                 times[side][case.name] = data
-            shown = summary.case_text(row)
+            shown = summary.case_text(row)  # a case not judged says how many rounds would judge it
             print(f"[{i}/{len(cases)}] {case.name}: {shown} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
         note = count_instructions(rows, base, head, args, out)
     groups = pooled_rows(rows, args.threshold / 100, confidence, first=args.min_rounds)
@@ -278,15 +303,19 @@ def run_check(args: argparse.Namespace) -> int:
     }
     report["regressions"] = summary.regression_lines(report)
     report["not_compared"] = summary.not_compared_lines(report)
+    report["not_judged"] = summary.not_judged_lines(report)
+    report["counts"] = summary.counts(report)
     report["verdict"] = "regression" if report["regressions"] else "ok"
     summary.write_all(report, {side: summary.benchmark_json(report, side, times[side]) for side in times}, out)
     print(summary.markdown(report))
     for line in report["regressions"]:
         print(line, file=sys.stderr)
+    if report["regressions"]:
+        print(f"{PROG}: {summary.regressed_text(report)}", file=sys.stderr)
     print(f"{PROG}: reports in {out}", file=sys.stderr)
     if report["regressions"] and marked:
-        print(f"{PROG}: {len(report['regressions'])} regression(s), intended by {INTENDED_MARKER} in {marked}: "
-              "not failing", file=sys.stderr)
+        print(f"{PROG}: {summary.regressed_text(report)}, intended by {INTENDED_MARKER} in {marked}: not failing",
+              file=sys.stderr)
         return 0
     return 1 if report["regressions"] else 0
 

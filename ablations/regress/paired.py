@@ -21,10 +21,15 @@ identical code every round's ratio is above or below 1 with even odds whichever 
 pooled interval keeps its coverage there. Where cases differ in their true slowdown the pooled median is
 their typical one, and each case keeps its own verdict. With sequential rounds only each case's first
 ``min_rounds`` are pooled: how many more a case took depends on what its rounds showed.
+
+An interval wider than the band between the two edges, ``1 - threshold`` to ``1 + threshold``, cannot say
+"unchanged within the threshold" wherever it lies: such a case (or group) that is not a regression or an
+improvement is **not judged** (``judge``), never a pass, with the rounds that would judge it (``rounds_to_judge``).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 
@@ -70,8 +75,11 @@ def pooled_rows(rows: Sequence[dict], threshold: float, confidence: float, first
             continue
         pooled = [x for ratios in timed for x in ratios]
         iv = median_interval(pooled, confidence)
-        out.append({"name": group, "cases": len(timed), "rounds": len(pooled), "ratio": iv.median, "lo": iv.lo,
-                    "hi": iv.hi, "coverage": iv.coverage, "verdict": verdict(iv, threshold)})
+        row = {"name": group, "cases": len(timed), "rounds": len(pooled), "ratio": iv.median, "lo": iv.lo,
+               "hi": iv.hi, "coverage": iv.coverage, "verdict": judge(iv, threshold)}
+        if row["verdict"] == NOT_JUDGED:  # each case's share of the pooled rounds that would judge it
+            row["rounds_to_judge"] = even(math.ceil(rounds_to_judge(iv, len(pooled), threshold) / len(timed)))
+        out.append(row)
     return out
 
 
@@ -83,6 +91,39 @@ def verdict(interval: Interval, threshold: float) -> str:
     if interval.hi < 1 - threshold:
         return "improvement"
     return "unchanged"
+
+
+NOT_JUDGED = "not judged"
+EPS = 1e-9  # relative: float noise in a width or a round count is no reason for another verdict or another pair
+
+
+def too_wide(interval: Interval, threshold: float) -> bool:
+    """Whether the interval is wider than the band between the edges, ``2 * threshold``: it then cannot lie within
+    ``1 ± threshold``, so it cannot say "unchanged" at the threshold wherever the true ratio is; only a slowdown (or
+    speed-up) well past the edge could still show."""
+    return interval.hi - interval.lo > 2 * threshold * (1 + EPS)
+
+
+def judge(interval: Interval, threshold: float) -> str:
+    """``verdict``, except that an interval too wide for the band (``too_wide``) that shows neither a regression nor
+    an improvement is ``not judged``: neither a regression nor a pass. A regression or an improvement stands
+    however wide the interval: its whole interval is past the edge."""
+    found = verdict(interval, threshold)
+    return NOT_JUDGED if found == "unchanged" and too_wide(interval, threshold) else found
+
+
+def even(n: int) -> int:
+    """``n`` rounded up to a whole ABBA pair of rounds."""
+    return n + n % 2
+
+
+def rounds_to_judge(interval: Interval, rounds: int, threshold: float) -> int:
+    """About how many rounds would narrow ``interval`` (from ``rounds``) to the band's width ``2 * threshold``,
+    at the spread measured: an interval of the median narrows as 1/sqrt(rounds) (the order statistics' spread
+    about the median, asymptotically), so ``rounds * (width / (2 * threshold)) ** 2``, rounded up to an even count.
+    An estimate: at the family-wise level 12 rounds give [min, max], wider than the asymptotic rule, and a noisier
+    or quieter host moves it."""
+    return even(math.ceil(rounds * ((interval.hi - interval.lo) / (2 * threshold)) ** 2 * (1 - EPS)))
 
 
 def decided(interval: Interval, threshold: float) -> bool:

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ablations.measure.intervals import Interval
+from ablations.regress.paired import NOT_JUDGED, even, rounds_to_judge
+
 REPORT_JSON = "regress.json"
 SUMMARY_MD = "summary.md"
 SIDE_JSON = "{side}.benchmark.json"  # pytest-benchmark's format: `pytest-benchmark compare` reads them
@@ -54,11 +57,114 @@ def machine() -> str:
     return f"{model or platform.processor() or 'unknown CPU'}, {os.cpu_count()} cores, {platform.machine()}"
 
 
-def case_text(c: dict) -> str:
-    """One case's outcome in a line: its interval and verdict, or why it was not timed."""
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def judging_rounds(c: dict, report: dict) -> int:
+    """The rounds that would judge a case or group ``not judged`` (per case for a group): stored on the row, or
+    estimated again from its interval as ``ablations.regress.paired.rounds_to_judge`` does."""
+    if "rounds_to_judge" in c:
+        return c["rounds_to_judge"]
+    iv = Interval(c["ratio"], c["lo"], c["hi"], c.get("coverage", 0.95))
+    rounds = c.get("rounds", report["rounds"])
+    total = rounds_to_judge(iv, rounds, report["threshold_pct"] / 100)
+    return even(-(-total // c["cases"])) if "cases" in c else total
+
+
+def case_text(c: dict, report: dict | None = None) -> str:
+    """One case's outcome in a line: its interval and verdict (with the rounds that would judge it, when it could not
+    be judged and ``report`` is given), or why it was not timed."""
     if "ratio" in c:
+        if c["verdict"] == NOT_JUDGED and (report is not None or "rounds_to_judge" in c):
+            return f"{fmt_interval(c)} {NOT_JUDGED} (about {judging_rounds(c, report or {}):,} rounds would judge it)"
         return f"{fmt_interval(c)} {c['verdict']}"
     return f"{c['verdict']}: {c.get('reason') or c.get('error')}"
+
+
+def not_judged_text(c: dict, report: dict) -> str:
+    """Why a case (or group) has no verdict, and the rounds that would give it one."""
+    pct = report["threshold_pct"]
+    per = " per case" if "cases" in c else ""
+    return (f"its 95% interval [{c['lo']:.3f}, {c['hi']:.3f}] is wider than the check can use (wider than the "
+            f"{2 * pct / 100:.3f} between 1 − {pct:g}% and 1 + {pct:g}%); about {judging_rounds(c, report):,} "
+            f"rounds{per} would judge it")
+
+
+def not_judged_lines(report: dict, widest_first: bool = False) -> list[str]:
+    """One line per case and group whose interval is too wide to judge at the threshold: neither a regression nor a
+    pass (``ablations.regress.paired.judge``). ``widest_first``: the cases by the rounds that would judge them, most
+    first, so a case whose rounds say nothing at all ([0.391, 11.851]) leads the many a little too wide."""
+    cases = [c for c in report["cases"] if c.get("verdict") == NOT_JUDGED]
+    if widest_first:
+        cases.sort(key=lambda c: -judging_rounds(c, report))
+    lines = [f"not judged: {c['name']}: {not_judged_text(c, report)}" for c in cases]
+    lines += [f"not judged: {g['name']} ({g['cases']} cases, {g['rounds']} rounds pooled): {not_judged_text(g, report)}"
+              for g in report.get("groups", []) if g["verdict"] == NOT_JUDGED]
+    return lines
+
+
+def counts(report: dict) -> dict:
+    """The check counted by case, not by signal: a case regressed if any of its signals did (its time, its
+    instructions); a failed case is one the head cannot run; a case not judged is neither a regression nor a pass
+    (unless its instructions regressed); the rest passed. Groups are counted apart, and the signals besides."""
+    out = {"cases": len(report["cases"]), "compared": 0, "regressed": 0, "passed": 0, "not_judged": 0, "failed": 0,
+           "not_compared": 0, "signals": {"time": 0, "instructions": 0}}
+    for c in report["cases"]:
+        verdict = c.get("verdict")
+        if verdict == "not compared":
+            out["not_compared"] += 1
+            continue
+        out["compared"] += 1
+        time_signal = verdict == "regression"
+        count_signal = (c.get("callgrind") or {}).get("verdict") == "regression"
+        out["signals"]["time"] += time_signal
+        out["signals"]["instructions"] += count_signal
+        kind = ("failed" if verdict == "failure" else "regressed" if time_signal or count_signal else
+                "not_judged" if verdict == NOT_JUDGED else "passed")
+        out[kind] += 1
+    groups = report.get("groups", [])
+    out["groups"] = {"groups": len(groups), "regressed": sum(g["verdict"] == "regression" for g in groups),
+                     "not_judged": sum(g["verdict"] == NOT_JUDGED for g in groups)}
+    out["groups"]["passed"] = len(groups) - out["groups"]["regressed"] - out["groups"]["not_judged"]
+    return out
+
+
+def regressed_cases_text(n: dict) -> str:
+    """``2 of 10 cases regressed (3 signals: 2 time, 1 instructions)`` from ``counts``: cases, then signals."""
+    signals = {k: v for k, v in n["signals"].items() if v}
+    said = (f" ({plural(sum(signals.values()), 'signal')}: {', '.join(f'{v} {k}' for k, v in signals.items())})"
+            if signals else "")
+    return f"{n['regressed']} of {plural(n['compared'], 'case')} regressed{said}"
+
+
+def failed_text(n: dict) -> str:
+    return f", {n['failed']} failed (the head cannot run it)" if n["failed"] else ""
+
+
+def regressed_text(report: dict) -> str:
+    """What exit status 1 is made of, counted by case: ``2 of 10 cases regressed (3 signals: 2 time, 1
+    instructions)``, with the failed cases and the groups that regressed when there are any."""
+    n = counts(report)
+    g = n["groups"]
+    grouped = f"; {g['regressed']} of {plural(g['groups'], 'group')} regressed" if g["regressed"] else ""
+    return f"{regressed_cases_text(n)}{failed_text(n)}{grouped}"
+
+
+def headline(report: dict) -> str:
+    """The summary's first sentence: the verdict, then the cases counted (regressed, with their signals; passed;
+    not judged; failed), the groups likewise, and the cases not compared."""
+    n = counts(report)
+    g = n["groups"]
+    word = "regression" if regression_lines(report) else "no regression"
+    text = (f"**{word}**: {regressed_cases_text(n)}, {n['passed']} passed, {n['not_judged']} not judged"
+            f"{failed_text(n)}")
+    if g["groups"]:
+        text += (f"; {g['regressed']} of {plural(g['groups'], 'group')} regressed, {g['passed']} passed, "
+                 f"{g['not_judged']} not judged")
+    if n["not_compared"]:
+        text += f"; {plural(n['not_compared'], 'case')} not compared (below)"
+    return text + "."
 
 
 def not_compared_lines(report: dict) -> list[str]:
@@ -88,19 +194,17 @@ def regression_lines(report: dict) -> list[str]:
 
 
 def markdown(report: dict) -> str:
-    regressions = regression_lines(report)
     groups = report.get("groups", [])
-    head = (f"**{len(regressions)} regression(s)**" if regressions else "**no regression**")
     skipped = not_compared_lines(report)
-    compared = len(report["cases"]) - len(skipped)
+    unjudged = not_judged_lines(report, widest_first=True)
     pct = f"{report['threshold_pct']:g}%"
     lines = [
         f"## Performance check: {head_text(report['head']['revision'])} against {base_text(report['base'])}", "",
-        f"{head} over {compared} case(s) compared and {len(groups)} group(s)"
-        f"{f'; {len(skipped)} case(s) not compared (below)' if skipped else ''}. Time: median head/base ratio over "
+        f"{headline(report)} Time: median head/base ratio over "
         f"{rounds_text(report)} with its distribution-free interval, 95% family-wise over cases and groups (each at "
         f"{100 * report['case_confidence']:.3g}%, Bonferroni); a regression when the interval's low end is above "
-        f"1 + {pct}, an improvement when its high end is below 1 − {pct}. "
+        f"1 + {pct}, an improvement when its high end is below 1 − {pct}, not judged when it is wider than the "
+        f"{2 * report['threshold_pct'] / 100:.3f} between them and neither. "
         f"{report['callgrind_note']}", "",
         "| case | time head/base [95% CI] | verdict | rounds | base ms | instructions head/base | verdict |",
         "|---|---|---|---|---|---|---|",
@@ -121,6 +225,12 @@ def markdown(report: dict) -> str:
                   "| group | cases | rounds pooled | time head/base [95% CI] | verdict |", "|---|---|---|---|---|"]
         lines += [f"| `{g['name']}` | {g['cases']} | {g['rounds']} | {fmt_interval(g)} | {g['verdict']} |"
                   for g in groups]
+    if unjudged:
+        lines += ["", f"Not judged: an interval wider than the band between 1 − {pct} and 1 + {pct} cannot say the "
+                  "case is unchanged within the threshold, wherever it lies, so these count neither as a regression "
+                  "nor as a pass. The rounds that would judge each are an estimate at the spread measured, the "
+                  "interval narrowing as 1/sqrt(rounds) (`--rounds`); the cases widest first.", "",
+                  *[f"- {line}" for line in unjudged]]
     if skipped:
         lines += ["", "Not compared: the base does not implement what these cases ask for, or cannot run them, so "
                   "their time would compare unlike things; they are never counted as a regression or an "
@@ -206,7 +316,8 @@ def history_figure(table: pd.DataFrame, case: str, threshold_pct: float, path: P
     ax.errorbar(x, table["ratio"], yerr=[table["ratio"] - table["lo"], table["hi"] - table["ratio"]], fmt="none",
                 ecolor="0.55", capsize=3)
     sns.scatterplot(x=list(x), y=table["ratio"], hue=table["verdict"], ax=ax, s=40, zorder=3,
-                    palette={"regression": "#d62728", "improvement": "#2ca02c", "unchanged": "#1f77b4"})
+                    palette={"regression": "#d62728", "improvement": "#2ca02c", "unchanged": "#1f77b4",
+                             NOT_JUDGED: "#7f7f7f"})
     for y, style in ((1.0, "-"), (1 + threshold_pct / 100, "--"), (1 - threshold_pct / 100, "--")):
         ax.axhline(y, color="0.3", lw=0.8, ls=style)
     ax.set_xticks(list(x), [f"{r}\n{h}" for r, h in zip(table["run"], table["head"], strict=True)], fontsize=7,

@@ -58,10 +58,11 @@ def _signed(x: float) -> str:
     return f"{x:+.3f}".replace("-", "−")
 
 
-def _loss_cell(q: pd.Series | None) -> str:
+def _loss_cell(q: pd.Series | None, withhold: bool = False) -> str:
     if q is None or pd.isna(q.get("diff")):
         return "—"
-    return f"{_signed(q['diff'])} [{_signed(q['diff_lo'])}, {_signed(q['diff_hi'])}] {q['verdict']}"
+    return f"{_signed(q['diff'])} [{_signed(q['diff_lo'])}, {_signed(q['diff_hi'])}]" + (
+        "" if withhold else f" {q['verdict']}")
 
 
 def _label(row: pd.Series, baseline: str) -> str:
@@ -75,7 +76,7 @@ def _label(row: pd.Series, baseline: str) -> str:
 
 
 def buys_table(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
-               transfer: pd.DataFrame | None = None) -> str | None:
+               transfer: pd.DataFrame | None = None, withhold: bool = False) -> str | None:
     """The table (markdown), or None when the run compared no variant with its baseline."""
     quality = pd.DataFrame() if summary is None else summary[
         (summary["metric"] == "val_loss") & summary["reference"].isin(summary["variant"].unique())]
@@ -113,13 +114,13 @@ def buys_table(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
             "train step ×": headline_cells(c, "train")[0] if cr is not None else "—",
             "decode ×": headline_cells(c, "decode")[0] if cr is not None and not pd.isna(cr.get("decode")) else "—",
             "KV bytes/token": _kv(cr),
-            "Δ loss [CI]": _loss_cell(qr),
+            "Δ loss [CI]": _loss_cell(qr, withhold),
             "compute multiplier [CI]": wr["k_flops_text"] if wr is not None else "—",
             "time to loss, measured": wr["ttl_text"] if wr is not None else "—",
             "time to loss, predicted 7B H100": _predicted_ttl(wr, pred),
             "transfer": _transfer(transfer, variant),
             "published": published or "—",
-            "agrees": agreement(published, qr["verdict"] if qr is not None else None),
+            "agrees": "withheld" if withhold else agreement(published, qr["verdict"] if qr is not None else None),
         })
     return markdown_table(pd.DataFrame(rows))
 
@@ -219,10 +220,11 @@ def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
 
 
 def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,
-                 worth: pd.DataFrame) -> list[str]:
-    """The report's first section: what each choice buys, the calibration rows, and the transfer study."""
+                 worth: pd.DataFrame, withhold: bool = False) -> list[str]:
+    """The report's first section: what each choice buys, the calibration rows, and the transfer study. With
+    ``withhold`` (a smoke run) the verdict words and the agreement are left out: the numbers stay."""
     transfer, per = transfer_lines(summary, table, worth)
-    body = buys_table(table, cmp, summary, worth, per)
+    body = buys_table(table, cmp, summary, worth, per, withhold)
     if body is None and not transfer:
         return []
     lines = ["## What each choice buys", ""]

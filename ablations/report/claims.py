@@ -67,28 +67,34 @@ def variant_row(cmp: pd.DataFrame, variant: str | list[str] | None = None, sweep
 
 
 def speed_word(r: pd.Series, key: str) -> str:
-    """Slower or faster only when the whole p25-p75 spread clears both 1 and the baseline's own A/A spread."""
-    v, lo, hi = r[key], r[f"{key}_lo"], r[f"{key}_hi"]
+    """Slower or faster only when the ratio's 95% interval (the one the tables print) excludes 1 and clears the
+    baseline's own A/A interval; else no measurable difference, with the interval. A table without the interval
+    (written before it) gets no reading."""
+    v, lo, hi = r[key], r.get(f"{key}_ci_lo", np.nan), r.get(f"{key}_ci_hi", np.nan)
     if pd.isna(v):
         return "not timed"
-    lo = v if pd.isna(lo) else lo
-    hi = v if pd.isna(hi) else hi
-    aa_lo, aa_hi = r.get(f"{key}_aa_lo", np.nan), r.get(f"{key}_aa_hi", np.nan)
+    if pd.isna(lo) or pd.isna(hi):
+        return f"not judged ({v:.2f}×: no 95% interval in this table)"
+    aa_lo, aa_hi = r.get(f"{key}_aa_ci_lo", np.nan), r.get(f"{key}_aa_ci_hi", np.nan)
     floor_lo = 1.0 if pd.isna(aa_lo) else min(1.0, aa_lo)
     floor_hi = 1.0 if pd.isna(aa_hi) else max(1.0, aa_hi)
     if lo > floor_hi:
-        return f"slower ({v:.2f}×)"
+        return f"slower ({v:.2f}× [{lo:.2f}, {hi:.2f}])"
     if hi < floor_lo:
-        return f"faster ({v:.2f}×)"
-    noise = "" if pd.isna(aa_lo) else f" or the baseline's A/A spread [{aa_lo:.2f}, {aa_hi:.2f}]"
-    return f"no measurable difference ({v:.2f}×, spread [{lo:.2f}, {hi:.2f}] overlaps 1{noise})"
+        return f"faster ({v:.2f}× [{lo:.2f}, {hi:.2f}])"
+    noise = "" if pd.isna(aa_lo) else f" or the baseline's A/A interval [{aa_lo:.2f}, {aa_hi:.2f}]"
+    return f"no measurable difference ({v:.2f}× [{lo:.2f}, {hi:.2f}] overlaps 1{noise})"
 
 
 def ratio_text(r: pd.Series, key: str) -> str:
-    v, lo, hi = r[key], r[f"{key}_lo"], r[f"{key}_hi"]
+    """The ratio with its 95% interval in brackets; a table without the interval gives its rounds' spread, named."""
+    v, lo, hi = r[key], r.get(f"{key}_ci_lo", np.nan), r.get(f"{key}_ci_hi", np.nan)
     if pd.isna(v):
         return "—"
-    return f"{v:.2f}× [{lo:.2f}, {hi:.2f}]" if not (pd.isna(lo) or pd.isna(hi)) else f"{v:.2f}×"
+    if not (pd.isna(lo) or pd.isna(hi)):
+        return f"{v:.2f}× [{lo:.2f}, {hi:.2f}]"
+    p25, p75 = r.get(f"{key}_lo", np.nan), r.get(f"{key}_hi", np.nan)
+    return f"{v:.2f}× (spread p25–p75 {p25:.2f}–{p75:.2f})" if not (pd.isna(p25) or pd.isna(p75)) else f"{v:.2f}×"
 
 
 def where(r: pd.Series) -> str:
@@ -166,24 +172,13 @@ def _rmsnorm_cost(r: pd.Series | None) -> tuple[str, str]:
     train, fwd = speed_word(r, "train"), speed_word(r, "fwd")
     if train == fwd == "not timed":
         return measured, f"Cost {NOT_MEASURED} (timing was skipped)"
+    # No cause is given: none of this run's rows measures why (a profile would).
     reading = f"Cost: forward {fwd}, forward+backward {train} here"
     if train.startswith("slower") or fwd.startswith("slower"):
-        return measured, reading + _why_rmsnorm_slower(r)
+        return measured, reading + ", the opposite of the claim"
     if train.startswith("faster"):
         return measured, reading + ", the lower cost the papers report"
-    return measured, reading + ": inside the block the norm is lost in the matmuls"
-
-
-def _why_rmsnorm_slower(r: pd.Series) -> str:
-    if r["device"] != "cpu":
-        return f", not cheaper on {r['device']} at this size"
-    if is_true(r["compile"]):
-        return ", even under torch.compile"
-    if str(r["torch"]).startswith("2.13"):
-        return (f", the opposite of the claim: torch {r['torch']}'s rms_norm backward on CPU is composite autograd (a "
-                "torch.profiler trace of forward+backward shows aten::pow, mean, rsqrt, mul and div beside the one "
-                "fused forward kernel); a compile=true run measures the fused case")
-    return f", the opposite of the claim (check whether torch {r['torch']} fuses rms_norm on CPU)"
+    return measured, reading
 
 
 def _quality_reading(q: dict | None, claim: str) -> str:

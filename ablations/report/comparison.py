@@ -133,4 +133,5 @@ def _against_baseline(frame: pd.DataFrame) -> pd.DataFrame:
     # The baseline timed against itself (A/A): its spread is the noise floor a variant's ratio must clear.
     for key in ("fwd", "train", "decode"):
         frame[f"{key}_aa_lo"], frame[f"{key}_aa_hi"] = ref(f"{key}_lo"), ref(f"{key}_hi")
+        frame[f"{key}_aa_ci_lo"], frame[f"{key}_aa_ci_hi"] = ref(f"{key}_ci_lo"), ref(f"{key}_ci_hi")
     return frame

@@ -23,7 +23,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from ablations.report.axes import log2_x_at, log_axis, log_ratio, log_x, loglog  # noqa: E402
 from ablations.report.figure_files import remove_stale  # noqa: E402
-from ablations.report.tables import BASELINE, baseline_name, summary_baseline  # noqa: E402
+from ablations.report.tables import BASELINE, baseline_name, summary_baseline, with_intervals  # noqa: E402
 from ablations.report.worth_figures import cost_quality, multipliers  # noqa: E402
 from ablations.results.durable import write_atomic  # noqa: E402
 
@@ -56,7 +56,8 @@ def _figure(ncols: int = 1, width: float = 5.5, height: float = 4.0) -> tuple[Fi
 # --- builders -----------------------------------------------------------------------------------------
 
 def ratio_bars(cmp: pd.DataFrame) -> Figure | str:
-    """Paired latency ratio per variant (forward, train, decode) with p25-p75 error bars, drawn from 1."""
+    """Paired latency ratio per variant (forward, train, decode) with its 95% interval, drawn from 1; the baseline's
+    own bar (it timed against itself) hatched: the A/A noise floor, not a result."""
     series = [(key, label) for key, label in (
         ("fwd", f"forward {cmp['shape'].iloc[0]}"),
         ("train", f"train {cmp['shape'].iloc[0]}"),
@@ -68,20 +69,32 @@ def ratio_bars(cmp: pd.DataFrame) -> Figure | str:
     x = np.arange(len(cmp))
     width = 0.8 / len(series)
     colours = sns.color_palette(PALETTE, len(series))
+    own = (cmp["variant"] == cmp["baseline"]).to_numpy() if "baseline" in cmp else np.zeros(len(cmp), dtype=bool)
     for i, (key, label) in enumerate(series):
-        v, lo, hi = (cmp[k].to_numpy(dtype=float) for k in (key, f"{key}_lo", f"{key}_hi"))
+        v, lo, hi = (cmp[k].to_numpy(dtype=float) for k in (key, *_interval_keys(cmp, key)))
         pos = x + (i - (len(series) - 1) / 2) * width
         # Bars start at 1 (the baseline), so up is slower and down is faster.
-        ax.bar(pos, v - 1, width, bottom=1, label=label, color=colours[i])
+        bars = ax.bar(pos, v - 1, width, bottom=1, label=label, color=colours[i])
+        for bar, floor in zip(bars, own, strict=True):
+            if floor:
+                bar.set_hatch("//")
         err = np.vstack([np.nan_to_num(v - lo), np.nan_to_num(hi - v)])
         ax.errorbar(pos, v, yerr=np.clip(err, 0, None), fmt="none", ecolor="0.2", capsize=3, lw=1)
     ax.axhline(1, color="0.3", lw=1)
-    ax.set_xticks(x, cmp["case"], rotation=20 if len(cmp) > 4 else 0, ha="right" if len(cmp) > 4 else "center")
+    names = [f"{c}\n(A/A noise floor)" if floor else str(c) for c, floor in zip(cmp["case"], own, strict=True)]
+    ax.set_xticks(x, names, rotation=20 if len(cmp) > 4 else 0, ha="right" if len(cmp) > 4 else "center")
     ax.set_xlabel("variant")
     ax.set_ylabel("latency ratio, variant / baseline (×)")
-    ax.set_title(f"{cmp['sweep'].iloc[0]}: paired latency ratio (median, bars p25–p75)")
+    bars_are = "95% interval" if _interval_keys(cmp, series[0][0])[0].endswith("_ci_lo") else "p25–p75 spread"
+    ax.set_title(f"{cmp['sweep'].iloc[0]}: paired latency ratio (median, bars {bars_are})")
     ax.legend(title="measurement", fontsize="small")
     return fig
+
+
+def _interval_keys(cmp: pd.DataFrame, key: str) -> tuple[str, str]:
+    """The columns of ``key``'s 95% interval, or of its rounds' quartiles in a table written before the intervals."""
+    ci = (f"{key}_ci_lo", f"{key}_ci_hi")
+    return ci if ci[0] in cmp and cmp[ci[0]].notna().any() else (f"{key}_lo", f"{key}_hi")
 
 
 def _decode_label(cmp: pd.DataFrame) -> str:
@@ -100,6 +113,7 @@ def ratio_vs_seq(s: pd.DataFrame) -> Figure | str:
     rows = s[(s["metric"] == "latency_ratio") & s["mode"].isin(("forward", "train"))]
     if rows.empty:
         return "no paired latency ratios in this sweep (timing was skipped or failed)"
+    rows = with_intervals(rows, s, "ratio_interval")
     modes = [m for m in ("forward", "train") if (rows["mode"] == m).any()]
     fig, axes = _figure(len(modes))
     order = case_order(rows)
@@ -118,6 +132,7 @@ def decode_ratio_vs_context(s: pd.DataFrame) -> Figure | str:
     rows = s[(s["metric"] == "decode_latency_ratio") & (s["mode"] == "decode")]
     if rows.empty:
         return "no paired decode timing rows in this sweep"
+    rows = with_intervals(rows, s, "decode_ratio_interval")
     kv = "variant (n_kv_heads)"
     rows = rows.assign(**{kv: rows["case"] + " (" + rows["n_kv_heads"].astype(int).astype(str) + ")"})
     order = [k for c in case_order(rows) for k in dict.fromkeys(rows.loc[rows["case"] == c, kv])]
@@ -135,7 +150,8 @@ MARKERS = ("o", "X", "s", "^", "D", "v")
 
 
 def _ratio_lines(ax: Axes, rows: pd.DataFrame, hue: str, order: list[str]) -> list[Line2D]:
-    """One line per ``hue`` value and batch: median ratio with p25-p75 bars, and the line of no difference;
+    """One line per ``hue`` value and batch: median ratio with its 95% interval (``with_intervals``), and the line of
+    no difference;
     the legend's handles (colour per hue, marker per batch).
 
     Lines near 1 overlap, so each line is nudged sideways by a few percent of a doubling; the ticks stay at the
@@ -373,12 +389,13 @@ class Kind:
 
 PAIRED = ("Every point is the variant's time over its baseline's (the block the sweep pairs with: `gpt2` unless it "
           "ran with baseline=llama2) from the same pairing (both timed in alternating rounds of one process), median "
-          "with p25–p75 bars; 1 is no difference and the baseline's own line, it against itself, is the noise floor. "
-          "Absolute times of different points are not drawn: the points "
+          "with its 95% interval; 1 is no difference and the baseline's own line, it against itself, is the noise "
+          "floor. Absolute times of different points are not drawn: the points "
           "ran minutes apart and the machine's speed drifts between them by more than most effects.")
 FIGURES: list[Kind] = [
     Kind("ratios", "Paired latency ratio against the baseline", "cmp", ratio_bars,
-         "Variant time over the baseline's from the same rounds, median with p25–p75 bars; bars start at 1."),
+         "Variant time over the baseline's from the same rounds, median with its 95% interval; bars start at 1. The "
+         "hatched bar is the baseline timed against itself: the A/A noise floor a variant's bar must clear."),
     Kind("latency-ratio-vs-seq", "Paired latency ratio against sequence length", "measured", ratio_vs_seq,
          PAIRED + " The speed table's tokens/s are the absolute figures."),
     Kind("decode-ratio-vs-context", "Paired decode-step ratio against context length, per n_kv_heads", "measured",

@@ -61,7 +61,8 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 
 def fmt_spread(v: float, lo: float, hi: float) -> str:
-    """``1.18× [1.12, 1.25]``: a ratio with an interval or spread (the caller's label says which)."""
+    """``1.18× [1.12, 1.25]``: a ratio with its 95% interval. Brackets are always a 95% interval in a report; a
+    spread is ``fmt_with_quartiles``."""
     if pd.isna(v):
         return "—"
     if pd.isna(lo) or pd.isna(hi):
@@ -69,9 +70,21 @@ def fmt_spread(v: float, lo: float, hi: float) -> str:
     return f"{v:.3f}× [{lo:.3f}, {hi:.3f}]"
 
 
+def fmt_with_quartiles(v: float, lo: float, hi: float) -> str:
+    """``1.18× (p25–p75 1.12–1.25)``: a ratio with its rounds' spread, labelled as one (never in brackets)."""
+    if pd.isna(v):
+        return "—"
+    return f"{v:.3f}×" if pd.isna(lo) or pd.isna(hi) else f"{v:.3f}× (p25–p75 {lo:.3f}–{hi:.3f})"
+
+
+def fmt_ratio_with(v: float, lo: float, hi: float, interval: bool) -> str:
+    """A ratio with its 95% interval when ``interval``, else with its rounds' spread, labelled."""
+    return fmt_spread(v, lo, hi) if interval else fmt_with_quartiles(v, lo, hi)
+
+
 def fmt_quartiles(lo: float, hi: float) -> str:
-    """``[1.12, 1.25]``: the middle half of the paired rounds' ratios, their spread (not an interval)."""
-    return "—" if pd.isna(lo) or pd.isna(hi) else f"[{lo:.3f}, {hi:.3f}]"
+    """``1.12–1.25``: the middle half of the paired rounds' ratios, their spread (not an interval)."""
+    return "—" if pd.isna(lo) or pd.isna(hi) else f"{lo:.3f}–{hi:.3f}"
 
 
 def fmt_precision(halfwidth: float, rounds: float, budget: bool) -> str:

@@ -38,6 +38,35 @@ from ablations.results.durable import write_atomic
 from components import choices
 
 REPORT = "REPORT.md"
+# A smoke run's report says what it is in its first line, and gives no readings.
+SMOKE_LINE = "smoke profile: it checks the plumbing and gives no verdicts"
+SMOKE_NOTE = ("**A smoke run (`profile=smoke`) checks that every stage runs: its models are tiny, its rounds and "
+              "seeds too few, and its numbers not for quoting. Every reading and verdict word below is withheld.**")
+WITHHELD = "withheld (smoke profile)"
+
+
+def is_smoke(table: pd.DataFrame) -> bool:
+    """Every row of the table was measured at the smoke profile."""
+    profiles = set(table["profile"].dropna().astype(str)) if "profile" in table else set()
+    return profiles == {"smoke"}
+
+
+def claims_section(claims_frame: pd.DataFrame, smoke: bool) -> list[str]:
+    """The claims this run measured, one row each; those it did not, named in one line."""
+    from ablations.report.claims import NOT_MEASURED
+
+    unmeasured = claims_frame["measured in this run"].astype(str).str.startswith(NOT_MEASURED)
+    shown = claims_frame[~unmeasured].copy()
+    if smoke:
+        shown["reading"] = WITHHELD
+    lines = ["## Claims", ""]
+    if not shown.empty:
+        lines += [markdown_table(shown.reset_index(drop=True)), "",
+                  "Measured = this run's table; published = the paper's own figure (not measured here).", ""]
+    if unmeasured.any():
+        lines += ["Not measured in this run: " + "; ".join(f"\"{c}\"" for c in claims_frame.loc[unmeasured, "claim"])
+                  + ".", ""]
+    return lines
 FIGURES = "figures"
 
 
@@ -123,9 +152,9 @@ def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
                   f"Ratio = variant time / `{paired}` time (below 1 is faster): the median over paired rounds "
                   "with its distribution-free 95% interval, at the largest measured shape (batch x sequence); decode "
                   "at the longest context. ±95% is that interval's half-width relative to the median, with the "
-                  "rounds it took (‡: its round budget ran out before the profile's target_halfwidth); p25–p75 is "
-                  "the spread of the rounds' ratios, not an interval. A cell marked (p25–p75) comes from a table "
-                  "written before the interval rows.", "",
+                  "rounds it took (‡: its round budget ran out before the profile's target_halfwidth); the rounds' "
+                  "p25–p75 is their spread, not an interval, and is never written in brackets (a table written "
+                  "before the interval rows shows it as \"(p25–p75 a–b)\").", "",
                   speed_table(c), "", "### Size and work", "", work_table(c), "",
                   "⚠ marks a parameter count that differs from the baseline's; read its ratios with that in mind.",
                   ""]
@@ -146,10 +175,11 @@ HOW_TO_READ = [
     "- Every timing is paired: the variant and its sweep's baseline (the GPT-2 block, or Llama-2's in a sweep run "
     "with `baseline=llama2`) alternate (ABBA) in one process, and the ratio is taken per round. The baseline's own "
     "row is it timed against itself: its spread is the noise floor.",
-    "- A headline ratio's brackets are its 95% interval (the median's, from order statistics of the rounds); "
-    "spreads elsewhere (the every-shape grid, the figures' bars) are quartiles over rounds, not intervals. "
-    "Absolute times and tokens/s are secondary: "
-    "they move with machine load, the ratios much less.",
+    "- Brackets are always a 95% interval: a ratio's (the median's, from order statistics of its rounds), a loss "
+    "difference's (at its Holm level), a multiplier's (over seeds). A spread, where one is shown, is labelled as one "
+    "(\"p25–p75\"). Faster, slower, better and worse are said only when the interval excludes 1 (or 0) and clears "
+    "the baseline's own A/A interval. Absolute times and tokens/s are secondary: they move with machine load, the "
+    "ratios much less.",
     "- FLOPs count matrix products only (a multiply-add is 2; causal attention counts the full score matrix); "
     f"utilisation is achieved FLOP/s over the run's matmul peak (measured once per run, the best of "
     f"{MEASUREMENTS}); a utilisation above 100% is marked \"{UNDER_MEASURED}\": the ceiling was measured low.",
@@ -184,19 +214,23 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
         undrawn = [f"*Not drawn in this build (figures=false, --no-figures): `blockbench report {folder}` draws them.*"]
         drawn = dict.fromkeys(sweeps, undrawn)
 
-    lines = [f"# blockbench report: {', '.join(sweeps) or 'no successful points'}", ""]
-    lines += buys_section(table, cmp, summary[0], worth)
+    smoke = is_smoke(table)
+    title = f"# blockbench report: {', '.join(sweeps) or 'no successful points'}"
+    lines = [title + (f" ({SMOKE_LINE})" if smoke else ""), ""]
+    if smoke:
+        lines += [SMOKE_NOTE, ""]
+    lines += buys_section(table, cmp, summary[0], worth, withhold=smoke)
     lines += setup_section(table, sources)
-    lines += ["## Claims", "", markdown_table(claims.claims_table(table, cmp, summary[0], sizes)), "",
-              "Measured = this run's table; published = the paper's own figure (not measured here).", ""]
+    lines += claims_section(claims.claims_table(table, cmp, summary[0], sizes), smoke)
     for sweep in sweeps:
         c = cmp[cmp["sweep"] == sweep] if not cmp.empty else cmp
         lines += sweep_section(sweep, measured[measured["sweep"] == sweep], c, quality[quality["sweep"] == sweep],
                                summary, drawn.get(sweep, []))
     if not measured.empty:
         lines += ["## Performance model against measurement", ""] + validation_section(measured)[0]
-    lines += ["## Full-size models, computed on the meta device", "", sizes_markdown(sizes), ""]
     lines += failures_section(bad) + HOW_TO_READ
+    # Not this run's measurement: the published models' sizes, after everything the run measured.
+    lines += ["", "## Full-size models, computed on the meta device", "", sizes_markdown(sizes), ""]
     path = folder / REPORT
     text = "\n".join(lines).rstrip() + "\n"
     write_atomic(path, lambda f: f.write(text.encode()))

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ablations.config.variants import arch_from_row, baseline_of_row
 from ablations.measure.calibration import MACHINE
-from ablations.report.formatting import fmt_pct, fmt_spread, fmt_util, fmt_x, markdown_table
+from ablations.report.formatting import fmt_pct, fmt_ratio_with, fmt_util, fmt_x, markdown_table
 from ablations.report.tables import baseline_name
 from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware, load_hardware
@@ -49,8 +49,11 @@ def points(measured: pd.DataFrame) -> pd.DataFrame:
 
         roof = g.loc[g["metric"] == "roofline_time", "note"]
         r = dict(zip(KEYS, key, strict=True)) | {c: g[c].iloc[0] for c in ARCH if c in g}
-        r |= {"measured_ratio": float(ratio["value"].median()), "lo": float(ratio["lo"].median()),
-              "hi": float(ratio["hi"].median()), "latency": val(f"{p}latency"),
+        # The ratio's 95% interval where the table has it, else its rounds' quartiles (``interval`` says which).
+        iv = g[g["metric"] == f"{p}ratio_interval"]
+        bounds = iv if not iv.empty else ratio
+        r |= {"measured_ratio": float(ratio["value"].median()), "lo": float(bounds["lo"].median()),
+              "hi": float(bounds["hi"].median()), "interval": not iv.empty, "latency": val(f"{p}latency"),
               "baseline_latency": val(f"{p}baseline_latency"), "roofline_ratio": val("roofline_ratio"),
               "roofline_time": val("roofline_time"),
               "bound": str(roof.iloc[0]).split("-")[0] if not roof.empty else "",
@@ -139,7 +142,8 @@ def roofline_table(p: pd.DataFrame) -> str:
     return markdown_table(pd.DataFrame({
         "mode": rep["mode"], "variant": rep["case"],
         "shape": [f"{int(b)}x{int(t)}" for b, t in zip(rep["batch"], rep["seq_len"], strict=True)],
-        "measured ×": [fmt_spread(*x) for x in rep[["measured_ratio", "lo", "hi"]].to_numpy()],
+        "measured ×": [fmt_ratio_with(v, lo, hi, bool(i)) for v, lo, hi, i in
+                       rep[["measured_ratio", "lo", "hi", "interval"]].to_numpy()],
         "roofline ×": rep["roofline_ratio"].map(fmt_x), "roofline bound": rep["bound"],
         "bandwidth utilisation": rep["bandwidth_utilisation"].map(fmt_util),
         "FLOP utilisation": rep["utilisation"].map(fmt_util),
@@ -174,9 +178,9 @@ def roofline_section(s: pd.DataFrame) -> list[str]:
     if p.empty or p["roofline_ratio"].isna().all():
         return ["No roofline rows in this sweep (timing was skipped, or the run predates them).", ""]
     lines = ["### Measured against roofline", "", BYTES_MODEL, "", f"Ratio = variant / `{baseline_name(p)}` at the "
-             "same shape: measured (paired, median [p25, p75]) against the roofline's; where they differ, the design "
-             "choice moved FLOPs or bytes by the roofline's amount and this machine's kernels turned it into the "
-             "measured time.", "", roofline_table(p), ""]
+             "same shape: measured (paired, median [95% interval]) against the roofline's; where they differ, "
+             "the design choice moved FLOPs or bytes by the roofline's amount and this machine's kernels turned it "
+             "into the measured time.", "", roofline_table(p), ""]
     grid = decode_bandwidth_table(p)
     if grid:
         lines += ["Bandwidth utilisation at every decode point (bytes moved / time / this run's bandwidth):", "",

@@ -18,15 +18,17 @@ from ablations.report.formatting import (
     fmt_precision,
     fmt_quartiles,
     fmt_rate,
+    fmt_ratio_with,
     fmt_seeds,
     fmt_spread,
     fmt_util,
     fmt_verdict,
+    fmt_with_quartiles,
     fmt_x,
     is_true,
     markdown_table,
 )
-from ablations.report.tables import BASELINE
+from ablations.report.tables import BASELINE, with_intervals
 from components import choices
 
 log = logging.getLogger("ablations")
@@ -52,8 +54,7 @@ def headline_cells(c: pd.DataFrame, key: str) -> list[str]:
     quartiles instead, marked ``(p25–p75)`` so the two are never read as the same thing."""
     if f"{key}_ci_lo" not in c:
         c = c.assign(**{f"{key}_ci_lo": np.nan, f"{key}_ci_hi": np.nan})
-    return [fmt_spread(v, ci_lo, ci_hi) if not (pd.isna(ci_lo) or pd.isna(ci_hi)) else
-            fmt_spread(v, lo, hi) + ("" if pd.isna(lo) else " (p25–p75)")
+    return [fmt_spread(v, ci_lo, ci_hi) if not (pd.isna(ci_lo) or pd.isna(ci_hi)) else fmt_with_quartiles(v, lo, hi)
             for v, ci_lo, ci_hi, lo, hi in
             c[[key, f"{key}_ci_lo", f"{key}_ci_hi", f"{key}_lo", f"{key}_hi"]].to_numpy()]
 
@@ -106,10 +107,13 @@ def shapes_table(s: pd.DataFrame) -> str | None:
     rows = s[(s["metric"] == "latency_ratio") & s["mode"].isin(("forward", "train"))]
     if rows.empty:
         return None
+    rows = with_intervals(rows, s, "ratio_interval")
     rows = rows.assign(column=rows["mode"] + " " + rows["batch"].astype(int).astype(str) + "x"
                        + rows["seq_len"].astype(int).astype(str))
-    cells = rows.groupby(["case", "column"], sort=False)[["value", "lo", "hi"]].median()
-    grid = cells.apply(lambda r: fmt_spread(r["value"], r["lo"], r["hi"]), axis=1).unstack("column")
+    cells = rows.groupby(["case", "column"], sort=False)[["value", "lo", "hi", "interval"]].agg(
+        {"value": "median", "lo": "median", "hi": "median", "interval": "all"})
+    grid = cells.apply(lambda r: fmt_ratio_with(r["value"], r["lo"], r["hi"], bool(r["interval"])), axis=1).unstack(
+        "column")
     order = sorted(grid.columns, key=lambda col: (col.split()[0] != "forward", _tokens(col)))
     grid = grid.reindex(index=list(dict.fromkeys(rows["case"])), columns=order).fillna("—")
     return markdown_table(grid.reset_index().rename(columns={"case": "variant"}))

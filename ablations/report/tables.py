@@ -87,3 +87,18 @@ def baseline_name(frame: pd.DataFrame) -> str:
     """The baseline variant of a sweep's rows (the first named; GPT-2's in a table that predates the column)."""
     named = baselines(frame)
     return str(named.iloc[0]) if len(named) else BASELINE
+
+
+def with_intervals(rows: pd.DataFrame, s: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """``rows`` (paired ratios) with ``lo``/``hi`` replaced by each ratio's 95% interval (the ``metric`` rows of the
+    same case, mode and shape) where the table has one, and ``interval`` saying which did; a ratio without keeps its
+    rounds' quartiles, to be labelled as a spread."""
+    iv = s[s["metric"] == metric]
+    if iv.empty:
+        return rows.assign(interval=False)
+    keys = ["case", "mode", "batch", "seq_len"]
+    bounds = iv.groupby(keys)[["lo", "hi"]].median()
+    out = rows.join(bounds, on=keys, rsuffix="_ci")
+    has = out["lo_ci"].notna()
+    out.loc[has, "lo"], out.loc[has, "hi"] = out.loc[has, "lo_ci"], out.loc[has, "hi_ci"]
+    return out.drop(columns=["lo_ci", "hi_ci"]).assign(interval=has)

@@ -117,12 +117,19 @@ BAD_INPUT = {
     "corpus that is a device": (
         ["data.path=/dev/null"],
         "data.path=/dev/null is not a regular file; give a readable text file"),
+    "nanoGPT's train.bin without data.format": (
+        ["data.path={tmp}/train.bin"],
+        "data.format=auto would read data.path={tmp}/train.bin as bytes, but it does not look like text (a NUL byte "
+        "at offset 1, which text never holds); for nanoGPT's uint16 token ids set data.format=nanogpt with "
+        "data.val_path=VAL.bin and data.vocab_size=N, or set data.format=bytes to train on its bytes anyway"),
 }
 
 
 @pytest.fixture
 def tmp(tmp_path: Path) -> Path:
     (tmp_path / "file").write_text("not a folder\n")
+    # nanoGPT's headerless uint16 ids (shakespeare_char's scale: every high byte 0), enough for the smoke profile.
+    (tmp_path / "train.bin").write_bytes(b"".join(i.to_bytes(2, "little") for i in range(64, 0, -1)) * 40)
     return tmp_path
 
 

@@ -41,10 +41,11 @@ def compose_smoke(*overrides: str, hydra: bool = False) -> DictConfig:
         GlobalHydra.instance().clear()
 
 
-def quality_rows(*overrides: str) -> tuple[str, list[dict]]:
-    """Run one point's quality runs in-process; (status, rows)."""
+def quality_rows(*overrides: str, baseline: bool = False) -> tuple[str, list[dict]]:
+    """Run one point's quality runs in-process; (status, rows): the point's own arm's rows (variant ``v``), and with
+    ``baseline`` also those of the baseline's seeds the point trains beside them."""
     cfg = composed(*overrides)
     torch.set_num_threads(1)
     rows = Rows(base={"sweep": "test", "variant": "v", "seed": 0})
     status = run_quality(cfg, check_run(cfg), rows, torch.device("cpu"))
-    return status, rows.rows
+    return status, [r for r in rows.rows if baseline or r["variant"] == "v"]

@@ -189,7 +189,8 @@ def test_a_point_on_a_nanogpt_pair_end_to_end(tmp_path, as_job, capsys):
     assert hydra_main(cfg) == "ok"
     finish(folder, ["ok"], cfg)
     table = pd.read_csv(folder / "results.csv")
-    assert set(table["variant"]) == {"llama2"} and set(table["status"]) == {"ok"}
+    # A point run alone is a comparison: it trains its baseline's seeds beside its own.
+    assert set(table["variant"]) == {"llama2", "gpt2"} and set(table["status"]) == {"ok"}
     assert set(table["vocab_size"].dropna()) == {VOCAB}
     assert f"vocabulary {VOCAB} (losses in nats/token)" in (folder / "REPORT.md").read_text()
     assert "val_loss at 32 tokens (nats/token)" in quality_report(table)  # python -m ablations.quality

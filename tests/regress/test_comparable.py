@@ -132,7 +132,8 @@ def test_the_check_reports_not_compared_cases_apart_and_exits_0(tmp_path, timer,
     assert [line.split(" (")[0] for line in report["not_compared"]] == [
         f"not compared: attn/mha-w64/forward: {reason}", f"not compared: block/mha-w64/forward: {reason}"]
     text = (out / summary.SUMMARY_MD).read_text()
-    assert "**no regression** over 0 case(s) compared and 0 group(s); 2 case(s) not compared (below)" in text
+    assert "**no regression**: 0 of 0 cases regressed, 0 passed, 0 not judged; 2 cases not compared (below)." in text
+    assert report["counts"]["not_compared"] == 2 and report["not_judged"] == []
     assert f"| `attn/mha-w64/forward` | — | not compared: {reason}" in text
     assert f"- not compared: block/mha-w64/forward: {reason}" in text
     assert "[1/2] attn/mha-w64/forward: not compared: " + reason in capsys.readouterr().err

@@ -112,11 +112,12 @@ def test_block_cases_build_from_a_tree_with_bias_as_a_choice_and_from_one_with_m
     assert arch(old, bias="off").model.bias is False
 
 
-def test_filters_take_substrings_and_globs():
+def test_filters_take_whole_segments_and_globs():
     assert {c.name for c in select("default", ["block/llama2"])} == {f"block/llama2/{m}" for m in
                                                                      ("forward", "train", "decode")}
     assert {c.name for c in select("default", ["norm/*/train"])} == {"norm/layernorm/train", "norm/rmsnorm/train"}
     assert select("default", ["nothing-like-this"]) == []
+    assert select("default", ["llama"]) == []  # part of a segment: -k takes whole segments (test_case_filter.py)
 
 
 @pytest.mark.parametrize("name", ["norm/rmsnorm/train", "pos/rope/forward", "attn/gqa2/decode", "block/llama2/train"])
@@ -448,7 +449,8 @@ def test_a_shared_slowdown_each_case_hides_behind_one_low_round_is_caught_by_its
         f"regression: block/*/forward (16 cases, 192 rounds pooled): time head/base {summary.fmt_interval(group)} "
         "(> 1 + 2%)"]
     text = summary.markdown(report)
-    assert "over 1 case(s) compared and 1 group(s)" in text and "| `block/*/forward` | 16 | 192 |" in text
+    assert ("**regression**: 0 of 1 case regressed, 1 passed, 0 not judged; 1 of 1 group regressed, 0 passed, 0 not "
+            "judged." in text and "| `block/*/forward` | 16 | 192 |" in text)
 
 
 def test_pooled_rounds_of_identical_code_keep_the_stated_coverage():

@@ -54,6 +54,11 @@ def timing_rows(sweep: str, variant: str, ratios: tuple[float, float, float]) ->
     kv = base["n_kv_heads"]
     rows = [dict(base, metric="params", value=base["params"], unit="count", statistic="exact")]
 
+    def interval(metric: str, ratio: float, mode: str, b: int, t: int) -> None:
+        """The ratio's 95% interval row, as ``add_paired`` writes it: the half-width as the value, the bounds."""
+        rows.append(dict(base, metric=metric, value=0.01, unit="fraction", mode=mode, batch=b, seq_len=t,
+                         statistic="ci95", lo=ratio * 0.99, hi=ratio * 1.01, n=12, note="stopped: fixed rounds"))
+
     def add(metric: str, value: float, unit: str, mode: str, b: int, t: int, spread: float = 0.0, **kw) -> None:
         stat = "median" if spread else kw.pop("statistic", "exact")
         rows.append(dict(base, metric=metric, value=value, unit=unit, mode=mode, batch=b, seq_len=t, statistic=stat,
@@ -68,6 +73,7 @@ def timing_rows(sweep: str, variant: str, ratios: tuple[float, float, float]) ->
             add("latency", base_s * ratio, "s", mode, b, t, spread=0.02)
             add("baseline_latency", base_s, "s", mode, b, t, spread=0.02)
             add("latency_ratio", ratio, "x", mode, b, t, spread=0.01)
+            interval("ratio_interval", ratio, mode, b, t)
             add("throughput", tokens / (base_s * ratio), "tokens/s", mode, b, t, spread=0.02)
             flops = cost * 2 * tokens * 12 * D * D * flops_scale
             add("flops", flops, "FLOP", mode, b, t)
@@ -79,6 +85,7 @@ def timing_rows(sweep: str, variant: str, ratios: tuple[float, float, float]) ->
             step = 1e-4 * (1 + ctx / 1024) * b
             add("decode_latency", step * ratios[2], "s", "decode", b, ctx, spread=0.03)
             add("decode_latency_ratio", ratios[2], "x", "decode", b, ctx, spread=0.01)
+            interval("decode_ratio_interval", ratios[2], "decode", b, ctx)
     return rows
 
 

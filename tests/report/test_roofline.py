@@ -25,7 +25,8 @@ HW = Hardware(name="t", peak_flops=1e11, bandwidth=1e10, memory_bytes=1e9, call_
 def rows(variant: str, kv: int, ratio: float, seconds: float, roofline: float) -> list[dict]:
     base = dict(ARCH, variant=variant, n_kv_heads=kv, mode="decode", batch=2, seq_len=64)
     return [
-        dict(base, metric="decode_latency_ratio", value=ratio, lo=ratio * 0.99, hi=ratio * 1.01),
+        dict(base, metric="decode_latency_ratio", value=ratio, lo=ratio * 0.995, hi=ratio * 1.005),
+        dict(base, metric="decode_ratio_interval", value=0.01, lo=ratio * 0.99, hi=ratio * 1.01, statistic="ci95"),
         dict(base, metric="decode_latency", value=seconds),
         dict(base, metric="decode_baseline_latency", value=seconds / ratio),
         dict(base, metric="roofline_ratio", value=roofline),
