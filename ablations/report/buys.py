@@ -61,8 +61,10 @@ def _signed(x: float) -> str:
 def _loss_cell(q: pd.Series | None, withhold: bool = False) -> str:
     if q is None or pd.isna(q.get("diff")):
         return "—"
-    return f"{_signed(q['diff'])} [{_signed(q['diff_lo'])}, {_signed(q['diff_hi'])}]" + (
-        "" if withhold else f" {q['verdict']}")
+    n = q.get("diff_n")
+    interval = (f" [{_signed(q['diff_lo'])}, {_signed(q['diff_hi'])}]" if not pd.isna(q.get("diff_lo"))
+                else f" ({int(n) if not pd.isna(n) else 0} seed pair: no interval)")
+    return f"{_signed(q['diff'])}{interval}" + ("" if withhold else f" {q['verdict']}")
 
 
 def _label(row: pd.Series, baseline: str) -> str:

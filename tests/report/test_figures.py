@@ -92,3 +92,24 @@ def test_the_drawn_decode_figure_labels_its_narrow_log_axis(synthetic):
 
 def test_counts_on_a_log_axis_read_as_k_m_b():
     assert [si_number(v) for v in (500, 200_000, 1_500_000, 7e9, 1e6)] == ["500", "200k", "1.5M", "7B", "1M"]
+
+
+def test_the_ratio_figures_draw_95_intervals_and_mark_the_aa_floor(synthetic):
+    """One notation: every error bar is the ratio's 95% interval (the ``ratio_interval`` rows), never its quartiles,
+    and the baseline's own bar is marked as the A/A noise floor, not a result."""
+    from ablations.report.comparison import comparison
+    from ablations.report.figures import ratio_bars
+
+    table = synthetic(quality=False, sweeps=("norm",), failed=False)
+    iv = table["metric"] == "ratio_interval"
+    table.loc[iv, "lo"], table.loc[iv, "hi"] = table.loc[iv, "value"] * 0 + 0.5, table.loc[iv, "value"] * 0 + 2.0
+    measured = split(table)[0]
+    y = plotted_y(ratio_vs_seq(measured))
+    assert y.min() == pytest.approx(0.5) and y.max() == pytest.approx(2.0)  # the intervals' ends, not the quartiles
+    fig = ratio_bars(comparison(measured))
+    ax = fig.axes[0]
+    assert "95% interval" in ax.get_title()
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert any("gpt2" in t and "A/A noise floor" in t for t in labels)
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert hatched and all(abs(p.get_x() + p.get_width() / 2) < 0.5 for p in hatched)  # the baseline's bars, at x=0

@@ -16,6 +16,13 @@ def test_smoke_sweep_builds_its_report(smoke_norm_sweep, tmp_path, capsys):
     text = (folder / "REPORT.md").read_text()  # written by the end-of-sweep callback
     for heading in ("## Setup", "## Claims", "## Sweep `norm`", "## Full-size models"):
         assert heading in text
+    # A smoke report says what it is in its first line, and withholds its readings.
+    assert text.splitlines()[0].endswith("(smoke profile: it checks the plumbing and gives no verdicts)")
+    claims_section = text.split("## Claims", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in claims_section.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
+    assert rows and all(ln.rstrip(" |").endswith("withheld (smoke profile)") for ln in rows)
+    assert text.index("## What each choice buys") < text.index("## Setup")  # the answer first
+    assert text.index("## Full-size models") > text.index("## How to read this")  # not measured: last
     assert "| rmsnorm |" in text and "RMSNorm performs as well as LayerNorm at lower cost" in text
     figures = re.findall(r"\]\((figures/[^)]+)\)", text)
     assert any(f.endswith("norm-ratios.png") for f in figures)

@@ -108,7 +108,9 @@ def test_mlflow_holds_one_run_per_point_with_its_seeds_nested(mlflow_sweep):
     assert own.data.tags["mlflow.parentRunId"] == sweep.info.run_id
     assert seed.data.tags["mlflow.parentRunId"] == own.info.run_id
     assert own.data.params == flatten(composed(*SMOKE, "variant=llama2", "+logger=mlflow"))  # the point's config
-    curve = table[(table["metric"] == "val_loss") & (table["mode"] == "curve")]
+    # The point's own seed (its file also holds its baseline's seed 0, logged as a seed run of its own).
+    assert runs["gpt2 seed 0"].data.tags["mlflow.parentRunId"] == own.info.run_id
+    curve = table[(table["metric"] == "val_loss") & (table["mode"] == "curve") & (table["variant"] == "llama2")]
     history = client.get_metric_history(seed.info.run_id, "val_loss")
     expected = zip(curve["step"].astype(int), curve["value"], strict=True)
     assert sorted((m.step, m.value) for m in history) == sorted(expected)
@@ -129,9 +131,10 @@ def test_logging_a_folder_again_replaces_its_runs(mlflow_sweep, tmp_path):
     for _ in range(2):
         log_sweep(folder, cfg)
         runs = client.search_runs([experiment], filter_string=f"tags.`blockbench.folder` = '{folder}'")
-        assert sorted(r.data.tags["blockbench.kind"] for r in runs) == ["point", "seed", "sweep"]
+        # The point, its own seed and its baseline's (a point run alone trains both), the sweep.
+        assert sorted(r.data.tags["blockbench.kind"] for r in runs) == ["point", "seed", "seed", "sweep"]
     # The shared folder's runs, in the copied store, were left alone.
-    assert len(client.search_runs([experiment], filter_string=f"tags.`blockbench.folder` = '{mlflow_sweep}'")) == 3
+    assert len(client.search_runs([experiment], filter_string=f"tags.`blockbench.folder` = '{mlflow_sweep}'")) == 4
 
 
 def test_tensorboard_writes_a_run_per_point_and_seed(mlflow_sweep, tmp_path):
