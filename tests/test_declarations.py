@@ -112,7 +112,8 @@ def test_every_generated_variant_moves_what_its_name_says():
 # Point identities computed by the code before choices were declared (revision 88878a2): adding a declared choice
 # (QK-norm) or a value (ALiBi) since must leave them as they were, so earlier run folders stay reusable.
 FIXED_SEED_PROTOCOL = ["train.target_mde=null", "train.min_seeds=null", "train.max_seeds=null",
-                       "train.common_init=false", "train.final_eval_batches=null"]
+                       "train.common_init=false", "train.final_eval_batches=null", "train.budgets=[]",
+                       "train.budget_seeds=null"]
 # The default profile's fixed rounds of that revision (before the headline target): a profile is what is measured,
 # so today's default is another identity, and these settings give that revision's back.
 FIXED_ROUNDS_PROFILE = ["profile.rounds=8", "profile.decode_rounds=16", "profile.target_halfwidth=null",

@@ -140,9 +140,9 @@ def all_settings() -> dict[str, Any]:
 
 # +sweep=transfer (ablations.quality.transfer): the all sweep's points at every rung (conf/train/rung_*.yaml, smallest
 # first) on every text (data.corpus), quality only at the training length. Fixed seeds keep its run time known in
-# advance; the baseline's budget curve (0.5x to 4x) on the same seeds gives each cell its multiplier.
+# advance; the baseline's budget curve (train.budgets, on the same seeds) gives each cell its multiplier.
 TRANSFER_TRAIN: dict[str, Any] = {"target_mde": None, "min_seeds": None, "max_seeds": None, "seeds": [0, 1, 2],
-                                  "budgets": [0.5, 2.0, 4.0], "budget_seeds": None, "extrapolation": [1]}
+                                  "extrapolation": [1]}
 
 
 def transfer_rungs() -> list[str]:

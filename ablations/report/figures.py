@@ -74,10 +74,9 @@ def ratio_bars(cmp: pd.DataFrame) -> Figure | str:
         v, lo, hi = (cmp[k].to_numpy(dtype=float) for k in (key, *_interval_keys(cmp, key)))
         pos = x + (i - (len(series) - 1) / 2) * width
         # Bars start at 1 (the baseline), so up is slower and down is faster.
-        bars = ax.bar(pos, v - 1, width, bottom=1, label=label, color=colours[i])
-        for bar, floor in zip(bars, own, strict=True):
-            if floor:
-                bar.set_hatch("//")
+        ax.bar(pos, v - 1, width, bottom=1, label=label, color=colours[i])
+        # The baseline against itself: hatched over, unlabelled, so the legend's colours stay plain.
+        ax.bar(pos[own], (v - 1)[own], width, bottom=1, color="none", edgecolor="0.2", hatch="//", lw=0)
         err = np.vstack([np.nan_to_num(v - lo), np.nan_to_num(hi - v)])
         ax.errorbar(pos, v, yerr=np.clip(err, 0, None), fmt="none", ecolor="0.2", capsize=3, lw=1)
     ax.axhline(1, color="0.3", lw=1)

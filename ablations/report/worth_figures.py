@@ -8,6 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ablations.quality.worth import CALIBRATION
+from ablations.report.axes import log_ratio
 
 # Lines of equal time to loss on the cost-quality plane: k_steps = c x the step-time ratio.
 EQUAL_TIME = (0.5, 1.0, 2.0, 4.0)
@@ -44,7 +45,7 @@ def multipliers(w: pd.DataFrame) -> Figure | str:
         if r["variant"] in CALIBRATION:
             ax.plot([r["expected"]], [yi], marker="|", color="k", markersize=12)
     ax.axvline(1.0, color="k", lw=0.8, ls="--")
-    ax.set_xscale("log", base=2)
+    log_ratio(ax, "x")
     ax.set_yticks(y, labels)
     ax.set_xlabel("compute multiplier k (training FLOPs the baseline needs for the variant's loss, ×)")
     ax.set_title("What each choice buys in compute")
@@ -70,8 +71,8 @@ def cost_quality(w: pd.DataFrame) -> Figure | str:
     for c in EQUAL_TIME:
         ax.plot(xs, c * xs, color="0.6", lw=0.8, ls="--")
         ax.annotate(f"{c:g}× sooner", (xs[-1], c * xs[-1]), fontsize=7, color="0.4", ha="right", va="bottom")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
+    log_ratio(ax, "x")
+    log_ratio(ax, "y")
     ax.set_xlim(x_lo, x_hi)
     ax.set_xlabel("train-step time ratio (variant / baseline, quality model, ×)")
     ax.set_ylabel("compute multiplier in steps k (×)")
