@@ -24,6 +24,7 @@ import pandas as pd
 from ablations.config.variants import arch_from_row
 from ablations.quality.worth import CALIBRATION
 from ablations.report.formatting import markdown_table
+from ablations.report.headline import flip_name, signed
 from ablations.report.predicted import train_step_ratios
 from ablations.report.sections import headline_cells
 from components import choices
@@ -54,22 +55,16 @@ def agreement(published: str | None, verdict: str | None) -> str:
     return "disagrees" if verdict == "worse" else "agrees"
 
 
-def _signed(x: float) -> str:
-    return f"{x:+.3f}".replace("-", "−")
-
-
 def _loss_cell(q: pd.Series | None, withhold: bool = False) -> str:
     if q is None or pd.isna(q.get("diff")):
         return "—"
     n = q.get("diff_n")
-    interval = (f" [{_signed(q['diff_lo'])}, {_signed(q['diff_hi'])}]" if not pd.isna(q.get("diff_lo"))
+    interval = (f" [{signed(q['diff_lo'])}, {signed(q['diff_hi'])}]" if not pd.isna(q.get("diff_lo"))
                 else f" ({int(n) if not pd.isna(n) else 0} seed pair: no interval)")
-    return f"{_signed(q['diff'])}{interval}" + ("" if withhold else f" {q['verdict']}")
+    return f"{signed(q['diff'])}{interval}" + ("" if withhold else f" {q['verdict']}")
 
 
 def _label(row: pd.Series, baseline: str) -> str:
-    from ablations.report.headline import flip_name
-
     if baseline == GPT2:
         name = flip_name(str(row["variant"]), arch_from_row(row))
         if name:

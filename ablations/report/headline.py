@@ -58,7 +58,8 @@ def _what(r: pd.Series) -> str:
     return f"{label} ({', '.join(notes)})" if notes else str(label)
 
 
-def _signed(x: float) -> str:
+def signed(x: float) -> str:
+    """A loss difference with its sign, a true minus."""
     return f"{x:+.3f}".replace("-", "−")
 
 
@@ -66,7 +67,7 @@ def _loss(q: pd.Series | None) -> str:
     if q is None or pd.isna(q["diff"]):
         return "—"
     answer = ANSWERS.get(str(q.get("stopped")), "").format(target=q.get("target_mde"))
-    return (f"{_signed(q['diff'])} [{_signed(q['diff_lo'])}, {_signed(q['diff_hi'])}], Holm p {fmt_p(q['p_holm'])}, "
+    return (f"{signed(q['diff'])} [{signed(q['diff_lo'])}, {signed(q['diff_hi'])}], Holm p {fmt_p(q['p_holm'])}, "
             f"{int(q['n'])} seeds: {q['verdict']}{answer}")
 
 
