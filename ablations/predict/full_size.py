@@ -33,8 +33,8 @@ from ablations.errors import command, prog
 from ablations.predict.__main__ import extended, load, scenarios
 from ablations.predict.scenarios import flips, full_size_settings, moved_from, predicted, preset_of
 from ablations.predict.table import ELEMENT_BYTES, fmt_seconds, prediction_table
+from ablations.report.flips import flip_name
 from ablations.report.formatting import fmt_bytes, fmt_count, markdown_table
-from ablations.report.headline import flip_name
 from ablations.roofline.hardware import Hardware
 from ablations.roofline.work import kv_bytes_per_token, kv_cache_bytes, largest_batch
 from components import ArchConfig, Choice, ModelConfig, choices
@@ -52,7 +52,7 @@ MEMORY_HARDWARE = ("h100_sxm", "h200")
 
 
 def row_labels(flipped: dict[str, ArchConfig]) -> dict[str, str]:
-    """Each flip's row label (``LayerNorm → RMSNorm``, ``ablations.report.headline.flip_name``), keyed by the
+    """Each flip's row label (``LayerNorm → RMSNorm``, ``ablations.report.flips.flip_name``), keyed by the
     variant name the predictor gave it."""
     labels = {name: flip_name(name, arch) for name, arch in flipped.items()}
     return {name: label for name, label in labels.items() if label is not None}

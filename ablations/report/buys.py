@@ -23,8 +23,8 @@ import pandas as pd
 
 from ablations.config.variants import arch_from_row
 from ablations.quality.worth import CALIBRATION
-from ablations.report.formatting import markdown_table
-from ablations.report.headline import flip_name, signed
+from ablations.report.flips import flip_name, flip_order
+from ablations.report.formatting import markdown_table, signed
 from ablations.report.predicted import train_step_ratios
 from ablations.report.sections import headline_cells
 from components import choices
@@ -72,9 +72,10 @@ def _label(row: pd.Series, baseline: str) -> str:
     return str(row["variant"])
 
 
-def buys_table(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
-               transfer: pd.DataFrame | None = None, withhold: bool = False) -> str | None:
-    """The table (markdown), or None when the run compared no variant with its baseline."""
+def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
+               transfer: pd.DataFrame | None = None, withhold: bool = False) -> pd.DataFrame:
+    """One row per variant compared with its baseline, sweep by sweep in the table's order, each sweep's rows in the
+    declarations' order (Llama-2's block last); empty when the run compared no variant with its baseline."""
     quality = pd.DataFrame() if summary is None else summary[
         (summary["metric"] == "val_loss") & summary["reference"].isin(summary["variant"].unique())]
     keys: list[tuple[str, str]] = []
@@ -85,7 +86,7 @@ def buys_table(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
                  if r != v and (s, v) not in keys]
     keys = list(dict.fromkeys(k for k in keys if k[0] != "transfer"))
     if not keys:
-        return None
+        return pd.DataFrame()
     predicted = train_step_ratios() if not worth.empty else {}
     rows = []
     for sweep, variant in keys:
@@ -105,6 +106,7 @@ def buys_table(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
         pred = predicted.get(label) if base == GPT2 else None
         published = published_loss(first, base)
         rows.append({
+            "sweep": sweep, "variant": variant, "order": flip_order(first) if base == GPT2 else 0,
             "choice": label,
             "params": _pct(cr, "params_delta", "params_baseline"),
             "train FLOPs": _ratio(cr, "train_flops_ratio"),
@@ -119,7 +121,24 @@ def buys_table(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
             "published": published or "—",
             "agrees": "withheld" if withhold else agreement(published, qr["verdict"] if qr is not None else None),
         })
-    return markdown_table(pd.DataFrame(rows))
+    frame = pd.DataFrame(rows)
+    sweeps = {s: i for i, s in enumerate(dict.fromkeys(frame["sweep"]))}
+    frame = frame.iloc[sorted(range(len(frame)), key=lambda i: (sweeps[frame["sweep"].iat[i]], frame["order"].iat[i]))]
+    # Two variants of a sweep that move the same choice (the kv sweep's GQA-2 and GQA-4) are told apart by name.
+    twice = frame.duplicated(["sweep", "choice"], keep=False)
+    frame.loc[twice, "choice"] = frame.loc[twice, "choice"] + " (`" + frame.loc[twice, "variant"] + "`)"
+    return frame.reset_index(drop=True)
+
+
+def buys_table(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
+               transfer: pd.DataFrame | None = None, withhold: bool = False) -> str | None:
+    """The table (markdown), with a sweep column when the run holds more than one; None when the run compared no
+    variant with its baseline."""
+    frame = buys_frame(table, cmp, summary, worth, transfer, withhold)
+    if frame.empty:
+        return None
+    drop = ["variant", "order"] + (["sweep"] if frame["sweep"].nunique() == 1 else [])
+    return markdown_table(frame.drop(columns=drop))
 
 
 def _pct(r: pd.Series | None, delta: str, base: str) -> str:

@@ -145,6 +145,11 @@ def fmt_ci(v: float, lo: float, hi: float, signed: bool = False) -> str:
     return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
 
 
+def signed(x: float) -> str:
+    """A loss difference with its sign, a true minus."""
+    return f"{x:+.3f}".replace("-", "−")
+
+
 def fmt_p(p: float) -> str:
     """Two significant figures; the smallest p-values as a bound (their digits mean nothing with 3 seeds)."""
     return "—" if pd.isna(p) else "<0.0001" if p < 1e-4 else f"{p:.2g}"

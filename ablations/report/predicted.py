@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 from ablations.config.variants import flips_at_size
 from ablations.paths import conf_dir
+from ablations.report.flips import flip_name
 from ablations.roofline.hardware import Hardware
 from ablations.roofline.model import predict_mode
 from ablations.roofline.work import ELEMENT_BYTES
@@ -25,8 +26,7 @@ MODEL, HARDWARE = "llama2_7b", "h100_sxm"
 @functools.cache
 def train_step_ratios(model: str = MODEL, hardware: str = HARDWARE) -> dict[str, float]:
     """Each flip's predicted training-step time over GPT-2's block at ``model``'s sizes on ``hardware``, by the flip's
-    label (``LayerNorm → RMSNorm``, ``ablations.report.headline.flip_name``)."""
-    from ablations.report.headline import flip_name
+    label (``LayerNorm → RMSNorm``, ``ablations.report.flips.flip_name``)."""
 
     sizes = {k: v for k, v in OmegaConf.to_container(OmegaConf.load(conf_dir() / "model" / f"{model}.yaml")).items()
              if k != "defaults"}
