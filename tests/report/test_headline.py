@@ -14,7 +14,7 @@ from components import ArchConfig, ModelConfig, choices, llama2_block
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "results" / "reference"
-COPIES = [ROOT / "README.md", ROOT / "docs" / "index.md", ROOT / "docs" / "findings.md"]
+COPIES = [ROOT / "README.md", ROOT / "docs" / "findings.md"]
 HEADER = "| choice | block fwd+bwd time"
 
 
