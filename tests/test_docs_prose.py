@@ -126,4 +126,4 @@ def test_docs_links_to_the_readme_name_its_headings():
                 if line.startswith("#")}
     for page in PAGES[1:]:
         for anchor in README_LINK.findall(page.read_text(encoding="utf-8")):
-            assert anchor in headings, f"{rel(page)} links README.md#{anchor}; the README's headings: {sorted(headings)}"
+            assert anchor in headings, f"{rel(page)} links README.md#{anchor}; the README has {sorted(headings)}"
