@@ -24,9 +24,8 @@ _SCRATCH = Path(tempfile.mkdtemp(prefix="blockbench-tests-"))
 os.environ["BLOCKBENCH_HOME"] = str(_SCRATCH / "home")
 
 # One core per process of the suite: under `-n 2` two workers (and the sweeps they start) share the cores, and
-# torch's default of a thread per core oversubscribed them; its threads' spin-waits made the tiny models of
-# tests/components about 15 times slower than alone (`--durations`: tests/components/test_model.py 69 s in the
-# suite against 4 s alone). No test measures speed; a test of the thread setting passes `threads=` itself, and a
+# torch's default of a thread per core oversubscribes them, its threads' spin-waits slowing the tiny models of
+# tests/components many times over. No test measures speed; a test of the thread setting passes `threads=` itself, and a
 # sweep's `threads=0` (all cores) still sets its own count.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)

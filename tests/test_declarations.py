@@ -115,7 +115,7 @@ FIXED_SEED_PROTOCOL = ["train.target_mde=null", "train.min_seeds=null", "train.m
                        "train.common_init=false", "train.final_eval_batches=null", "train.budgets=[]",
                        "train.budget_seeds=null"]
 # The default profile's fixed rounds of that revision (before the headline target): a profile is what is measured,
-# so today's default is another identity, and these settings give that revision's back.
+# so the default is another identity, and these settings give that revision's back.
 FIXED_ROUNDS_PROFILE = ["profile.rounds=8", "profile.decode_rounds=16", "profile.target_halfwidth=null",
                         "profile.min_rounds=null", "profile.max_rounds=null"]
 PINNED = {

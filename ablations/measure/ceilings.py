@@ -12,9 +12,8 @@ so a slow spell spoils one of them, not the ceiling:
   dispatch and, on a GPU, the launch) that no byte or FLOP explains.
 
 A sweep measures them once per run (``run_ceilings``), at its first timed point, and every point's rows carry the
-same figures: one point's peak measured alone once read 91 GFLOP/s where the others read 130 to 176, and that
-point's utilisation showed 118%. A utilisation above 1 still means the ceiling was under-measured, and the report
-says so (``ablations.report.formatting.fmt_util``).
+same figures, so one slow reading cannot put a single point's utilisation above 1. A utilisation above 1
+still means the ceiling was under-measured, and the report says so (``ablations.report.formatting.fmt_util``).
 """
 
 from __future__ import annotations

@@ -91,8 +91,8 @@ def _measure(fn: Callable[[], object], number: int, min_run_time: float, device:
     ``min_run_time`` is spent, summarised by ``statistic``.
 
     The block size is sized once per measurement, not per round: ``Timer.blocked_autorange`` sizes it afresh on
-    every call by running the statement first at one call and then at ten, which for a 4 ms decode step at
-    ``min_run_time=0.01`` was 21 calls where 3 were asked for. A call that alone outlasts ``min_run_time`` is
+    every call by running the statement first at one call and then at ten, which for a decode step of a few
+    milliseconds runs several times the calls asked for. A call that alone outlasts ``min_run_time`` is
     one block of one call (two under ``min``: the faster of two).
 
     ``statistic="min"`` takes the fastest block of the round instead of the median block: on a loaded machine

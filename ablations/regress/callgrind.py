@@ -1,15 +1,15 @@
 """Instructions per call under valgrind's callgrind: a second signal that machine load cannot move.
 
 ``torch.utils.benchmark.Timer.collect_callgrind`` starts one valgrind process per statement, and importing
-torch under valgrind takes ~45 s here, so a dozen cases on two sides would take a quarter of an hour. This runs the
-same mechanism torch's timer uses (callgrind started with collection off, switched on around the measured
+torch under valgrind takes most of a minute, so a dozen cases on two sides would take a quarter of an hour. This
+runs the same mechanism torch's timer uses (callgrind started with collection off, switched on around the measured
 calls through ``torch._C._valgrind_toggle``, one stats dump per case) in one valgrind process per side, and
 reads each dump's total instruction count. The two sides' processes run side by side: an instruction count
 does not depend on what else the machine does.
 
 Callgrind also starts with its instrumentation off (``--instr-atstart=no``) where ``callgrind_control`` is
-installed (valgrind's own package has it): the import of torch then runs at valgrind's plain speed (17 s here
-against 62 s instrumented), and the worker switches instrumentation on once, through ``callgrind_control``,
+installed (valgrind's own package has it): the import of torch then runs at valgrind's plain speed, several
+times faster than instrumented, and the worker switches instrumentation on once, through ``callgrind_control``,
 before the first counted calls. Counting is the same either way: collection is only ever on around those calls,
 after the case's warm-up.
 

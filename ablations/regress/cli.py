@@ -124,7 +124,7 @@ def chosen_cases(args: argparse.Namespace) -> list[Case]:
 
 def segment_hint(case_set: str, patterns: list[str]) -> str:
     """For patterns that match no case in whole segments but are part of a name: how to ask for a part of a segment
-    (``-k '*llama*'``, what ``-k llama`` matched when ``-k`` took substrings)."""
+    (``-k '*llama*'``: a pattern matches whole segments)."""
     names = [c.name for c in select(case_set)]
     parts = [p for p in patterns if p and any(p in n for n in names)]
     if not parts:

@@ -40,12 +40,9 @@ class Rule:
     threshold: float  # percent worse, in the metric's own direction, that counts as a regression
 
 
-# First matching pattern wins. Thresholds sit well above the worst same-code change measured here: three
-# reruns of `+sweep=all` (d=512, 1 thread, 2 shared cores at load 2-2.5), every ordered pair compared.
-# Worst seen: latency_ratio 6.0%, decode_latency_ratio 17.8%, latency 9.7%, decode_latency 30.2%,
-# baseline latencies 25%, throughput/flop_rate/utilisation drops 8.8% (decode_throughput 23.2%), counts 0.
-# Paired ratios cancel machine drift and are tight; decode steps are short and memory-bound, so noisier;
-# absolute times carry every load change between two runs. A 2x slowdown exceeds every timing threshold.
+# First matching pattern wins. Each threshold sits above the largest change between reruns of the same code on a
+# shared machine: paired ratios cancel machine drift and are tight; decode steps are short and memory-bound, so
+# noisier; absolute times carry every load change between two runs. A 2x slowdown exceeds every timing threshold.
 DEFAULT_RULES: list[tuple[str, Rule]] = [
     ("decode_latency_ratio", Rule(HIGHER_IS_WORSE, 30.0)),
     ("*latency_ratio", Rule(HIGHER_IS_WORSE, 15.0)),

@@ -24,8 +24,8 @@ FFN_SHAPE = (1, 256)
 ATTN_SHAPE = (1, 512)  # longer than the block's, so the SDPA core is a visible share of attention
 POS_SHAPE = (1, 1024)
 # (rows, width) for the norms. Not 2048 rows: there the unfused RMSNorm's intermediates (8 MB
-# each) spill the L3 that this machine shares with its neighbours, and its min moved 1.6x between fresh
-# processes of the same code (layernorm: 5%). At 512 rows the spread was 12% and the op still ~150 us.
+# each) spill the L3 that this machine shares with its neighbours, so its min moves by up to 1.6x between fresh
+# processes of the same code; 512 rows stay in cache and still make an op long enough to time.
 NORM_SHAPE = (512, 1024)
 # (batch, context) of one decode step with a KV cache.
 DECODE_SHAPE = (4, 2048)

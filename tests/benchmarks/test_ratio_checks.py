@@ -24,15 +24,15 @@ from tests.benchmarks.calls import make_call
 CPU = torch.device("cpu")
 
 # GQA (2 KV heads) / MHA, one decode step, batch 4, context 4096, 16 heads, d=1024 (the kv sweep's headline).
-# Measured here (1 thread, load 2.8-3.7 on 2 cores): median ratio 0.535..0.589 over 10 runs; on a CI machine of
-# the same kind 0.280 and 0.298 (quartiles 0.27..0.31), where MHA's 128 MiB cache per step outruns the caches
-# GQA's 16 MiB still fits. The top keeps the claim "GQA is clearly faster than MHA" (at least 1.25x); the bottom
-# sits near the ratio of bytes each step reads at its floor (2 of 16 KV heads: the cache 8x smaller, the weights
-# about 0.8x), so only MHA decode getting several times slower than its bytes explain falls below it.
+# Repeated runs put the median ratio near 0.55 on 2 loaded cores and near 0.3 on a CI machine, where MHA's 128 MiB
+# cache per step outruns the caches GQA's 16 MiB still fits. The top keeps the claim "GQA is clearly faster than
+# MHA" (at least 1.25x); the bottom sits near the ratio of bytes each step reads at its floor (2 of 16 KV heads:
+# the cache 8x smaller, the weights about 0.8x), so only MHA decode getting several times slower than its bytes
+# explain falls below it.
 DECODE_BAND = (0.15, 0.80)
 # Llama-2 block / GPT-2 block, forward+backward at the benchmark size (d=512, 1x256, sweep bias on).
-# Measured here: median ratio 0.876..0.944 over 10 runs, one run of an earlier, longer setting at 1.094
-# under a load spike. Catches either block getting ~20% slower than the other.
+# Repeated runs put the median ratio near 0.9, and a load spike near 1.1; the band catches either block getting
+# ~20% slower than the other.
 BLOCK_TRAIN_BAND = (0.75, 1.10)
 # A measurement outside its band is repeated once and fails only if the repeat is outside too: a load spike
 # rarely hits both, a real regression always does.
