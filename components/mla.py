@@ -1,4 +1,4 @@
-"""Multi-head latent attention (MLA; DeepSeek-V2, arXiv 2405.04434 §2.1) and its latent cache.
+"""Multi-head latent attention (MLA; DeepSeek-V2, arXiv 2405.04434 §2.1): its sizes, its checks and its module.
 
 Why a latent: decode is bound by reading the KV cache, and MHA caches ``2 * n_heads * head_dim`` values per token
 and layer. MLA compresses K and V jointly into one latent ``c_kv`` of ``kv_lora_rank`` values (RMS-normalised, as
@@ -37,93 +37,109 @@ score bias is added to the scores on both paths.
 
 Not here from DeepSeek-V2: its MoE FFN (DeepSeekMoE) and YaRN's context extension (its RoPE scaling and the
 matching softmax-scale factor); ``attn.window`` and a ``qk`` transform (QK-norm) are refused with ``attn=mla``.
+The latent cache is ``components.kv_cache.LatentCache``.
 """
 
 from __future__ import annotations
 
-import copy
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from components.attention import ATTENTIONS, FOLD_MAX_QUERIES, MLASizes, mla_sizes
-from components.config import ArchConfig
+from components.choice import choices
+from components.config import ArchConfig, ConfigError
+from components.kernels import FOLD_MAX_QUERIES, step_mask
+from components.kv_cache import LatentCache
+from components.kv_heads import ATTENTIONS, PER_QUERY_HEAD, KVHeads
 from components.norms import RMSNorm
-from components.positions import Rotation, ScoreBias, apply_rotation
+from components.positions import RopeTables, Rotation, ScoreBias, apply_rotation
 from components.work import Step, Work, attention_core, linear, norm
+
+if TYPE_CHECKING:
+    from components.attention import AttnConfig
 
 # DeepSeek-V2's ``rms_norm_eps`` (and Hugging Face's ``DeepseekV2RMSNorm`` default) for the latents' norms; the
 # block's own norms keep ``norm.eps``.
 LATENT_NORM_EPS = 1e-6
 
 
-class LatentCache:
-    """What MLA caches: per layer, sequence and position, the normalised latent ``c_kv`` followed by the rotated
-    RoPE key: shape (layers, batch, max_len, kv_lora_rank + qk_rope_head_dim).
+@dataclass(frozen=True)
+class MLASizes:
+    """MLA's widths at a model size. K's non-rotated part and V are ``head_dim`` wide per head (the harness keeps
+    the head size of the MHA it replaces); ``latent`` is what the cache holds per token and layer."""
 
-    The interface of ``KVCache``: ``pos`` is the number of positions filled, layers write at ``pos`` during a
-    forward, the model advances it after the last layer, and setting it back rewinds the cache.
-    """
-
-    def __init__(self, n_layers: int, batch_size: int, max_seq_len: int, width: int,
-                 dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> None:
-        self.latent = torch.zeros((n_layers, batch_size, max_seq_len, width), dtype=dtype, device=device)
-        self.max_seq_len = max_seq_len
-        self.pos = 0
-
-    @classmethod
-    def for_model(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None,
-                  n_layers: int | None = None, **kw: object) -> LatentCache:
-        width = mla_sizes(cfg.attn, cfg.head_dim).latent
-        return cls(n_layers or cfg.model.n_layers, batch_size, max_seq_len or cfg.model.max_seq_len, width, **kw)
-
-    def tensors(self) -> list[torch.Tensor]:
-        return [self.latent]
-
-    def randomize_(self) -> None:
-        """Random contents: decode cost does not depend on the cached values, so timing needs no prefill."""
-        self.latent.normal_()
+    head_dim: int
+    kv_lora_rank: int
+    rope_dim: int
+    q_lora_rank: int | None
 
     @property
-    def nbytes(self) -> int:
-        return self.latent.nbytes
-
-    def bytes_per_token(self) -> int:
-        """Latent and RoPE-key bytes one token adds over all layers and the whole batch."""
-        return self.nbytes // self.max_seq_len
-
-    def clone(self) -> LatentCache:
-        """The same contents and position in newly allocated memory."""
-        other = copy.copy(self)
-        other.latent = self.latent.clone()
-        return other
-
-    def update(self, layer: int, latent: torch.Tensor) -> torch.Tensor:
-        """Write this step's rows (batch, t, width) at ``pos``; return a view of every row cached so far for
-        ``layer``, (batch, pos + t, width)."""
-        end = self.pos + latent.shape[1]
-        if end > self.max_seq_len:
-            raise ValueError(f"latent cache holds {self.max_seq_len} positions; position {end - 1} does not fit")
-        self.latent[layer, :, self.pos : end] = latent
-        return self.latent[layer, :, :end]
+    def latent(self) -> int:
+        return self.kv_lora_rank + self.rope_dim
 
 
-def _seen(start: int, t: int, s: int, device: torch.device) -> torch.Tensor:
-    """(t, s) bool: query ``start + i`` sees key ``j`` iff ``j <= start + i`` (keys 0..s-1)."""
-    queries = torch.arange(start, start + t, device=device)[:, None]
-    return torch.arange(s, device=device)[None, :] <= queries
+def mla_sizes(attn: AttnConfig, head_dim: int) -> MLASizes:
+    """``attn``'s MLA sizes, each None filled in DeepSeek-V2's proportions to the head size (128 per head there):
+    a latent of 4 heads' width (512) and a decoupled RoPE key of half a head (64, rounded down to an even width of
+    at least 2, since RoPE rotates pairs). ``q_lora_rank`` None keeps a full-rank query projection."""
+    return MLASizes(
+        head_dim=head_dim,
+        kv_lora_rank=attn.kv_lora_rank if attn.kv_lora_rank is not None else 4 * head_dim,
+        rope_dim=attn.qk_rope_head_dim if attn.qk_rope_head_dim is not None else 2 * max(1, head_dim // 4),
+        q_lora_rank=attn.q_lora_rank,
+    )
 
 
-def _scores_mask(start: int, t: int, s: int, bias: torch.Tensor | None, dtype: torch.dtype,
-                 device: torch.device) -> torch.Tensor | None:
-    """The additive (heads, t, s) mask: -inf for unseen keys plus ``bias`` (ALiBi's); a bool (t, s) mask without a
-    bias; None when every key is seen (one new token after its cache)."""
-    if bias is None:
-        return None if t == 1 and s == start + 1 else _seen(start, t, s, device)
-    mask = torch.zeros(t, s, dtype=dtype, device=device).masked_fill(~_seen(start, t, s, device), float("-inf"))
-    return mask + bias.to(dtype)
+_MLA_KEYS = {
+    "kv_lora_rank": "the latent's width; DeepSeek-V2: 512",
+    "qk_rope_head_dim": "the decoupled RoPE key's width; DeepSeek-V2: 64",
+    "q_lora_rank": "the compressed query's width, or null for a full-rank query; DeepSeek-V2: 1536",
+}
+
+
+def check_mla(attn: AttnConfig, arch: ArchConfig) -> None:
+    """MLA's settings (``AttnConfig.check`` calls this for every attention value).
+
+    Other values have no latent, so an MLA size set on them is refused rather than silently ignored (it would still
+    change the point's identity). With ``attn=mla``: every size a positive integer (the RoPE key's even, as RoPE
+    rotates pairs), ``q_lora_rank`` also null; and two combinations refused. A window: the latent cache keeps every
+    token (DeepSeek-V2 has no window). A ``qk`` transform (QK-norm): the absorbed path never forms a head's K (its
+    up-projection is folded into the query), so a per-head norm of K cannot be applied to the cached latent.
+    """
+    set_keys = [k for k in _MLA_KEYS if getattr(attn, k) is not None]
+    if attn.name != "mla":
+        if set_keys:
+            key = set_keys[0]
+            raise ConfigError(f"attn.{key}={getattr(attn, key)!r} is an attn=mla setting; attn={attn.name} has no "
+                              "latent: leave it null")
+        return
+    for key in set_keys:
+        value = getattr(attn, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"attn.{key}={value!r} must be a positive integer ({_MLA_KEYS[key]})")
+    if attn.qk_rope_head_dim is not None and attn.qk_rope_head_dim % 2:
+        raise ConfigError(f"attn.qk_rope_head_dim={attn.qk_rope_head_dim} must be even (RoPE rotates pairs)")
+    if attn.window is not None:
+        raise ConfigError(f"attn.window={attn.window} is not supported with attn=mla (its latent cache keeps every "
+                          "token; DeepSeek-V2 has no window): use attn.window=null")
+    for c in choices():
+        if c.hook in _NOT_WITH_MLA and c.registry.get(getattr(arch, c.group).name) is not None:
+            raise ConfigError(f"{c.group}={getattr(arch, c.group).name} is not supported with attn=mla: "
+                              f"{_NOT_WITH_MLA[c.hook]}; use {c.group}={c.gpt2}")
+
+
+# The attention hooks MLA's module does not offer, and why.
+_NOT_WITH_MLA = {
+    "qk": "its decode path never forms a head's K (the up-projection is absorbed into the query), so K cannot be "
+          "normalised per head",
+    "scores": "its scores come from its own absorbed and expanded paths, which take no score transform",
+    "qkv": "its K and V are up-projections of one cached latent (absorbed into the query and the output when it "
+           "decodes), so no head's K or V is formed to transform",
+}
 
 
 @ATTENTIONS.register("mla")
@@ -138,6 +154,12 @@ class MultiHeadLatentAttention(nn.Module):
     output (``q_down``, ``kv_down``, ``out``) only. The full-rank query ``q`` never has one (DeepSeek-V2's ``q_proj``
     is ``bias=False`` whatever ``attention_bias``), nor have the up-projections from a normalised latent.
     """
+
+    # One KV head per query head: each head's K and V are up-projected from the shared latent (as Hugging Face's
+    # ``DeepseekV2Config`` sets ``num_key_value_heads``), so MLA's rows are never taken for GQA/MQA rows. Its cache
+    # holds the latent, sized by ``attn.kv_lora_rank``, never by these heads.
+    kv_heads_rule = KVHeads(PER_QUERY_HEAD, why="its K and V are up-projected per head from one shared latent, sized "
+                            "by attn.kv_lora_rank", instead="leave it null", settable=False)
 
     def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
         super().__init__()
@@ -157,18 +179,15 @@ class MultiHeadLatentAttention(nn.Module):
         self.kv_up = nn.Linear(s.kv_lora_rank, self.n_heads * 2 * s.head_dim, bias=False)
         self.out = nn.Linear(self.n_heads * s.head_dim, d, bias=bias)
         self.scale = 1.0 / math.sqrt(s.head_dim + s.rope_dim)
-        # The decoupled RoPE's frequencies at its own width, as ``RotaryPositions`` computes them for a head; the
-        # tables are a plain dict, not buffers, so ``.to(bfloat16)`` cannot round them, filled per device.
-        steps = torch.arange(0, s.rope_dim, 2, dtype=torch.float64, device="cpu")
-        self.inv_freq = 1.0 / (cfg.pos.theta ** (steps / s.rope_dim))
-        self.max_seq_len = cfg.model.max_seq_len
-        self._tables: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+        # The decoupled RoPE key's angles at its own width, as ``RotaryPositions`` has them at a head's.
+        self.rope = RopeTables(s.rope_dim, cfg.pos.theta, cfg.model.max_seq_len)
 
     @classmethod
     def new_cache(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None, n_layers: int | None = None,
                   **kw: object) -> LatentCache:
         """The latent cache: ``kv_lora_rank + qk_rope_head_dim`` values per token and layer."""
-        return LatentCache.for_model(cfg, batch_size, max_seq_len, n_layers, **kw)
+        return LatentCache(n_layers or cfg.model.n_layers, batch_size, max_seq_len or cfg.model.max_seq_len,
+                           mla_sizes(cfg.attn, cfg.head_dim).latent, **kw)
 
     @classmethod
     def work(cls, cfg: ArchConfig, step: Step) -> Work:
@@ -207,16 +226,6 @@ class MultiHeadLatentAttention(nn.Module):
             attention_activations=n * h * (hd + r) + keys * h * (hd + r + hd) + n * h * hd)
         return projections + cache + up + core
 
-    def _rope(self, start: int, t: int, device: torch.device, layout: str) -> Rotation:
-        if device not in self._tables:
-            # Built outside inference mode even when first asked for there, so training can reuse it.
-            with torch.inference_mode(False):
-                pos = torch.arange(self.max_seq_len, dtype=torch.float64, device="cpu")
-                angles = torch.outer(pos, self.inv_freq)
-                self._tables[device] = (angles.cos().to(device, torch.float32), angles.sin().to(device, torch.float32))
-        cos, sin = self._tables[device]
-        return Rotation(cos[start : start + t], sin[start : start + t], layout)
-
     def _queries(self, x: torch.Tensor) -> torch.Tensor:
         if self.sizes.q_lora_rank is None:
             return self.q(x)
@@ -234,19 +243,19 @@ class MultiHeadLatentAttention(nn.Module):
         c_kv, k_rope = self.kv_down(x).split([s.kv_lora_rank, s.rope_dim], dim=-1)
         k_rope = k_rope.unsqueeze(1)  # (b, 1, t, rope): one key for every head
         if rotation is not None:
-            rot = self._rope(start, t, x.device, rotation.layout)
+            rot = self.rope.rotation(start, t, x.device, rotation.layout)
             q_rope, k_rope = apply_rotation(q_rope, rot), apply_rotation(k_rope, rot)
         latent = torch.cat((self.kv_norm(c_kv), k_rope.squeeze(1)), dim=-1)  # (b, t, kv_lora_rank + rope)
         if cache is not None:
             latent = cache.update(self.layer, latent)
-        keys = latent.shape[1]
+        keys = latent.shape[1]  # positions 0..start + t - 1: they end with the step's own, as ``step_mask`` assumes
         bias = score_bias(start, t, keys, x.device) if score_bias is not None else None
         if absorbed is None:
             absorbed = t <= FOLD_MAX_QUERIES
         if absorbed:
-            y = self._absorbed(q_nope, q_rope, latent, start, bias)
+            y = self._absorbed(q_nope, q_rope, latent, bias)
         else:
-            y = self._expanded(q_nope, q_rope, latent, start, bias)
+            y = self._expanded(q_nope, q_rope, latent, bias)
         return self.out(y.transpose(1, 2).reshape(b, t, h * s.head_dim))
 
     def _up_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -254,7 +263,7 @@ class MultiHeadLatentAttention(nn.Module):
         w = self.kv_up.weight.view(self.n_heads, 2 * self.head_dim, self.sizes.kv_lora_rank)
         return w[:, : self.head_dim], w[:, self.head_dim :]
 
-    def _absorbed(self, q_nope: torch.Tensor, q_rope: torch.Tensor, latent: torch.Tensor, start: int,
+    def _absorbed(self, q_nope: torch.Tensor, q_rope: torch.Tensor, latent: torch.Tensor,
                   bias: torch.Tensor | None) -> torch.Tensor:
         """Attention over the cached rows: every head's query against one shared key row (latent + RoPE key), the
         latent as the value; heads folded into SDPA's query dimension (row ``i * t + j`` is head i, query j)."""
@@ -264,13 +273,13 @@ class MultiHeadLatentAttention(nn.Module):
         q_lat = torch.einsum("bhtd,hdl->bhtl", q_nope, w_uk)
         query = torch.cat((q_lat, q_rope), dim=-1).reshape(b, 1, h * t, self.sizes.latent)
         kv = latent.unsqueeze(1)  # (b, 1, s, lat + rope): SDPA reads the values as its first lat columns
-        mask = _scores_mask(start, t, keys, bias, query.dtype, query.device)
+        mask = step_mask(t, keys, bias, query.dtype, query.device)
         if mask is not None:
             mask = mask.repeat(h, 1) if mask.dim() == 2 else mask.reshape(h * t, keys)
         o_lat = F.scaled_dot_product_attention(query, kv, kv[..., :lat], attn_mask=mask, scale=self.scale)
         return torch.einsum("bhtl,hdl->bhtd", o_lat.view(b, h, t, lat), w_uv)
 
-    def _expanded(self, q_nope: torch.Tensor, q_rope: torch.Tensor, latent: torch.Tensor, start: int,
+    def _expanded(self, q_nope: torch.Tensor, q_rope: torch.Tensor, latent: torch.Tensor,
                   bias: torch.Tensor | None) -> torch.Tensor:
         """The reference: each head's K (nope, then the shared RoPE key) and V up-projected for every key, then
         ordinary causal attention."""
@@ -281,7 +290,7 @@ class MultiHeadLatentAttention(nn.Module):
         k_nope, v = kv.split([hd, hd], dim=-1)
         k = torch.cat((k_nope, k_rope.unsqueeze(1).expand(b, h, keys, -1)), dim=-1)
         q = torch.cat((q_nope, q_rope), dim=-1)
-        mask = _scores_mask(start, t, keys, bias, q.dtype, q.device)
-        if mask is not None and mask.dtype == torch.bool and start == 0 and t == keys:
+        mask = step_mask(t, keys, bias, q.dtype, q.device)
+        if mask is not None and mask.dtype == torch.bool and t == keys:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)

@@ -116,40 +116,46 @@ class LearnedPositions(NoPositions):
         return x + self.table(pos)
 
 
-@POSITIONS.register("rope")
-class RotaryPositions(NoPositions):
-    """RoPE (Su et al. 2021): rotate each pair of Q/K coordinates by ``pos * theta^(-2i/head_dim)``.
+class RopeTables:
+    """RoPE's cos and sin for positions 0..max_seq_len-1 at ``width``'s frequencies, ``theta^(-2i/width)``.
 
-    Angles are computed in fp64, stored as fp32 cos/sin for max_seq_len positions and applied in fp32:
-    in bf16, position 4000's angle would be off by more than a whole step of the slowest frequency.
+    Angles are computed in fp64 on the CPU whatever device asks (meta, cuda) and stored fp32 per device, in a plain
+    dict rather than buffers, so ``model.to(bfloat16)`` cannot round them: in bf16, position 4000's angle would be off
+    by more than a whole step of the slowest frequency. ``RotaryPositions`` holds one at the head size, MLA one at its
+    decoupled RoPE key's width.
     """
 
-    def __init__(self, cfg: ArchConfig) -> None:
-        super().__init__(cfg)
-        self.layout = cfg.pos.layout
-        head_dim = cfg.head_dim
-        # On the CPU whatever device the module is built on (meta, cuda): the table is computed here and moved.
-        steps = torch.arange(0, head_dim, 2, dtype=torch.float64, device="cpu")
-        self.inv_freq = 1.0 / (cfg.pos.theta ** (steps / head_dim))
-        # A plain dict, not buffers: ``model.to(bfloat16)`` must not round the table; filled per device.
+    def __init__(self, width: int, theta: float, max_seq_len: int) -> None:
+        steps = torch.arange(0, width, 2, dtype=torch.float64, device="cpu")
+        self.inv_freq = 1.0 / (theta ** (steps / width))
+        self.max_seq_len = max_seq_len
         self._tables: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
 
-    def _table(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    def rotation(self, start: int, t: int, device: torch.device, layout: str) -> Rotation:
+        """The rotation of positions ``start..start+t-1`` on ``device``."""
         if device not in self._tables:
             # Built outside inference mode even when first asked for there, so training can reuse it.
             with torch.inference_mode(False):
                 pos = torch.arange(self.max_seq_len, dtype=torch.float64, device="cpu")
                 angles = torch.outer(pos, self.inv_freq)
-                self._tables[device] = (
-                    angles.cos().to(device, torch.float32),
-                    angles.sin().to(device, torch.float32),
-                )
-        return self._tables[device]
+                self._tables[device] = (angles.cos().to(device, torch.float32), angles.sin().to(device, torch.float32))
+        cos, sin = self._tables[device]
+        return Rotation(cos[start : start + t], sin[start : start + t], layout)
+
+
+@POSITIONS.register("rope")
+class RotaryPositions(NoPositions):
+    """RoPE (Su et al. 2021): rotate each pair of Q/K coordinates by ``pos * theta^(-2i/head_dim)``, with the
+    angles of ``RopeTables`` (fp64, stored fp32, applied in fp32)."""
+
+    def __init__(self, cfg: ArchConfig) -> None:
+        super().__init__(cfg)
+        self.layout = cfg.pos.layout
+        self.tables = RopeTables(cfg.head_dim, cfg.pos.theta, cfg.model.max_seq_len)
 
     def rotation(self, seq_len: int, offset: int = 0, device: torch.device | str = "cpu") -> Rotation:
         check_length(seq_len, offset, self.max_seq_len)
-        cos, sin = self._table(torch.device(device))
-        return Rotation(cos[offset : offset + seq_len], sin[offset : offset + seq_len], self.layout)
+        return self.tables.rotation(offset, seq_len, torch.device(device), self.layout)
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:

@@ -29,7 +29,7 @@ from ablations.measure.kv_streams import cache_bytes, caches_spanning, cycled_st
 from ablations.measure.timing import time_paired
 from ablations.results.durable import write_atomic
 from ablations.results.provenance import provenance
-from components.attention import folded_sdpa, reference_sdpa
+from components.kernels import folded_sdpa, reference_sdpa
 
 GOAL = 0.9  # issue 16: GQA's decode attention reads its cache at >= 90% of MHA's bandwidth
 

@@ -27,7 +27,7 @@ from ablations.measure.kv_streams import cache_bytes, caches_spanning, cycled_st
 from ablations.measure.timing import time_one
 from ablations.roofline.calls import kernel_calls
 from components import ArchConfig, ModelConfig, build_decoder
-from components.attention import folded_sdpa, reference_sdpa
+from components.kernels import folded_sdpa, reference_sdpa
 
 ROWS = (1, 4, 16, 64, 256, 1024, 4096)
 D_MODEL, HEADS, HEAD_DIM, BATCH, CONTEXT = 1024, 16, 64, 4, 4096

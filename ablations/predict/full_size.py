@@ -38,7 +38,7 @@ from ablations.report.formatting import fmt_bytes, fmt_count, markdown_table
 from ablations.roofline.hardware import Hardware
 from ablations.roofline.work import kv_bytes_per_token, kv_cache_bytes, largest_batch
 from components import ArchConfig, Choice, ModelConfig, choices
-from components.attention import mla_sizes
+from components.mla import mla_sizes
 
 MODELS = ("llama2_7b", "llama2_70b")
 # Table 2's models. A model in OWN_FLIPS_ONLY shows only the flips that make Llama-2's block at its sizes into the

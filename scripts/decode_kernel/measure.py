@@ -4,7 +4,7 @@
 compiled with ``torch.utils.cpp_extension.load_inline`` (needs g++ and ``pip install ninja``; about 30 s) and timed
 paired against MHA through SDPA and against MHA through itself, every call on the next of caches spanning
 512 MiB (``ablations.measure.kv_streams``). The model does not use this kernel: for a fair kv sweep MHA would
-have to run it too. Numerically checked against ``components.attention.reference_sdpa`` before timing.
+have to run it too. Numerically checked against ``components.kernels.reference_sdpa`` before timing.
 
     python scripts/decode_kernel/measure.py --threads 2
 """
@@ -19,7 +19,7 @@ from candidate import load
 
 from ablations.measure.kv_streams import cache_bytes, caches_spanning, cycled_step
 from ablations.measure.timing import time_paired
-from components.attention import folded_sdpa, reference_sdpa
+from components.kernels import folded_sdpa, reference_sdpa
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Run ``python -m ablations`` with the candidate kernel (``decode_attention.cpp``) in every decode step.
 
-An experiment, not a harness option: ``components.attention.sdpa`` is replaced in this process so that every
+An experiment, not a harness option: ``components.kernels.sdpa`` is replaced in this process so that every
 one-token step on CPU float32 with 64-wide heads (MHA's as well as GQA's: one kernel on both sides of each pair)
 runs the candidate (checked first against SDPA on a small decoder); prefills, forwards and training keep SDPA.
 The rows' ``sdpa_backend_calls`` still say ``flash`` (the candidate is not a torch op the profiler sees): read
@@ -17,18 +17,18 @@ import sys
 import torch
 from candidate import handles, load
 
-import components.attention as attention
+import components.kernels as kernels
 from ablations.cli import main
 
 
 def install() -> None:
     decode = load()
-    library = attention.sdpa
+    library = kernels.sdpa
 
     def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int = 0) -> torch.Tensor:
         return decode(q, k, v, start) if handles(q, k, v, start) else library(q, k, v, start)
 
-    attention.sdpa = sdpa
+    kernels.sdpa = sdpa
     verify(library, sdpa)
 
 
@@ -44,7 +44,7 @@ def verify(library: object, candidate: object) -> None:
             prompt, token = torch.randn(3, 40, 256), torch.randn(3, 1, 256)
             outputs = []
             for path in (library, candidate):
-                attention.sdpa = path
+                kernels.sdpa = path
                 cache = model.new_cache(3, 41)
                 with torch.inference_mode():
                     model(prompt, cache)
@@ -52,7 +52,7 @@ def verify(library: object, candidate: object) -> None:
                     outputs.append(model(token, cache))
             err = (outputs[0] - outputs[1]).abs().max().item()
             assert err < 1e-5, f"candidate decode differs from SDPA by {err} ({attn.name}, {pos.name})"
-    attention.sdpa = candidate
+    kernels.sdpa = candidate
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import torch
 
 from ablations.measure.flops import count_flops
 from ablations.measure.kv_streams import cache_bytes, caches_spanning, cycled_step, decode_attention_flops
-from components.attention import folded_sdpa, reference_sdpa
+from components.kernels import folded_sdpa, reference_sdpa
 
 
 def test_caches_span_the_asked_bytes_in_distinct_memory():

@@ -7,8 +7,11 @@ import math
 import pytest
 import torch
 
-from components import ATTENTIONS, CausalSelfAttention, KVCache, RotaryPositions, attention
-from components.attention import folded_sdpa, reference_sdpa, sdpa
+from components import ATTENTIONS, CausalSelfAttention, KVCache, RotaryPositions, kernels
+from components.attention import AttnConfig
+from components.config import ConfigError
+from components.kernels import folded_sdpa, reference_sdpa, sdpa
+from components.kv_heads import ONE_IN_ALL, KVHeads, resolve_kv_heads
 from components.positions import apply_rotation
 
 
@@ -46,7 +49,30 @@ def reference_attention(attn, x, rotation=None, tile=False):
 
 def test_registry_names():
     for name in ("mha", "gqa", "mqa"):
-        assert ATTENTIONS.get(name) is CausalSelfAttention
+        assert issubclass(ATTENTIONS.get(name), CausalSelfAttention)
+
+
+def test_kv_heads_follow_the_registered_class_not_the_name():
+    """A value's KV heads come from its class's declared rule; a class without one (a plugin's) takes
+    ``attn.n_kv_heads`` if set, else one per query head."""
+
+    class OneKV(CausalSelfAttention):
+        kv_heads_rule = KVHeads(ONE_IN_ALL, why="which has 1", instead="leave it null")
+
+    class Undeclared(CausalSelfAttention):
+        pass
+
+    ATTENTIONS.add("one_kv", OneKV)
+    ATTENTIONS.add("undeclared", Undeclared)
+    try:
+        assert resolve_kv_heads(AttnConfig("one_kv"), 8) == 1
+        with pytest.raises(ConfigError, match=r"^attn\.n_kv_heads=2 contradicts attn=one_kv \(which has 1\); leave "):
+            resolve_kv_heads(AttnConfig("one_kv", 2), 8)
+        assert resolve_kv_heads(AttnConfig("undeclared"), 8) == 8
+        assert resolve_kv_heads(AttnConfig("undeclared", 2), 8) == 2
+    finally:
+        ATTENTIONS.forget("one_kv")
+        ATTENTIONS.forget("undeclared")
 
 
 def test_gqa_with_all_kv_heads_is_exactly_mha(make_cfg, rand_params):
@@ -161,11 +187,11 @@ def test_kv_cache_clone_is_equal_and_independent():
 
 def test_sdpa_folds_only_shared_heads_on_short_steps(monkeypatch):
     taken = []
-    monkeypatch.setattr(attention, "folded_sdpa", lambda *a: taken.append("fold") or reference_sdpa(*a))
-    for n_kv, t in [(2, 1), (2, attention.FOLD_MAX_QUERIES), (2, attention.FOLD_MAX_QUERIES + 1), (4, 1)]:
+    monkeypatch.setattr(kernels, "folded_sdpa", lambda *a: taken.append("fold") or reference_sdpa(*a))
+    for n_kv, t in [(2, 1), (2, kernels.FOLD_MAX_QUERIES), (2, kernels.FOLD_MAX_QUERIES + 1), (4, 1)]:
         taken.clear()
         sdpa(_x((1, 4, t, 8)), _x((1, n_kv, t, 8)), _x((1, n_kv, t, 8)))
-        assert taken == (["fold"] if n_kv < 4 and t <= attention.FOLD_MAX_QUERIES else [])
+        assert taken == (["fold"] if n_kv < 4 and t <= kernels.FOLD_MAX_QUERIES else [])
 
 
 @pytest.mark.parametrize("attn,n_kv", [("mha", None), ("gqa", 2), ("mqa", None)])
@@ -191,7 +217,7 @@ def test_cached_prefill_and_decode_match_reference_path_and_naive(make_cfg, rand
         return torch.cat(parts, dim=1)
 
     fast = run()
-    monkeypatch.setattr(attention, "sdpa", reference_sdpa)
+    monkeypatch.setattr(kernels, "sdpa", reference_sdpa)
     torch.testing.assert_close(fast, run(), atol=1e-5, rtol=1e-5)
     naive = reference_attention(layer, x, positions.rotation(12, 0) if rope else None)
     torch.testing.assert_close(fast, naive, atol=1e-5, rtol=1e-5)

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 import components.attention as attention
+import components.kernels as kernels
 from components import ArchConfig, ConfigError, ModelConfig, build_decoder, build_lm
 from components.norms import RMSNorm
 from components.parallel import BlockConfig, ParallelResidual
@@ -125,7 +126,7 @@ def test_an_unused_hook_is_free(hook, cls, pos, monkeypatch):
         def explicit(*args: object, **kwargs: object) -> None:
             raise AssertionError("an unused scores hook must keep attention's fused paths")
 
-        monkeypatch.setattr(attention, "transformed_attention", explicit)
+        monkeypatch.setattr(kernels, "transformed_attention", explicit)
         torch.testing.assert_close(after(x), before(x), atol=0, rtol=0)
 
 

@@ -111,7 +111,7 @@ def mla_ref(attn, x, cfg):
 def run_steps(attn, x, cfg, absorbed):
     """Our layer over STEPS through a one-layer latent cache: the rows, and the cache."""
     positions = build_positions(cfg)
-    cache = LatentCache.for_model(cfg, x.shape[0], STEPS[-1][1], n_layers=1, dtype=x.dtype)
+    cache = MultiHeadLatentAttention.new_cache(cfg, x.shape[0], STEPS[-1][1], n_layers=1, dtype=x.dtype)
     rows = []
     for start, end in STEPS:
         rotation = positions.rotation(end - start, start)
@@ -230,7 +230,7 @@ def test_the_cache_holds_the_normalised_latent_and_the_rotated_rope_key(rand_par
     cfg = mla_cfg()
     attn = rand_params(MultiHeadLatentAttention(cfg), seed=6).double()
     x = _x((2, 7, D), seed=7, dtype=torch.float64)
-    cache = LatentCache.for_model(cfg, 2, 10, n_layers=1, dtype=torch.float64)
+    cache = MultiHeadLatentAttention.new_cache(cfg, 2, 10, n_layers=1, dtype=torch.float64)
     attn(x, RotaryPositions(cfg).rotation(7), cache)
     down = F.linear(x, attn.kv_down.weight, attn.kv_down.bias)
     torch.testing.assert_close(cache.latent[0, :, :7, :64], rms_ref(down[..., :64], attn.kv_norm.weight))

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from components import Block, Decoder, LanguageModel, build_decoder, build_lm, count_parameters, preset
+from components.attention import CausalSelfAttention
 
 SEQ = 12
 
@@ -101,7 +102,8 @@ def test_gpt2_and_llama_blocks_are_the_same_class():
     # They differ only in the parts the config plugs in.
     g, ll = gpt2.decoder.blocks[0], llama.decoder.blocks[0]
     kinds = [(type(getattr(g, p)).__name__, type(getattr(ll, p)).__name__) for p in ("norm1", "attn", "ffn")]
-    assert kinds == [("LayerNorm", "RMSNorm"), ("CausalSelfAttention", "CausalSelfAttention"), ("GeluMLP", "SwiGLU")]
+    assert kinds == [("LayerNorm", "RMSNorm"), ("MultiHeadAttention", "GroupedQueryAttention"), ("GeluMLP", "SwiGLU")]
+    assert isinstance(g.attn, CausalSelfAttention) and isinstance(ll.attn, CausalSelfAttention)
     assert ll.attn.n_kv_heads == 8 and g.attn.n_kv_heads == 12
 
 

@@ -18,8 +18,9 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from components import AttnConfig, CausalSelfAttention, KVCache, RotaryPositions, attention, build_decoder, new_cache
-from components.attention import RollingKVCache, _bottom_right_mask
+from components import AttnConfig, CausalSelfAttention, KVCache, RotaryPositions, build_decoder, kernels, new_cache
+from components.kernels import causal_mask
+from components.kv_cache import RollingKVCache
 from components.model import Decoder
 from components.positions import ALiBiPositions
 from components.work import Step
@@ -321,8 +322,8 @@ def test_only_a_window_that_drops_keys_takes_the_masked_path(make_cfg, rand_para
     cfg = _work_cfg(make_cfg, 4)
     layer = rand_params(CausalSelfAttention(cfg), seed=13)
     taken = []
-    masked = attention.masked_sdpa
-    monkeypatch.setattr(attention, "masked_sdpa", lambda *a: taken.append("masked") or masked(*a))
+    masked = kernels.masked_sdpa
+    monkeypatch.setattr(kernels, "masked_sdpa", lambda *a: taken.append("masked") or masked(*a))
     layer(_x((1, 4, 64)))
     assert taken == []
     layer(_x((1, 5, 64)))
@@ -336,7 +337,7 @@ def test_only_a_window_that_drops_keys_takes_the_masked_path(make_cfg, rand_para
 
 
 def test_bottom_right_window_mask_keeps_own_key_and_the_previous_window_minus_one():
-    seen = _bottom_right_mask(3, 6, torch.device("cpu"), window=2)
+    seen = causal_mask(3, 6, torch.device("cpu"), window=2)
     # Queries at positions 3, 4, 5 over keys 0..5: each sees itself and the key before it.
     assert seen.int().tolist() == [[0, 0, 1, 1, 0, 0], [0, 0, 0, 1, 1, 0], [0, 0, 0, 0, 1, 1]]
 
@@ -389,7 +390,7 @@ def test_hf_mistral_window_is_our_window(hf, make_cfg):
     cfg = _mistral_cfg(make_cfg, "gqa", 2)
     mask = _hf_mask(masking_utils, mistral_config(transformers, cfg), torch.zeros(1, HF_SEQ, 64))
     seen = mask[0, 0] == 0
-    assert torch.equal(seen, _bottom_right_mask(HF_SEQ, HF_SEQ, torch.device("cpu"), HF_WINDOW))
+    assert torch.equal(seen, causal_mask(HF_SEQ, HF_SEQ, torch.device("cpu"), HF_WINDOW))
     assert seen.sum(dim=1).max() == HF_WINDOW
 
 

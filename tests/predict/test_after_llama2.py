@@ -20,7 +20,7 @@ from ablations.predict.scenarios import full_size_settings, llama2_flips, moved_
 from ablations.roofline.calls import replica
 from ablations.roofline.work import kv_bytes_per_token, kv_cache_bytes, largest_batch, lm_params, mode_work
 from components import AttnConfig, ModelConfig, build_lm, choice, choices, count_parameters, new_cache, preset
-from components.attention import mla_sizes
+from components.mla import mla_sizes
 from components.presets import MISTRAL_7B_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
