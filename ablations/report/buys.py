@@ -170,11 +170,15 @@ def _predicted_ttl(w: pd.Series | None, train_ratio: float | None) -> str:
 
 
 def _transfer(transfer: pd.DataFrame | None, variant: str) -> str:
+    """How the verdict reads over the transfer sweep's cells: ``no difference in 6 of 6`` where it is consistent,
+    ``better in 4 of 6, no difference in 2`` where it is not."""
     if transfer is None or transfer.empty or variant not in set(transfer["variant"]):
         return "—"
     r = transfer[transfer["variant"] == variant].iloc[0]
-    cells = sum(" d=" in k for k in transfer.columns)
-    return f"{'consistent' if r['consistent'] == 'yes' else 'not consistent'} over {cells} cells"
+    verdicts = [str(r[k]).split(",")[0] for k in transfer.columns if " d=" in k]
+    counts = pd.Series(verdicts).value_counts()
+    parts = [f"{v} in {n} of {len(verdicts)}" if i == 0 else f"{v} in {n}" for i, (v, n) in enumerate(counts.items())]
+    return ("consistent: " if r["consistent"] == "yes" else "") + ", ".join(parts)
 
 
 def calibration_table(worth: pd.DataFrame) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from ablations.report.flips import flip_name
@@ -21,7 +22,7 @@ HEADER = "| choice | params"
 
 @pytest.fixture(scope="module")
 def reference():
-    return load_table(REFERENCE)
+    return pd.concat([load_table(REFERENCE), load_table(REFERENCE / "transfer")], ignore_index=True)
 
 
 def shown_table(path: Path) -> str:
@@ -71,7 +72,7 @@ def test_flip_names_come_from_the_declarations():
 
 
 def test_the_command_prints_the_table_and_a_bad_folder_is_one_line(reference, capsys, tmp_path):
-    assert main([str(REFERENCE)]) == 0
+    assert main([str(REFERENCE), str(REFERENCE / "transfer")]) == 0
     assert headline_table(reference) in capsys.readouterr().out
     assert main([str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
