@@ -26,7 +26,7 @@ from components.mla import LatentCache, MultiHeadLatentAttention
 from components.model import Decoder, LanguageModel, common_random_init, count_parameters
 from components.norms import NORMS, LayerNorm, NormConfig, RMSNorm
 from components.positions import POSITIONS, LearnedPositions, NoPositions, PosConfig, RotaryPositions
-from components.presets import PRESETS, llama2_block, preset
+from components.presets import PRESETS, llama2_block, llama2_values, preset
 from components.registry import Registry, UnknownVariantError
 
 # Every module of the package, so each choice declared beside its components is known without being listed here.
@@ -114,6 +114,7 @@ __all__ = [
     "ladder_choices",
     "llama2_block",
     "llama2_choices",
+    "llama2_values",
     "new_cache",
     "preset",
     "registries",
