@@ -56,7 +56,7 @@ def initial(name: str, how: str) -> torch.nn.Module:
     return model
 
 
-# Recorded from the builds before the package stopped patching ``torch.nn.init`` (and before ``forward`` branched).
+# Recorded from the builds before the package stopped patching ``torch.nn.init`` and before ``forward`` branched.
 DIGESTS = {
     ('gpt2', 'decoder'): '24a58f843061823c',
     ('gpt2', 'lm'): 'a35094063ca56948',
@@ -92,3 +92,19 @@ def test_a_meta_build_has_the_same_parameters_and_draws_nothing():
     torch.manual_seed(0)
     build_lm(variants()["gpt2"], device="meta")
     assert torch.equal(torch.rand(3), want)
+
+
+def test_the_meta_shortcut_skips_meta_fills_alone_and_patches_nothing():
+    """Building on meta skips the fills of meta tensors (they hold no values) through a torch function mode, active
+    only inside the build: ``torch.nn.init`` itself is never replaced, and a real tensor filled there is filled."""
+    import components
+
+    real = (torch.nn.init.normal_, torch.nn.init.kaiming_uniform_, torch.nn.init.ones_)
+    with components._NoFillsOnMeta():
+        assert (torch.nn.init.normal_, torch.nn.init.kaiming_uniform_, torch.nn.init.ones_) == real
+        meta = torch.empty(4, device="meta")
+        assert torch.nn.init.normal_(meta) is meta and torch.nn.init.ones_(meta) is meta
+        assert torch.nn.init.ones_(torch.zeros(4)).eq(1).all()
+        assert torch.nn.init.normal_(torch.zeros(64)).std() > 0.5
+    build_lm(variants()["gpt2"], device="meta")
+    assert (torch.nn.init.normal_, torch.nn.init.kaiming_uniform_, torch.nn.init.ones_) == real
