@@ -201,8 +201,10 @@ def flip_config(c: Choice, value: str, kv_heads: int, settings_from: ArchConfig 
     """The config of ``c``'s group that a flip to ``value`` takes: sized for ``kv_heads`` (``Choice.at_size``), with
     the group's other settings those of ``settings_from`` where given (a preset's: Llama-2-70B's FFN rule for any
     gated FFN; the block being flipped), else the defaults."""
-    cfg = getattr(settings_from, c.group) if settings_from is not None else None
-    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.init and f.name != "name"} if cfg else {}
+    if settings_from is None:
+        return c.at_size(value, kv_heads)
+    cfg = getattr(settings_from, c.group)
+    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.init and f.name != "name"}
     return c.at_size(value, kv_heads, **settings)
 
 
