@@ -30,6 +30,16 @@ MODES = ("forward", "train", "prefill", "decode")
 ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
+def _counted(name: str) -> property:
+    """One of the components' counts as it is: a FLOP count."""
+    return property(lambda self: getattr(self.elements, name))
+
+
+def _priced(name: str) -> property:
+    """One of the components' counts of elements, in bytes at ``elem`` each."""
+    return property(lambda self: getattr(self.elements, name) * self.elem)
+
+
 @dataclass(frozen=True)
 class Work:
     """One call's work as the components state it (``components.work.Work``: FLOPs, and elements moved by the part of
@@ -40,51 +50,19 @@ class Work:
     tokens: int
     elem: int = 4
 
-    @property
-    def linear_flops(self) -> int:
-        return self.elements.linear_flops
-
-    @property
-    def attention_flops(self) -> int:
-        return self.elements.attention_flops
-
-    @property
-    def masked_flops(self) -> int:
-        return self.elements.masked_flops
-
-    @property
-    def flops(self) -> int:
-        """The design's FLOPs: what the roofline prices (what the design choice asks of the machine)."""
-        return self.elements.flops
-
-    @property
-    def executed_flops(self) -> int:
-        """What the kernels compute (a dense masked kernel: every key it holds), where utilisation is read."""
-        return self.elements.executed_flops
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.elements.weights * self.elem
-
-    @property
-    def linear_activation_bytes(self) -> int:
-        return self.elements.linear_activations * self.elem
-
-    @property
-    def attention_activation_bytes(self) -> int:
-        return self.elements.attention_activations * self.elem
-
-    @property
-    def norm_bytes(self) -> int:
-        return self.elements.norm_activations * self.elem
-
-    @property
-    def kv_read_bytes(self) -> int:
-        return self.elements.kv_read * self.elem
-
-    @property
-    def kv_write_bytes(self) -> int:
-        return self.elements.kv_write * self.elem
+    linear_flops = _counted("linear_flops")
+    attention_flops = _counted("attention_flops")
+    masked_flops = _counted("masked_flops")
+    # The design's FLOPs: what the roofline prices (what the design choice asks of the machine).
+    flops = _counted("flops")
+    # What the kernels compute (a dense masked kernel: every key it holds), where utilisation is read.
+    executed_flops = _counted("executed_flops")
+    weight_bytes = _priced("weights")
+    linear_activation_bytes = _priced("linear_activations")
+    attention_activation_bytes = _priced("attention_activations")
+    norm_bytes = _priced("norm_activations")
+    kv_read_bytes = _priced("kv_read")
+    kv_write_bytes = _priced("kv_write")
 
     @property
     def activation_bytes(self) -> int:
