@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import time
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import hydra
@@ -120,8 +120,24 @@ def with_baseline_variant(argv: list[str]) -> list[str]:
     return [*argv, f"variant={named[0]}"]
 
 
+@dataclass(frozen=True)
+class CheckedRun:
+    """What checking every point of a run finds out about the run as a whole."""
+
+    points: int
+    # The final-loss comparisons the sweep makes (``ablations.quality.seeds.family_of``): every point's seeds are held
+    # to it, so it reaches each point as ``train.family``.
+    family: int
+
+
 def prevalidate(argv: list[str]) -> int | None:
     """Check every point of the run described by ``argv``; return how many points there are."""
+    run = check_every_point(argv)
+    return None if run is None else run.points
+
+
+def check_every_point(argv: list[str]) -> CheckedRun | None:
+    """Check every point of the run described by ``argv`` (None where a flag prints instead of running)."""
     if any(a.split("=")[0] in _INFO_FLAGS for a in argv):
         return None
     multirun = "-m" in argv or "--multirun" in argv
@@ -158,11 +174,9 @@ def prevalidate(argv: list[str]) -> int | None:
             raise UsageError(f"{key}={path}: {problem}")
     for folder, expected in points.items():
         check_foreign_points(folder, expected)
-    from ablations.quality.seeds import FAMILY_ENV, family_of
+    from ablations.quality.seeds import family_of
 
-    # The quality seeds' stopping rule holds each comparison at the sweep's family-wise level (ablations.quality.seeds).
-    os.environ[FAMILY_ENV] = str(family_of(str(cfg.sweep_name), compared))
-    return len(jobs)
+    return CheckedRun(len(jobs), family_of(str(cfg.sweep_name), compared))
 
 
 def skip_the_basic_sweepers_second_check() -> None:
@@ -249,7 +263,10 @@ def main(argv: list[str] | None = None) -> None:
     argv = under_torchrun(with_baseline_variant(sys.argv[1:] if argv is None else argv))
     from ablations import callbacks
 
-    callbacks.EXPECTED_POINTS = prevalidate(argv)
+    run = check_every_point(argv)
+    callbacks.EXPECTED_POINTS = None if run is None else run.points
+    if run is not None:  # the quality seeds' stopping rule holds each comparison at the sweep's family-wise level
+        argv = [*argv, f"train.family={run.family}"]
     skip_the_basic_sweepers_second_check()
     from ablations.measure.ceilings import forget_run
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import pkgutil
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from components.attention import ATTENTIONS, AttnConfig, CausalSelfAttention, KVCache, new_cache
 from components.bias import BiasConfig
@@ -26,7 +27,7 @@ from components.mla import LatentCache, MultiHeadLatentAttention
 from components.model import Decoder, LanguageModel, common_random_init, count_parameters
 from components.norms import NORMS, LayerNorm, NormConfig, RMSNorm
 from components.positions import POSITIONS, LearnedPositions, NoPositions, PosConfig, RotaryPositions
-from components.presets import PRESETS, llama2_block, preset
+from components.presets import PRESETS, llama2_block, llama2_values, preset
 from components.registry import Registry, UnknownVariantError
 
 # Every module of the package, so each choice declared beside its components is known without being listed here.
@@ -51,25 +52,28 @@ def build_lm(cfg: ArchConfig, device: torch.device | str = "cpu", dtype: torch.d
 
 def _build(cls: type[nn.Module], cfg: ArchConfig, device: torch.device | str, dtype: torch.dtype | None) -> nn.Module:
     cfg.validate()
-    with torch.device(device), _values_skipped(torch.device(device).type == "meta"):
+    on_meta = torch.device(device).type == "meta"
+    with torch.device(device), (_NoFillsOnMeta() if on_meta else contextlib.nullcontext()):
         module = cls(cfg)
     return module.to(dtype) if dtype is not None else module
 
 
-@contextlib.contextmanager
-def _values_skipped(skip: bool) -> Iterator[None]:
-    """On the meta device a parameter has no values, yet each init call runs torch's Python decompositions (about
-    two seconds for the published presets): built only to be counted, a model skips them."""
-    names = ("kaiming_uniform_", "uniform_", "normal_", "ones_", "zeros_")
-    saved = {n: getattr(nn.init, n) for n in names}
-    if skip:
-        for n in names:
-            setattr(nn.init, n, lambda tensor, *args, **kwargs: tensor)
-    try:
-        yield
-    finally:
-        for n, f in saved.items():
-            setattr(nn.init, n, f)
+class _NoFillsOnMeta(TorchFunctionMode):
+    """Skips the in-place fills (``nn.init``'s and the tensor methods they call) of meta tensors, which hold no values
+    to fill, while a model is built to be counted: each runs torch's Python decompositions (about two seconds for the
+    published presets). A mode like ``torch.device``'s own, so it holds only inside the ``with`` on this thread."""
+
+    # The ``nn.init`` functions that answer to a mode, and the tensor methods the others (``ones_``, ``zeros_``) call.
+    FILLS = frozenset({nn.init.uniform_, nn.init.normal_, nn.init.constant_, nn.init.kaiming_uniform_,
+                       torch.Tensor.uniform_, torch.Tensor.normal_, torch.Tensor.fill_, torch.Tensor.zero_})
+
+    def __torch_function__(self, func: Callable, types: object, args: tuple = (), kwargs: dict | None = None) -> object:
+        kwargs = kwargs or {}
+        if func in self.FILLS:
+            tensor = args[0] if args else kwargs["tensor"]
+            if tensor.is_meta:
+                return tensor
+        return func(*args, **kwargs)
 
 
 __all__ = [
@@ -114,6 +118,7 @@ __all__ = [
     "ladder_choices",
     "llama2_block",
     "llama2_choices",
+    "llama2_values",
     "new_cache",
     "preset",
     "registries",

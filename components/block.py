@@ -6,10 +6,6 @@ block of GPT-J and GPT-NeoX). A residual class states how many norms it needs, i
 forward gets the two branches as functions, ``attend`` and ``feed``, so that what the ``branch`` hook puts on their
 outputs (Gemma-2's post-norms) applies under any residual. A block no ``branch`` choice touches passes its ``ffn``
 itself as ``feed`` and builds nothing more: the same modules, init draws and forward as before the hook.
-
-``add_work`` is a test-only hook: blocks built while it is set do a known amount of extra work (what
-``scripts/regress_power.py`` injects to measure whether ``ablations.regress`` catches a slowdown). Unset, the default,
-it costs the forward nothing: the block keeps its class's forward and no buffer.
 """
 
 from __future__ import annotations
@@ -47,19 +43,6 @@ class SequentialResidual:
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 
-# Columns of extra work each block built now adds (``add_work``); 0: none.
-_added_work = 0
-
-
-def add_work(width: int) -> None:
-    """Test-only: every ``Block`` built after this call adds two products through a ``(d_model, width)`` zero
-    matrix to its output, ``x + (x @ W) @ W.T``: 4 * d_model * width FLOPs per token and outputs unchanged.
-    ``add_work(0)`` builds plain blocks again; blocks already built keep what they were built with."""
-    global _added_work
-    if width < 0:
-        raise ValueError(f"add_work: width={width}; allowed: 0 (none) or more columns")
-    _added_work = width
-
 
 def residual_of(cfg: ArchConfig) -> type:
     """The residual structure a declared ``block`` choice plugs in, else the sequential one; two are refused."""
@@ -77,7 +60,8 @@ def branch_classes(cfg: ArchConfig, branch: str) -> list[type]:
     return [cls for cls in hook_classes(cfg, "branch") if branch in getattr(cls, "branches", BRANCHES)]
 
 
-def _through(modules: nn.ModuleList, y: torch.Tensor) -> torch.Tensor:
+def through(modules: nn.ModuleList, y: torch.Tensor) -> torch.Tensor:
+    """``y`` through each of ``modules`` in turn."""
     for module in modules:
         y = module(y)
     return y
@@ -99,13 +83,10 @@ class Block(nn.Module):
             self.norm2 = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
         self.ffn = build_ffn(cfg)
         # After the FFN, so every module before keeps its init draws; only when a ``branch`` choice builds one.
-        if hook_classes(cfg, "branch"):
+        self.branch_outputs = bool(hook_classes(cfg, "branch"))
+        if self.branch_outputs:
             self.attn_out = nn.ModuleList(cls(cfg) for cls in branch_classes(cfg, "attn"))
             self.ffn_out = nn.ModuleList(cls(cfg) for cls in branch_classes(cfg, "ffn"))
-            self.forward = self._forward_with_branch_outputs
-        if _added_work:  # test-only (``add_work``); checked once per block built, never per forward
-            self.register_buffer("_waste", torch.zeros(cfg.model.d_model, _added_work), persistent=False)
-            self.forward = self._forward_with_added_work
 
     @classmethod
     def work(cls, cfg: ArchConfig, step: Step) -> Work:
@@ -117,17 +98,9 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,
                 score_bias: ScoreBias | None = None) -> torch.Tensor:
+        if self.branch_outputs:  # each branch's output through its ``branch`` modules before it joins the residual
+            def attend(h: torch.Tensor) -> torch.Tensor:
+                return through(self.attn_out, self.attn(h, rotation, cache, score_bias))
+
+            return self.residual.forward(self, x, attend, lambda h: through(self.ffn_out, self.ffn(h)))
         return self.residual.forward(self, x, lambda h: self.attn(h, rotation, cache, score_bias), self.ffn)
-
-    def _forward_with_branch_outputs(self, x: torch.Tensor, rotation: Rotation | None = None,
-                                     cache: KVCache | None = None, score_bias: ScoreBias | None = None) -> torch.Tensor:
-        """``forward`` with each branch's output through its ``branch`` modules before it joins the residual."""
-        def attend(h: torch.Tensor) -> torch.Tensor:
-            return _through(self.attn_out, self.attn(h, rotation, cache, score_bias))
-
-        return self.residual.forward(self, x, attend, lambda h: _through(self.ffn_out, self.ffn(h)))
-
-    def _forward_with_added_work(self, x: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
-        inner = Block._forward_with_branch_outputs if hasattr(self, "attn_out") else Block.forward
-        x = inner(self, x, *args, **kwargs)
-        return x + (x @ self._waste) @ self._waste.T

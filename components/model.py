@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from components.attention import KVCache, new_cache
-from components.block import Block
+from components.block import Block, through
 from components.choice import hook_modules
 from components.config import ArchConfig
 from components.norms import NORMS, build_norm
@@ -75,24 +75,18 @@ class LanguageModel(nn.Module):
         else:
             init_weights(self.head, cfg)
         # Last, so every module before keeps its init draws; only when an ``embedding`` or ``logits`` choice builds
-        # one, so a model without keeps its modules and its forward.
+        # one, so a model without keeps its modules.
         embedding, logits = hook_modules(cfg, "embedding"), hook_modules(cfg, "logits")
-        if embedding or logits:
+        self.hooked = bool(embedding or logits)
+        if self.hooked:
             self.embed_out, self.logits_out = nn.ModuleList(embedding), nn.ModuleList(logits)
-            self.forward = self._forward_with_hooks
 
     def forward(self, tokens: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        return self.head(self.decoder(self.embed(tokens), cache))
-
-    def _forward_with_hooks(self, tokens: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        """``forward`` with the embeddings through the ``embedding`` modules and the logits through ``logits``'."""
-        x = self.embed(tokens)
-        for module in self.embed_out:
-            x = module(x)
-        logits = self.head(self.decoder(x, cache))
-        for module in self.logits_out:
-            logits = module(logits)
-        return logits
+        if not self.hooked:
+            return self.head(self.decoder(self.embed(tokens), cache))
+        # The embeddings through the ``embedding`` modules, the logits through the ``logits`` modules.
+        x = through(self.embed_out, self.embed(tokens))
+        return through(self.logits_out, self.head(self.decoder(x, cache)))
 
     def new_cache(self, batch_size: int, max_seq_len: int | None = None) -> KVCache:
         return self.decoder.new_cache(batch_size, max_seq_len)

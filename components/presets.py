@@ -10,22 +10,28 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from components.choice import llama2_choices
+from components.choice import choice, llama2_choices
 from components.config import ArchConfig, ModelConfig
 from components.positions import PosConfig
+
+
+def llama2_values() -> dict[str, str]:
+    """Each choice Llama-2 moved from GPT-2's, by group, at Llama-2's value: the block before any choice is sized
+    (the ``variant=llama2`` overrides and the regression check's ``block/llama2`` case name it so)."""
+    return {c.group: c.llama2 for c in llama2_choices()}
 
 
 def llama2_block(model: ModelConfig, kv_heads: int, layout: str = PosConfig.layout) -> ArchConfig:
     """Llama-2's block on ``model``: every choice Llama-2 moved at its value, sized as its declaration sizes it (GQA
     at ``kv_heads`` KV heads), every other choice at GPT-2's; RoPE rotates pairs in ``layout``.
 
-    The one definition: ``baseline=llama2``, the presets and the labels build it, and ``variant=llama2`` and the timed
-    ``block/llama2`` cases compose the same block (``tests/ablations/test_llama2_block.py``). The
-    layout defaults to what ``pos=rope`` composes, ``half``, the measured block's (docs/choices.md says why);
-    ``interleaved`` is Meta's reference code. The two are the same model up to a fixed permutation of Q's and K's
-    rows, so the choice changes no count.
+    The one definition: ``baseline=llama2``, the presets, the labels and the predictor's ``llama2`` flips build it, and
+    ``variant=llama2`` and the timed ``block/llama2`` cases compose the same block from ``llama2_values``
+    (``tests/ablations/test_llama2_block.py``). The layout defaults to what ``pos=rope`` composes, ``half``, the
+    measured block's (docs/choices.md says why); ``interleaved`` is Meta's reference code. The two are the same model
+    up to a fixed permutation of Q's and K's rows, so the choice changes no count.
     """
-    arch = ArchConfig(model=model, **{c.group: c.at_size(c.llama2, kv_heads) for c in llama2_choices()})
+    arch = ArchConfig(model=model, **{g: choice(g).at_size(v, kv_heads) for g, v in llama2_values().items()})
     return arch.replace(pos=replace(arch.pos, layout=layout))
 
 

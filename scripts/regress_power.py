@@ -6,9 +6,9 @@
 Every run checks a clean worktree of HEAD against HEAD, in a fresh process, exactly as a user would:
 
 - ``--same N``: N runs of the unchanged code (every regression verdict is a false alarm);
-- ``--inject PCT:N``: N runs with extra work added to every block of the worktree's code through the block's
-  test-only hook (``components.block.add_work``: two matmuls through a zero matrix, so outputs are unchanged;
-  the call is appended to the worktree's ``components/block.py``, so the head tree has it and the base does not),
+- ``--inject PCT:N``: N runs with extra work added to every block of the worktree's code through a test-only
+  subclass (``ablations.regress.added_work``: two matmuls through a zero matrix, so outputs are unchanged; the line
+  that swaps it in is appended to the worktree's ``components/block.py``, so the head tree has it and the base not),
   sized to cost about PCT% of the block's forward at the suite's block shape (d=512, 1x256): the FLOPs fraction
   first, then corrected once from a paired measurement of ``block/gpt2/forward``. Each injected run counts as
   caught when the check exits 1.
@@ -61,9 +61,11 @@ def inject(worktree: Path, width: int) -> None:
 
 
 def add_work_call(tree: Path, width: int) -> None:
-    """Append the hook's call to ``tree``'s ``components/block.py``: the blocks that tree builds add the work."""
+    """Append to ``tree``'s ``components/block.py`` the line that makes its ``Block`` the one with extra work
+    (``ablations.regress.added_work``): the blocks that tree builds add the work."""
     with (tree / BLOCK).open("a") as f:
-        f.write(f"\nadd_work({width})  # scripts/regress_power.py: injected extra work\n")
+        f.write("\nfrom ablations.regress.added_work import with_added_work  # noqa: E402  (scripts/regress_power.py)\n"
+                f"Block = with_added_work(Block, {width})  # scripts/regress_power.py: injected extra work\n")
 
 
 def width_for(pct: float) -> int:

@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 from ablations.config.corpora import CORPORA
 from ablations.config.variants import BASELINES
 from ablations.paths import conf_dir
-from components import Choice, choices, ladder_choices, llama2_choices
+from components import Choice, choices, ladder_choices, llama2_choices, llama2_values
 
 BASELINE = "gpt2"
 LLAMA2 = "llama2"
@@ -62,7 +62,7 @@ def flips() -> list[Variant]:
 
 
 def llama2_variant(revert: Choice | None = None, tied: bool = False) -> Variant:
-    values = {c.group: c.llama2 for c in llama2_choices() if c is not revert}
+    values = {g: v for g, v in llama2_values().items() if revert is None or g != revert.group}
     settings = {} if tied else {"model": dict(LLAMA2_MODEL)}
     if revert is not None:
         return Variant(f"{LLAMA2}_{flip_name(revert, revert.gpt2)}", values, settings,

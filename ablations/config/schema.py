@@ -87,6 +87,9 @@ class TrainConfig:
     target_mde: float | None = None
     min_seeds: int | None = None
     max_seeds: int | None = None
+    # The comparisons of the final loss the running sweep makes, each look held to alpha over them: set by
+    # ``blockbench run`` from the whole sweep (``ablations.quality.seeds.family_of``); null: one, a point on its own.
+    family: int | None = None
     # The token budget: steps x batch x context bytes, the same for every variant.
     steps: int = 250
     batch: int = 32

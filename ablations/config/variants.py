@@ -7,7 +7,7 @@ build on them, so they sit below both.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -154,11 +154,9 @@ def flip_labels(c: Choice, key: str) -> list[str]:
     kv_heads = llama_like_kv_heads(model.n_heads)
 
     def moved(arch: ArchConfig) -> ArchConfig:
-        cfg = getattr(arch, c.group)
         if key in c.setting_flips:
-            return arch.replace(**{c.group: replace(cfg, **c.setting_flips[key])})
-        cfg = replace(cfg, name=key)
-        return arch.replace(**{c.group: c.sized(cfg, kv_heads) if c.sized is not None else cfg})
+            return arch.replace(**{c.group: replace(getattr(arch, c.group), **c.setting_flips[key])})
+        return arch.replace(**{c.group: flip_config(c, key, kv_heads, arch)})
 
     out = [variant_label(moved(ArchConfig(model=model)))]
     if key in c.setting_flips or key in c.after_llama2:
@@ -187,22 +185,37 @@ def flips_of(base: ArchConfig, kv_heads: int, published: ArchConfig | None = Non
     """GPT-2's block ``base``, each one-choice flip of it (every declared ``Choice.flips`` value, named as a
     variant label names it: ``rope``, ``gqa8``, ``nobias``) and ``llama2``: every choice Llama-2 moved at once.
 
-    A flip at the size of a ``published`` preset keeps the preset's settings of its group (Llama-2-70B's FFN rule);
-    GQA without its own KV heads gets ``kv_heads``.
+    A flip at the size of a ``published`` preset keeps the preset's settings of its group (``flip_config``:
+    Llama-2-70B's FFN rule); GQA without its own KV heads gets ``kv_heads``. ``llama2`` is ``llama2_at_size``.
     """
     out = {"gpt2": base}
-    llama: dict[str, object] = {}
     for c in choices():
         for value in c.flips:
-            # A flip keeps the preset's settings of its group (Llama-2-70B's FFN rule for any gated FFN).
-            cfg = replace(getattr(published, c.group), name=value) if published is not None else c.at(value)
-            cfg = c.sized(cfg, kv_heads) if c.sized is not None else cfg
-            flipped = base.replace(**{c.group: cfg})
+            flipped = base.replace(**{c.group: flip_config(c, value, kv_heads, published)})
             out[c.name_in(flipped)] = flipped
-            if c.in_llama2 and value == c.llama2:
-                llama[c.group] = cfg
-    out["llama2"] = base.replace(**llama)
+    out["llama2"] = llama2_at_size(base.model, kv_heads, published)
     return out
+
+
+def flip_config(c: Choice, value: str, kv_heads: int, settings_from: ArchConfig | None = None) -> Any:
+    """The config of ``c``'s group that a flip to ``value`` takes: sized for ``kv_heads`` (``Choice.at_size``), with
+    the group's other settings those of ``settings_from`` where given (a preset's: Llama-2-70B's FFN rule for any
+    gated FFN; the block being flipped), else the defaults."""
+    if settings_from is None:
+        return c.at_size(value, kv_heads)
+    cfg = getattr(settings_from, c.group)
+    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.init and f.name != "name"}
+    return c.at_size(value, kv_heads, **settings)
+
+
+def llama2_at_size(model: ModelConfig, kv_heads: int, published: ArchConfig | None = None) -> ArchConfig:
+    """Llama-2's block (``llama2_block``) on ``model``, each group it moved keeping the other settings ``published``
+    has for it (``flip_config``: Llama-2-70B's FFN rule), as each one-choice flip at that size keeps them."""
+    block = llama2_block(model, kv_heads)
+    if published is None:
+        return block
+    moved = {c.group: flip_config(c, getattr(block, c.group).name, kv_heads, published) for c in llama2_choices()}
+    return block.replace(**moved)
 
 
 # --- the flips at a full model size (the predictor's and the report's predicted columns) -----------------------

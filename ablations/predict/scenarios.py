@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from ablations.config.variants import flip_config, gqa_heads_at, llama2_at_size, preset_of, sizes_of, variant_label
 from ablations.config.variants import flips_at_size as flips
-from ablations.config.variants import flips_of, gqa_heads_at, preset_of, sizes_of, variant_label
 from components import PRESETS, ArchConfig, Choice, ModelConfig, choices
 
 
@@ -83,14 +83,11 @@ def llama2_flips(model: ModelConfig, gqa_kv_heads: int, model_name: str) -> dict
     """
     kv = gqa_heads_at(model, gqa_kv_heads)
     sizes = sizes_of(model_name)
-    llama = flips_of(ArchConfig(model=model), kv, sizes)["llama2"]
+    llama = llama2_at_size(model, kv, sizes)
     out = {"llama2": llama}
     for c in choices():
         for value in c.after_llama2:
-            # As ``flips_of`` configures the value on GPT-2's block at this size.
-            cfg = replace(getattr(sizes, c.group), name=value) if sizes is not None else c.at(value)
-            cfg = c.sized(cfg, kv) if c.sized is not None else cfg
-            flipped = llama.replace(**{c.group: cfg})
+            flipped = llama.replace(**{c.group: flip_config(c, value, kv, sizes)})  # as on GPT-2's block
             out[variant_label(flipped)] = flipped
         for name in c.setting_flips:
             settings, _ = full_size_settings(c, name)

@@ -26,7 +26,8 @@ from components import ArchConfig
 
 SEEDS_DIR = "seeds"
 # Train settings that say how many seeds, not how one seed trains: not part of an arm.
-NOT_ARM = ("name", "enabled", "seeds", "min_seeds", "max_seeds", "target_mde", "lr_check", "budgets", "budget_seeds")
+NOT_ARM = ("name", "enabled", "seeds", "min_seeds", "max_seeds", "target_mde", "family", "lr_check", "budgets",
+           "budget_seeds")
 
 
 def arm_id(arch: ArchConfig, tc: DictConfig, corpus_sha256: str) -> str:

@@ -101,7 +101,7 @@ def _arm(cfg: DictConfig, point_base: dict, measured: ArchConfig, variant: str, 
 def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.device, ledger: Ledger) -> str:
     tc = cfg.train
     rule = seed_rule(tc)
-    family = family_size()
+    family = family_size(tc)
     corpus = open_corpus(cfg.data)
     measured_baseline = baseline_from(cfg, arch)
     params_baseline = _params(quality_arch(cfg, measured_baseline))

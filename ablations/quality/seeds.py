@@ -22,13 +22,13 @@ that stopped on "found" is always reported as a difference. Bonferroni rather th
 about one seed; ``tests/quality/test_seeds.py`` measures both error rates by simulation.
 
 The family is the number of comparisons the sweep makes of the final validation loss, as the run's start counts
-them (``family_size``); a point run alone is a family of one.
+them (``family_of``) and passes to every point in its config (``train.family``, ``family_size``); a point run alone
+is a family of one.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,10 +37,6 @@ from omegaconf import DictConfig
 from ablations.config.looks import planned_looks
 from ablations.quality.inference import ALPHA, RUNG_SWEEP, PairedTest, holm, minimum_detectable_effect
 from components.config import ConfigError
-
-# How many comparisons of the final validation loss the sweep being run makes; set by the run's start
-# (``ablations.cli``), read by every point (also in a launcher's worker processes, which inherit the environment).
-FAMILY_ENV = "BLOCKBENCH_QUALITY_FAMILY"
 
 FIXED, BASELINE, FOUND, BOUNDED, BUDGET = "fixed", "baseline", "difference", "bounded", "budget"
 STOPS = {
@@ -125,12 +121,10 @@ def family_of(sweep: str, compared: int) -> int:
     return compared + (max(0, compared - 1) if sweep == RUNG_SWEEP else 0)
 
 
-def family_size() -> int:
-    """The comparisons of the running sweep (``FAMILY_ENV``); 1 for a point run on its own or in a test."""
-    try:
-        return max(1, int(os.environ.get(FAMILY_ENV, "1")))
-    except ValueError:
-        return 1
+def family_size(tc: DictConfig) -> int:
+    """The comparisons of the running sweep (``train.family``, which the run's start sets for every point, also in a
+    launcher's worker processes); 1 for a point run on its own or in a test."""
+    return max(1, int(tc.get("family") or 1))
 
 
 def simulate(rule: SeedRule, effect: float, family: int, sweeps: int, seed: int) -> dict[str, float]:

@@ -21,7 +21,7 @@ from types import ModuleType
 import torch
 from torch import nn
 
-from components import POSITIONS, ArchConfig, Choice, ModelConfig, choice, choices, llama2_choices
+from components import POSITIONS, ArchConfig, Choice, ModelConfig, choice, choices, llama2_values
 
 D_MODEL, N_HEADS, MAX_SEQ_LEN = 512, 8, 2304
 BLOCK_SHAPE = FFN_SHAPE = (1, 256)
@@ -78,7 +78,7 @@ def block_variants() -> dict[str, dict[str, object]]:
     out: dict[str, dict[str, object]] = {"gpt2": {}}
     for c in choices():
         out.update({_name(o): o for o in _values(c)})
-    out["llama2"] = {**{c.group: c.llama2 for c in llama2_choices()}, "kv": GQA_KV_HEADS[-1]}
+    out["llama2"] = {**llama2_values(), "kv": GQA_KV_HEADS[-1]}
     return out
 
 

@@ -42,6 +42,9 @@ NEUTRAL_ARM_SETTINGS = {"autocast": None, "compile": False}
 NEUTRAL_TRAIN_SETTINGS = {"target_mde": None, "min_seeds": None, "max_seeds": None, "common_init": False,
                           "final_eval_batches": None, "lr_check": False, "average_last": 0.0, "budgets": [],
                           "budget_seeds": None, **NEUTRAL_ARM_SETTINGS}
+# Train settings the run sets from its whole sweep rather than from the point (the family of comparisons its seeds'
+# stopping rule is held to): never part of a point's identity, at any value.
+SWEEP_TRAIN_SETTINGS = ("family",)
 # Data settings added after points were first written, at the value that reads the same bytes as before (auto is
 # bytes for every file but an llm.c shard, which no earlier point could have trained on as tokens; the stdlib corpus
 # is what an empty data.path read before data.corpus existed).
@@ -61,6 +64,8 @@ def point_identity(cfg: DictConfig) -> dict[str, Any]:
                          ("data", NEUTRAL_DATA_SETTINGS)):
         if isinstance(identity.get(key), dict):
             identity[key] = {k: v for k, v in identity[key].items() if not (k in neutral and neutral[k] == v)}
+    if isinstance(identity.get("train"), dict):
+        identity["train"] = {k: v for k, v in identity["train"].items() if k not in SWEEP_TRAIN_SETTINGS}
     for c in choices():
         if not isinstance(identity.get(c.group), dict):
             continue

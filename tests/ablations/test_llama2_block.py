@@ -4,7 +4,9 @@ sized by the attention's declaration."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +14,7 @@ import torch
 import components
 from ablations.config import variants
 from ablations.config.variants import arch_from, baseline_of, variant_label
+from ablations.predict import scenarios
 from ablations.regress import cases as regress_cases
 from components import (
     AttnConfig,
@@ -110,3 +113,76 @@ def test_the_layout_timing_script_times_the_one_block_in_each_layout():
     assert len(half.state) == len(interleaved.state)
     assert all(torch.equal(a, b) for a, b in zip(half.state, interleaved.state, strict=True))
     assert (half.call() - interleaved.call()).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("model_name,kv", [("llama2_7b", 8), ("llama2_70b", 8), ("mistral_7b", 8), ("custom", 2)])
+def test_the_predictors_llama2_is_the_one_block_with_the_presets_ffn_rule(model_name, kv):
+    """Both sets of the predictor's flips start from ``llama2_block`` at the size; a published size keeps its FFN
+    rule (70B's multiple_of and multiplier, Mistral's explicit width), the only settings a flip carries over."""
+    name = model_name.replace("_", "-")
+    model = preset(name).model if name in components.PRESETS else UNTIED
+    block = llama2_block(model, kv)
+    expected = block.replace(ffn=replace(preset(name).ffn)) if name in components.PRESETS else block
+    on_gpt2 = variants.flips_at_size(model, kv, model_name)["llama2"]
+    assert on_gpt2 == expected and variant_label(on_gpt2) == "llama2"
+    assert scenarios.llama2_flips(model, kv, model_name)["llama2"] == on_gpt2
+    assert variants.flips_of(components.ArchConfig(model=model), kv)["llama2"] == block
+
+
+def llama2_assemblies(source: str) -> list[int]:
+    """Lines of ``source`` that build a mapping of choice groups to their Llama-2 values: a dict comprehension keyed
+    by ``c.group`` over ``choices()`` or ``llama2_choices()`` whose value reads ``c.llama2``, or a loop over them
+    that stores ``[c.group]`` and reads ``c.llama2``. ``c.has(arch, c.llama2)`` is a question, not an assembly."""
+    def iterates_choices(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in (
+            "choices", "llama2_choices")
+
+    def reads_llama2(node: ast.AST, var: str) -> bool:
+        asked = {id(n.args[1]) for n in ast.walk(node) if isinstance(n, ast.Call)
+                 and getattr(n.func, "attr", "") == "has" and len(n.args) > 1}
+        return any(isinstance(n, ast.Attribute) and n.attr == "llama2" and getattr(n.value, "id", "") == var
+                   and id(n) not in asked for n in ast.walk(node))
+
+    def is_group(node: ast.AST, var: str) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "group" and getattr(node.value, "id", "") == var
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.DictComp):
+            for gen in node.generators:
+                var = getattr(gen.target, "id", "")
+                if iterates_choices(gen.iter) and is_group(node.key, var) and reads_llama2(node.value, var):
+                    lines.append(node.lineno)
+        elif isinstance(node, ast.For) and iterates_choices(node.iter):
+            var = getattr(node.target, "id", "")
+            body = ast.Module(body=node.body, type_ignores=[])
+            stores = any(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and is_group(n.slice, var)
+                         for n in ast.walk(body))
+            if stores and reads_llama2(body, var):
+                lines.append(node.lineno)
+    return lines
+
+
+# What this test refuses: the Llama-2 block ``flips_of`` assembled for itself, and the regression case's own dict.
+ASSEMBLED_ELSEWHERE = (
+    "for c in choices():\n    for value in c.flips:\n        cfg = c.at(value)\n"
+    "        if c.in_llama2 and value == c.llama2:\n            llama[c.group] = cfg\n",
+    "out = {**{c.group: c.llama2 for c in llama2_choices()}, 'kv': 2}\n",
+    "arch = ArchConfig(**{c.group: c.at_size(c.llama2, kv) for c in components.llama2_choices() if c is not x})\n",
+)
+
+
+def test_the_scan_finds_an_assembly_and_passes_a_question():
+    assert all(llama2_assemblies(code) == [1] for code in ASSEMBLED_ELSEWHERE)
+    assert llama2_assemblies("n = sum(c.has(arch, c.llama2) for c in llama2_choices())\n"
+                             "d = {c.group: c.has(arch, c.llama2) for c in llama2_choices()}\n") == []
+
+
+def test_no_module_but_the_presets_assembles_llama2s_block():
+    """Every Llama-2 block comes from ``components.presets`` (``llama2_block``, or ``llama2_values`` where the block
+    is named as overrides): a module that maps the choices to their ``llama2`` values itself is a second definition."""
+    root = Path(__file__).resolve().parents[2]
+    found = {str(path.relative_to(root)): lines for package in ("ablations", "components", "blockbench")
+             for path in sorted((root / package).rglob("*.py"))
+             if (lines := llama2_assemblies(path.read_text())) and path != root / "components" / "presets.py"}
+    assert found == {}

@@ -161,6 +161,7 @@ def test_a_branch_module_wraps_each_branch_output_before_the_residual_add():
         assert set(post.state_dict()) - set(plain.state_dict()) == {
             f"blocks.{i}.{b}_out.0.weight" for i in range(2) for b in ("attn", "ffn")}
         block = post.blocks[0]
+        assert "forward" not in vars(block)  # the class's one forward, which branches on the hook
         with torch.no_grad():
             block.attn_out[0].weight.uniform_(0.5, 1.5)  # not ones, so a swapped branch would be caught
             block.ffn_out[0].weight.uniform_(0.5, 1.5)
@@ -254,6 +255,7 @@ def test_the_model_hooks_scale_the_embeddings_and_cap_the_logits_as_written_out(
         cfg = tiny(extra=ExtraConfig("on"), extra2=ExtraConfig("on"))
         torch.manual_seed(0)
         model = build_lm(cfg).double()
+        assert "forward" not in vars(model)  # the class's one forward, which branches on the hooks
         # Written out from the model's own modules: embed, times √d, the decoder, the head, 30 · tanh(· / 30).
         hidden = model.decoder(model.embed(tokens) * 32 ** 0.5)
         expected = 30.0 * torch.tanh(model.head(hidden) / 30.0)

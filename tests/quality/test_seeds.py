@@ -15,7 +15,8 @@ import ablations.quality.run as quality_run
 from ablations.config.variants import baseline_from
 from ablations.quality.arch import quality_arch
 from ablations.quality.inference import PairedTest
-from ablations.quality.seeds import BOUNDED, BUDGET, FOUND, SeedRule, family_of, seed_rule, simulate
+from ablations.quality.ledger import arm_id
+from ablations.quality.seeds import BOUNDED, BUDGET, FOUND, SeedRule, family_of, family_size, seed_rule, simulate
 from ablations.quality.stats import summarize
 from ablations.results.identity import point_identity
 from ablations.results.rows import Rows
@@ -164,7 +165,6 @@ def counted(monkeypatch):
         return result
 
     monkeypatch.setattr(quality_run, "train", train)
-    monkeypatch.setenv("BLOCKBENCH_QUALITY_FAMILY", "1")
     return trained
 
 
@@ -219,32 +219,44 @@ def test_baseline_rows_from_the_ledger_equal_the_trained_ones(tmp_path, counted)
     assert copied and all(math.isclose(copied[k], mine[k]) for k in copied)
 
 
-# A sweep's family is counted by the same prevalidate that composes it: tests/ablations/test_config.py checks it
-# for every sweep file (FAMILIES there) while it composes each; here a single run.
-@pytest.mark.parametrize(("argv", "family"), [(["norm=rmsnorm"], 1)])
-def test_the_run_counts_the_family_each_point_stops_at(argv, family, monkeypatch):
-    from ablations.cli import prevalidate
+# A sweep's family is counted by the same check that composes it: tests/ablations/test_config.py checks it for every
+# sweep file (FAMILIES there) while it composes each; here a single run, and how it reaches every point.
+@pytest.mark.parametrize(("argv", "family"), [(["norm=rmsnorm"], 1), (["+sweep=all"], 6)])
+def test_the_run_counts_the_family_and_hands_it_to_every_point_in_its_config(argv, family, monkeypatch):
+    import logging
+    import sys
 
-    monkeypatch.delenv("BLOCKBENCH_QUALITY_FAMILY", raising=False)
-    prevalidate(argv)
-    import os
+    from ablations import callbacks, cli
 
-    assert os.environ["BLOCKBENCH_QUALITY_FAMILY"] == str(family)
+    assert cli.check_every_point(argv).family == family
+    handed = []
+    monkeypatch.setattr(cli, "hydra_main", lambda: handed.append(list(sys.argv[1:])))
+    monkeypatch.setattr(cli, "skip_the_basic_sweepers_second_check", lambda: None)
+    # What the run's start sets for the process, put back after the test.
+    monkeypatch.setattr(sys, "argv", ["blockbench"])
+    monkeypatch.setattr(callbacks, "EXPECTED_POINTS", None)
+    monkeypatch.setattr(logging, "raiseExceptions", logging.raiseExceptions)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    cli.main(argv)
+    assert handed == [[*argv, f"train.family={family}"]]
+    cfg = composed("norm=rmsnorm", f"train.family={family}")
+    assert family_size(cfg.train) == family and family_size(composed("norm=rmsnorm").train) == 1
+    # The sweep's, not the point's: a point's identity and its arms are the same in any family.
+    assert point_identity(cfg) == point_identity(composed("norm=rmsnorm"))
+    assert arm_id(check_point(cfg), cfg.train, "corpus") == arm_id(check_point(cfg), composed().train, "corpus")
 
 
 def test_a_sequential_sweep_end_to_end(tmp_path, as_job, monkeypatch):
     """A norm sweep with a target, point by point as the command line runs it (tests/ablations/jobs.py), its rows and
-    its report. The sweep's family of one comparison is what prevalidate would set."""
+    its report. The sweep's family of one comparison is what the run's start passes (``train.family``)."""
     from ablations.callbacks import finish
     from ablations.cli import hydra_main
-    from ablations.quality.seeds import FAMILY_ENV
     from tests.ablations.jobs import job_config
 
-    monkeypatch.setenv(FAMILY_ENV, "1")
     out = tmp_path / "sweep"
     for num, norm in enumerate(("layernorm", "rmsnorm")):
         cfg = job_config(out, f"norm={norm}", "sweep_name=norm", "measure=false", "train.enabled=true",
-                         "figures=false", *SEQUENTIAL, num=num)
+                         "figures=false", "train.family=1", *SEQUENTIAL, num=num)
         as_job(cfg)
         assert hydra_main(cfg) == "ok"
     finish(out, ["ok", "ok"], cfg)

@@ -1,6 +1,6 @@
-"""The block's test-only extra work (``components.block.add_work``) and ``scripts/regress_power.py``'s use of it:
-the plain block is untouched, the hook adds exactly its FLOPs with outputs unchanged, and the script's injection
-reaches the tree it writes into and no other (the regression check's head, not its base)."""
+"""The test-only block with extra work (``ablations.regress.added_work``) and ``scripts/regress_power.py``'s use of
+it: the model modules know nothing of it, the subclass adds exactly its FLOPs with outputs unchanged, and the
+script's injection reaches the tree it writes into and no other (the regression check's head, not its base)."""
 
 from __future__ import annotations
 
@@ -13,19 +13,13 @@ import torch
 
 import components
 from ablations.measure.flops import analytic_forward_flops, count_flops
+from ablations.regress.added_work import with_added_work
 from ablations.regress.cases import D_MODEL, arch
 from ablations.regress.trees import Tree
-from components import block
+from components import model as model_module
 
 ROOT = Path(__file__).resolve().parents[2]
 BATCH, SEQ, WIDTH = 1, 16, 24
-
-
-@pytest.fixture
-def plain_after():
-    """Whatever a test sets, later tests build plain blocks."""
-    yield
-    block.add_work(0)
 
 
 def decoder(c: object = components) -> torch.nn.Module:
@@ -39,31 +33,34 @@ def forward_flops(model: torch.nn.Module) -> int:
     return count_flops(lambda: model(x))
 
 
-def test_the_default_block_keeps_its_class_forward_and_no_buffer(plain_after):
-    block.add_work(WIDTH)
-    block.add_work(0)
+def plain(model: torch.nn.Module) -> bool:
+    return all(type(b) is components.Block and "waste" not in dict(b.named_buffers()) for b in model.blocks)
+
+
+def test_the_block_is_plain_and_does_its_counted_work():
     model = decoder()
-    for b in model.blocks:
-        assert "forward" not in vars(b) and "_waste" not in dict(b.named_buffers())
+    assert plain(model) and not hasattr(components.block, "add_work")
     assert forward_flops(model) == analytic_forward_flops(arch(components), BATCH, SEQ)
 
 
-def test_add_work_adds_its_flops_with_outputs_unchanged(plain_after):
-    plain = decoder()
-    block.add_work(WIDTH)
+def test_added_work_adds_its_flops_with_outputs_unchanged(monkeypatch):
+    before = decoder()
+    monkeypatch.setattr(model_module, "Block", with_added_work(components.Block, WIDTH))
     worked = decoder()
-    assert all("forward" not in vars(b) for b in plain.blocks)  # built before: stays plain
-    worked.load_state_dict(plain.state_dict())  # the zero matrix is not state: same weights
+    assert not plain(worked)
+    assert all(torch.equal(a, b) for a, b in zip(worked.state_dict().values(), before.state_dict().values(),
+                                                   strict=True))  # the same draws, and the zero matrix is not state
     x = torch.randn(BATCH, SEQ, D_MODEL)
     with torch.no_grad():
-        assert torch.equal(worked(x), plain(x))
+        assert torch.equal(worked(x), before(x))
     layers = len(worked.blocks)
-    assert forward_flops(worked) - forward_flops(plain) == layers * 4 * D_MODEL * WIDTH * BATCH * SEQ
+    assert forward_flops(worked) - forward_flops(before) == layers * 4 * D_MODEL * WIDTH * BATCH * SEQ
 
 
-def test_add_work_refuses_a_negative_width(plain_after):
+def test_no_width_is_the_block_itself_and_a_negative_one_is_refused():
+    assert with_added_work(components.Block, 0) is components.Block
     with pytest.raises(ValueError, match="allowed: 0"):
-        block.add_work(-1)
+        with_added_work(components.Block, -1)
 
 
 def load_script() -> object:
@@ -88,4 +85,4 @@ def test_the_script_adds_the_work_to_the_tree_it_writes_into_alone(tmp_path):
             flops[label] = forward_flops(decoder(c))
     assert flops["head"] - flops["base"] == 4 * D_MODEL * WIDTH * BATCH * SEQ  # arch(): one layer
     assert flops["base"] == analytic_forward_flops(arch(components), BATCH, SEQ)
-    assert block._added_work == 0  # this process's own components: untouched
+    assert plain(decoder())  # this process's own components: untouched

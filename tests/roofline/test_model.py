@@ -12,9 +12,11 @@ from ablations.roofline.hardware import Hardware
 from ablations.roofline.model import predict, roofline_bound, roofline_time
 from ablations.roofline.work import Work
 from components import ArchConfig, AttnConfig, ModelConfig, PosConfig
+from components.work import Work as Elements
 
-WORK = Work(linear_flops=600, attention_flops=400, weight_bytes=100, linear_activation_bytes=0,
-            attention_activation_bytes=0, norm_bytes=20, kv_read_bytes=30, kv_write_bytes=10, tokens=4)
+# At 2 bytes an element: 100 B of weights, 20 B of norms, 30 B of KV read and 10 B written.
+WORK = Work(Elements(linear_flops=600, attention_flops=400, weights=50, norm_activations=10, kv_read=15, kv_write=5),
+            tokens=4, elem=2)
 
 
 def hardware(**change: object) -> Hardware:

@@ -7,8 +7,19 @@ import dataclasses
 import pytest
 
 from ablations.roofline.work import decoder_params, decoder_work, mode_work
-from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
+from components import (
+    ArchConfig,
+    AttnConfig,
+    BiasConfig,
+    Decoder,
+    FFNConfig,
+    ModelConfig,
+    NormConfig,
+    PosConfig,
+    build_decoder,
+)
 from components import count_parameters as torch_count
+from components.work import Step
 
 TINY = ArchConfig(ModelConfig(d_model=8, n_layers=1, n_heads=2, max_seq_len=16), bias=BiasConfig("on"))
 
@@ -28,6 +39,18 @@ def test_forward_by_hand():
     assert w.linear_flops == 2 * 3 * 768
     assert w.attention_flops == 2 * 2 * 2 * 3 * 3 * 4  # QK^T and PV over the full 3 x 3 scores, 2 heads
     assert w.intensity == pytest.approx((4608 + 288) / 6336)
+
+
+@pytest.mark.parametrize("elem", [2, 4])
+def test_the_roofline_prices_the_components_count_and_declares_none_of_its_own(elem):
+    """One count: the roofline's work holds ``Decoder.work``'s (components.work.Work) and prices its elements at
+    ``elem`` bytes; its FLOPs are that count's."""
+    w = decoder_work(TINY, batch=1, seq=3, elem=elem)
+    counted = Decoder.work(TINY, Step(1, 3, 3))
+    assert w.elements == counted and w.flops == counted.flops and w.executed_flops == counted.executed_flops
+    assert (w.weight_bytes, w.norm_bytes, w.kv_read_bytes) == (elem * counted.weights,
+                                                               elem * counted.norm_activations, elem * counted.kv_read)
+    assert not {f.name for f in dataclasses.fields(w)} & {f.name for f in dataclasses.fields(counted)}
 
 
 def test_decode_step_by_hand():
