@@ -15,11 +15,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+# The declared set is ``components.declarations``'s; its functions are named here too, where modules declare.
+from components.declarations import (  # noqa: F401
+    choice,
+    choices,
+    declare,
+    declared_by,
+    hook_classes,
+    hook_modules,
+    ladder_choices,
+    llama2_choices,
+)
 from components.registry import DuplicateError, Registry, current_source
 
 if TYPE_CHECKING:
-    from torch import nn
-
     from components.config import ArchConfig
 
 # Where a choice's module plugs in. The block and attention ask for the modules of a hook; they never branch on
@@ -77,8 +86,9 @@ class Choice:
     gpt2: str
     llama2: str
     hook: str
-    # Position in labels, tables and column order; the ladder adds the choices GPT-2 and Llama-2 differ in by ``rung``.
-    order: int
+    # Position in labels, tables and column order (none: after every group declared before it); the ladder adds the
+    # choices GPT-2 and Llama-2 differ in by ``rung``.
+    order: int | None
     rung: int | None = None
     # What a variant's name calls each value; a value not listed is its own name, except that a switch's ``on``
     # and ``off`` are the group's name and ``no`` + it (``bias``: "bias", "nobias"; ``qknorm``: "qknorm").
@@ -118,6 +128,15 @@ class Choice:
     def __post_init__(self) -> None:
         if self.hook not in HOOKS:
             raise ValueError(f"choice {self.group!r}: hook={self.hook!r} is not one of {', '.join(HOOKS)}")
+        default = self.config().name
+        if default != self.gpt2:
+            raise ValueError(f"choice {self.group!r}: the config's default name {default!r} must be GPT-2's "
+                             f"value {self.gpt2!r} (the baseline)")
+
+    @property
+    def owns_hook(self) -> bool:
+        """Whether the block builds this group's one module at its hook, so no second group may take it."""
+        return self.hook in OWNED_HOOKS
 
     @property
     def values(self) -> list[str]:
@@ -215,85 +234,9 @@ class Choice:
         return self.config(name=value, **settings)
 
 
-_DECLARED: dict[str, Choice] = {}
-# Who declared each group: ``blockbench`` or ``plugin NAME (MODULE)`` (``components.registry.registering_as``).
-_SOURCES: dict[str, str] = {}
-
-
-def declare(choice: Choice) -> Choice:
-    """Add a choice to the declared set (called once, at import, by the module that implements it, or a plugin)."""
-    if choice.group in _DECLARED:
-        raise DuplicateError(f"choice group {choice.group!r} is declared twice: by {_SOURCES[choice.group]} and by "
-                             f"{current_source()}")
-    owner = next((c for c in _DECLARED.values() if c.hook == choice.hook and c.hook in OWNED_HOOKS), None)
-    if owner is not None:
-        raise DuplicateError(f"choice group {choice.group!r}: hook={choice.hook!r} is group {owner.group!r}'s (by "
-                             f"{_SOURCES[owner.group]}), whose one module the block builds; register a value into "
-                             f"its registry ({owner.registry.key}) instead")
-    if choice.order in {c.order for c in _DECLARED.values()}:
-        taken = next(c.group for c in _DECLARED.values() if c.order == choice.order)
-        raise DuplicateError(f"choice group {choice.group!r}: order={choice.order} is {taken!r}'s (by "
-                             f"{_SOURCES[taken]}); allowed: any other integer")
-    default = choice.config().name
-    if default != choice.gpt2:
-        raise ValueError(f"choice {choice.group!r}: the config's default name {default!r} must be GPT-2's "
-                         f"value {choice.gpt2!r} (the baseline)")
-    _DECLARED[choice.group] = choice
-    _SOURCES[choice.group] = current_source()
-    return choice
-
-
-def declared_by(group: str) -> str:
-    """Who declared ``group``: ``blockbench`` or ``plugin NAME (MODULE)``."""
-    return _SOURCES[group]
-
-
-def choices() -> list[Choice]:
-    """Every declared choice, in ``order``: blockbench's own, then the installed plugins' and those named in
-    ``$BLOCKBENCH_PLUGINS`` (imported on the first call, ``components.plugins``)."""
-    import components  # noqa: F401  (importing the package imports every module that declares one)
-    from components.plugins import load_plugins
-
-    load_plugins()
-    return sorted(_DECLARED.values(), key=lambda c: c.order)
-
-
-def choice(group: str) -> Choice:
-    for c in choices():
-        if c.group == group:
-            return c
-    raise KeyError(f"no choice group {group!r}; declared: {', '.join(c.group for c in choices())}")
-
-
-def llama2_choices() -> list[Choice]:
-    """The choices Llama-2 moved from GPT-2's value, in ``order``."""
-    return [c for c in choices() if c.in_llama2]
-
-
-def ladder_choices() -> list[Choice]:
-    """The Llama-2 choices in the order the ladder adds them."""
-    return sorted(llama2_choices(), key=lambda c: (c.rung is None, c.rung or 0, c.order))
-
-
 def row_columns() -> list[str]:
     """The result columns the declared choices write, in declaration order."""
     from components.config import ArchConfig
 
     base = ArchConfig()
     return [col for c in choices() for col in c.row_values(base)]
-
-
-def hook_classes(cfg: ArchConfig, hook: str) -> list[type]:
-    """The classes the choices plugged into ``hook`` use for ``cfg`` (a value registered as None has none)."""
-    out = []
-    for c in choices():
-        if c.hook == hook:
-            cls = c.registry.get(getattr(cfg, c.group).name)
-            if cls is not None:
-                out.append(cls)
-    return out
-
-
-def hook_modules(cfg: ArchConfig, hook: str) -> list[nn.Module]:
-    """The modules the choices plugged into ``hook`` build for ``cfg``, in declaration order."""
-    return [cls(cfg) for cls in hook_classes(cfg, hook)]
