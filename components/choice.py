@@ -10,8 +10,7 @@ without being listed anywhere, so a new group is its component file, its ``conf/
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -92,9 +91,7 @@ class Choice:
     rung: int | None = None
     # What a variant's name calls each value; a value not listed is its own name, except that a switch's ``on``
     # and ``off`` are the group's name and ``no`` + it (``bias``: "bias", "nobias"; ``qknorm``: "qknorm").
-    # ``label`` overrides it with a function of the whole architecture (attention names its KV heads).
     names: dict[str, str] = field(default_factory=dict)
-    label: Callable[[ArchConfig], str] | None = None
     # How prose and tables spell each value, or each of ``setting_flips`` ("RMSNorm", "sliding window"); a value
     # not listed is its own name.
     display: dict[str, str] = field(default_factory=dict)
@@ -109,13 +106,8 @@ class Choice:
     flip_values: tuple[str, ...] | None = None
     # Fills the settings a value needs at a model size (attention: GQA's KV heads); default: none needed.
     sized: Callable[[Any, int], Any] | None = None
-    # A result row's columns for this choice (default: ``{group: value}``), and the config read back from a row
-    # (default: the value in ``row[group]``; a row written before the choice existed has GPT-2's value).
-    to_row: Callable[[ArchConfig], dict[str, Any]] | None = None
-    from_row: Callable[[Mapping[str, Any]], Any] | None = None
-    # The report's "what each variant is" table: the column's title and a row's cell (default: ``row[group]``).
+    # How the report's tables and the docs title the group (default: its name).
     title: str = ""
-    show: Callable[[Mapping[str, Any]], str] | None = None
     # Named settings of this group that ``+sweep=modern`` flips on Llama-2's block as it flips a value (attention's
     # sliding window: ``{"window": {"window": 64}}`` makes the variant ``llama2_window``).
     setting_flips: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -178,42 +170,10 @@ class Choice:
         switch = {"on": self.group, "off": f"no{self.group}"}
         return self.names.get(value, switch.get(value, value))
 
-    def name_in(self, arch: ArchConfig) -> str:
-        """What a variant label calls this choice's value in ``arch``."""
-        if self.label is not None:
-            return self.label(arch)
-        return self.value_name(getattr(arch, self.group).name)
-
     def has(self, arch: ArchConfig, value: str) -> bool:
         if self.matches is not None:
             return self.matches(arch, value)
         return getattr(arch, self.group).name == value
-
-    def row_values(self, arch: ArchConfig) -> dict[str, Any]:
-        if self.to_row is not None:
-            return self.to_row(arch)
-        return {self.group: getattr(arch, self.group).name}
-
-    def config_from_row(self, row: Mapping[str, Any]) -> Any:
-        """The config a result row describes; the value's other settings at their defaults."""
-        value = row.get(self.group)
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return self.config()
-        if self.from_row is not None:
-            return self.from_row(row)
-        return self.config(name=str(value))
-
-    def cell(self, row: Mapping[str, Any]) -> str:
-        """This choice in a result row, as the report's variants table shows it (GPT-2's value if absent)."""
-        if self.show is not None:
-            try:
-                return self.show(row)
-            except (KeyError, TypeError, ValueError):  # a row without the columns it reads predates the choice
-                return self.gpt2
-        value = row.get(self.group)
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return self.gpt2
-        return str(value)
 
     def describe(self, value: str, about: str, display: str | None = None, claim: Claim | None = None) -> None:
         """Say what a value registered into this group from outside its module is (a plugin's ``ffn=relu2``): its
@@ -232,11 +192,3 @@ class Choice:
     def at(self, value: str, **settings: Any) -> Any:
         """A config of this group at ``value`` (other settings at their defaults unless given)."""
         return self.config(name=value, **settings)
-
-
-def row_columns() -> list[str]:
-    """The result columns the declared choices write, in declaration order."""
-    from components.config import ArchConfig
-
-    base = ArchConfig()
-    return [col for c in choices() for col in c.row_values(base)]

@@ -10,7 +10,7 @@ non-zero when decoding with a KV cache.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -230,22 +230,11 @@ def build_positions(cfg: ArchConfig) -> nn.Module:
     return POSITIONS.get(cfg.pos.name)(cfg)
 
 
-def _pos_row(arch: ArchConfig) -> dict[str, str]:
-    """RoPE's column names its layout (``rope-half``, ``rope-interleaved``): the two differ in Q/K layout."""
-    p = arch.pos
-    return {"pos": f"rope-{p.layout}" if p.name == "rope" else p.name}
-
-
-def _pos_from_row(row: Mapping[str, object]) -> PosConfig:
-    name, _, layout = str(row["pos"]).partition("-")
-    return PosConfig(name, layout=layout) if layout else PosConfig(name)
-
-
 POS = declare(Choice(
     display={"learned": "learned", "rope": "RoPE", "none": "NoPE", "alibi": "ALiBi"},
     group="pos", title="positions", config=PosConfig, registry=POSITIONS, gpt2="learned", llama2="rope",
     hook="positions", order=10,
-    rung=2, to_row=_pos_row, from_row=_pos_from_row,
+    rung=2,
     about={"learned": "a learned absolute table added at the input",
            "rope": "RoPE: Q and K rotated inside attention (`pos.layout=half|interleaved`, `pos.theta`)",
            "alibi": "ALiBi: a distance penalty on the scores (Press et al. 2022)",
