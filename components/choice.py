@@ -1,11 +1,12 @@
 """A design choice, declared once: its config group, its values and what implements each, the value GPT-2 and
-Llama-2 take, how a variant's name spells it, where its module plugs into the block, and the published claim.
+Llama-2 take, where its module plugs into the block, what each value is, and the published claim with the evidence
+it is read from.
 
 Every consumer derives from these declarations: ``ArchConfig``'s fields and checks, the Hydra schema and its
 generated variants and sweeps, row columns and point identity, variant labels, the predictor's and sizes' flips,
 the regression and benchmark cases, the report's tables and claims, and ``--help``. A declaration sits beside its
-components (``norms.py`` declares ``norm``); a module that declares one is found by ``components/__init__``
-without being listed anywhere, so a new group is its component file, its ``conf/`` files and its test file.
+components (``norms.py`` declares ``norm``) and joins the declared set (``components.declarations``) when its
+module is imported; ``docs/choices.md`` ("Adding a choice") lists the six things a new group is made of.
 """
 
 from __future__ import annotations
@@ -58,9 +59,21 @@ HOOKS = ("positions", "norm", "ffn", "attention", "qkv", "qk", "scores", "branch
 OWNED_HOOKS = ("positions", "norm", "ffn", "attention")
 
 
+# What in a run's results a claim is read from; the report has one reading per name (``ablations.report.claims``):
+# - ``flip``: the flip's parameters, forward, train and decode time and its loss against the block it was paired
+#   with (the default);
+# - ``speed``: its forward and train time, then its loss (a claim of lower cost);
+# - ``per_flop``: its loss at its FLOPs against GPT-2's value (a claim of quality per FLOP);
+# - ``extrapolation``: loss by evaluation length past the training length (a position scheme's claim);
+# - ``kv_cache``: KV-cache bytes at full size and decode time against MHA (attention's claim);
+# - ``stability``: as ``flip``, then whether any quality run diverged (a claim about training stability).
+EVIDENCE = ("flip", "speed", "per_flop", "extrapolation", "kv_cache", "stability")
+
+
 @dataclass(frozen=True)
 class Claim:
-    """What the literature says a choice buys, and the published figures behind it (not measured here)."""
+    """What the literature says a choice buys, the published figures behind it (not measured here), and what in
+    this run's results it is read from."""
 
     text: str
     # (source, figure) pairs, each quoted from the paper or the arithmetic named.
@@ -68,62 +81,76 @@ class Claim:
     # What the cited sources say of the loss at equal training: "better", "no worse", or None where they say nothing
     # of it (the report says whether this run agrees: ablations.report.buys).
     loss: str | None = None
+    # Which of ``EVIDENCE`` the report reads it from.
+    evidence: str = "flip"
+    # What a loss verdict is held against: "performs as well as LayerNorm" (default: as well as without it).
+    performs: str | None = None
+    # Said after the cost reading, ``{params}`` being the parameters the flip changed.
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.evidence not in EVIDENCE:
+            raise ValueError(f"claim {self.text!r}: evidence={self.evidence!r} is not one of {', '.join(EVIDENCE)}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Choice:
-    """One design choice group.
+    """One design choice group, by keyword.
 
-    ``config`` is its dataclass (the Hydra schema of the group ``conf/<group>/``); its ``name`` field's default is
-    ``gpt2``, which makes every choice part of the GPT-2 baseline. A choice neither model has (QK-norm) has
-    ``gpt2 == llama2``: its off value.
+    Every declaration says ``group``, ``config`` (its dataclass: the Hydra schema of ``conf/<group>/``, whose
+    ``name`` defaults to GPT-2's value), ``registry`` (a class per value), ``hook`` and ``about``; the rest have
+    defaults. ``gpt2`` is the config's default name; ``llama2`` defaults to it: a choice neither model has
+    (QK-norm), which joins no Llama-2 variant and moves no existing point's identity.
     """
 
     group: str
     config: type
     registry: Registry
-    gpt2: str
-    llama2: str
+    # Where its modules plug in: one of ``HOOKS``.
     hook: str
-    # Position in labels, tables and column order (none: after every group declared before it); the ladder adds the
-    # choices GPT-2 and Llama-2 differ in by ``rung``.
-    order: int | None
-    rung: int | None = None
-    # What a variant's name calls each value; a value not listed is its own name, except that a switch's ``on``
-    # and ``off`` are the group's name and ``no`` + it (``bias``: "bias", "nobias"; ``qknorm``: "qknorm").
-    names: dict[str, str] = field(default_factory=dict)
-    # How prose and tables spell each value, or each of ``setting_flips`` ("RMSNorm", "sliding window"); a value
-    # not listed is its own name.
-    display: dict[str, str] = field(default_factory=dict)
-    # Whether an architecture has this choice at a value; default: the group's ``name`` equals it. Attention
-    # overrides it because ``gqa`` with every head its own KV head is MHA.
-    matches: Callable[[ArchConfig, str], bool] | None = None
+    # What each value, and each of ``setting_flips``, is: one cell of the docs' and the README's choice tables
+    # (``ablations.config.doc_text`` renders them; ``tests/test_declarations.py`` fails on a value without one).
+    about: dict[str, str] = field(default_factory=dict)
+    gpt2: str = ""
+    llama2: str = ""
     claim: Claim | None = None
     # Claims about a value other than Llama-2's (GeGLU against SwiGLU), each read from that value's flip.
     value_claims: dict[str, Claim] = field(default_factory=dict)
+    # How the report's tables and the docs title the group (default: its name).
+    title: str = ""
+    # How prose and tables spell each value, or each of ``setting_flips`` ("RMSNorm", "sliding window"); a value
+    # not listed is its own name.
+    display: dict[str, str] = field(default_factory=dict)
+    # What a variant's name calls each value; a value not listed is its own name, except that a switch's ``on``
+    # and ``off`` are the group's name and ``no`` + it (``bias``: "bias", "nobias"; ``qknorm``: "qknorm").
+    names: dict[str, str] = field(default_factory=dict)
+    # Position in labels, tables and column order (none: after every group declared before it); the ladder adds the
+    # choices GPT-2 and Llama-2 differ in by ``rung``.
+    order: int | None = None
+    rung: int | None = None
+    # Whether an architecture has this choice at a value; default: the group's ``name`` equals it. Attention
+    # overrides it because ``gqa`` with every head its own KV head is MHA.
+    matches: Callable[[ArchConfig, str], bool] | None = None
     # The values the predictor, the sizes table and the regression check flip GPT-2's block to (default: every
-    # value but GPT-2's, less those whose module says ``reference_only``, as NoPE does).
+    # value but GPT-2's, less those whose class says ``reference_only``, as NoPE's does: ``registry.Traits``).
     flip_values: tuple[str, ...] | None = None
     # Fills the settings a value needs at a model size (attention: GQA's KV heads); default: none needed.
     sized: Callable[[Any, int], Any] | None = None
-    # How the report's tables and the docs title the group (default: its name).
-    title: str = ""
     # Named settings of this group that ``+sweep=modern`` flips on Llama-2's block as it flips a value (attention's
     # sliding window: ``{"window": {"window": 64}}`` makes the variant ``llama2_window``).
     setting_flips: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A one-choice sweep (``+sweep=<group>``) over every value is generated unless the group sweeps otherwise.
     sweep: bool = True
-    # What each value, and each of ``setting_flips``, is: one cell of the docs' and the README's choice tables
-    # (``ablations.config.doc_text`` renders them; ``tests/test_declarations.py`` fails on a value without one).
-    about: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.hook not in HOOKS:
             raise ValueError(f"choice {self.group!r}: hook={self.hook!r} is not one of {', '.join(HOOKS)}")
         default = self.config().name
-        if default != self.gpt2:
+        if self.gpt2 and default != self.gpt2:
             raise ValueError(f"choice {self.group!r}: the config's default name {default!r} must be GPT-2's "
                              f"value {self.gpt2!r} (the baseline)")
+        object.__setattr__(self, "gpt2", default)  # frozen: filled in once, here
+        object.__setattr__(self, "llama2", self.llama2 or default)
 
     @property
     def owns_hook(self) -> bool:
@@ -140,9 +167,7 @@ class Choice:
     def flips(self) -> list[str]:
         if self.flip_values is not None:
             return list(self.flip_values)
-        # Read from the class itself, not inherited: a variant built on NoPE's class is not a reference point.
-        return [v for v in self.values
-                if v != self.gpt2 and not vars(self.registry.get(v) or object).get("reference_only", False)]
+        return [v for v in self.values if v != self.gpt2 and not self.registry.traits(v).reference_only]
 
     def at_size(self, value: str, kv_heads: int, **settings: Any) -> Any:
         """A config at ``value`` with what it needs at a size filled in (GQA's ``kv_heads`` KV heads)."""

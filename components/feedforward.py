@@ -134,6 +134,6 @@ FFN = declare(Choice(
         "SwiGLU improves perplexity per FLOP",
         (("Shazeer 2020, Table 1 (T5 base, 65k steps, log-ppl)", "GELU 1.983, SwiGLU 1.944"),
          ("Narang et al. 2021, Table 1", "early loss: vanilla 2.182, SwiGLU 2.127; steps/s 3.50 / 3.53")),
-        loss="better",
+        loss="better", evidence="per_flop",
     ),
 ))

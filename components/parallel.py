@@ -68,8 +68,8 @@ class ParallelResidual:
 
 
 BLOCK = declare(Choice(
-    group="block", config=BlockConfig, registry=BLOCKS, gpt2="sequential", llama2="sequential", hook="block",
-    order=70, title="residual", display={"sequential": "sequential", "parallel": "parallel"},
+    group="block", config=BlockConfig, registry=BLOCKS, hook="block", order=70, title="residual",
+    display={"sequential": "sequential", "parallel": "parallel"},
     about={"sequential": "attention, then the FFN on the residual it updated",
            "parallel": "attention and the FFN reading the same input side by side, summed (GPT-J, PaLM: one shared "
                        "norm; GPT-NeoX: `block.shared_norm=false`)"},

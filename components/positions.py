@@ -242,6 +242,7 @@ POS = declare(Choice(
     claim=Claim(
         "RoPE extends to longer contexts more gracefully",
         (("Press et al. 2022 (ALiBi), Table 3", "rotary ppl 19.33 at L=1024 → 31.17 at 2024 → 106.99 at 16024"),),
+        evidence="extrapolation",
     ),
     value_claims={"alibi": Claim(
         "ALiBi trains short and tests long: it extrapolates past its training length",
@@ -250,5 +251,6 @@ POS = declare(Choice(
           "on 2048, training 11% faster with 11% less memory"),
          ("Press et al. 2022, Table 3", "ALiBi ppl 19.31 at L=1024 → 18.40 at 2048 → 18.15 at 16024 "
           "(rotary: 19.33 → 31.17 → 106.99)")),
+        evidence="extrapolation",
     )},
 ))
