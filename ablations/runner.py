@@ -15,6 +15,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from ablations.config.checks import check_run, resolve_device, resolve_dtype
+from ablations.config.columns import row_values
 from ablations.config.variants import variant_label
 from ablations.errors import Fault
 from ablations.measure.intervals import precision_of
@@ -100,7 +101,7 @@ def run_job(cfg: DictConfig) -> str:
 
     rows = Rows(base={
         "sweep": cfg.sweep_name, "variant": variant, "point": path.stem, "baseline": cfg.baseline.name,
-        **{k: v for c in choices() for k, v in c.row_values(arch).items()},
+        **{k: v for c in choices() for k, v in row_values(c, arch).items()},
         "tie_embeddings": arch.model.tie_embeddings, "d_model": arch.model.d_model, "n_layers": arch.model.n_layers,
         "n_heads": arch.model.n_heads, "ffn_hidden": arch.ffn_hidden, "seed": cfg.seed,
         "profile": cfg.profile.name,

@@ -81,6 +81,7 @@ def check_composes(c: Choice, value: str) -> None:
 def check_builds_labels_counts_and_reads_back(c: Choice, value: str) -> None:
     """The block builds and runs it; its label says "gpt2" only for GPT-2's block; the work model counts it; a
     result row written for it reads back as the same value, in columns the results table has."""
+    from ablations.config.columns import row_values
     from ablations.config.variants import arch_from_row, variant_label
     from ablations.results.store import COLUMNS
 
@@ -90,9 +91,9 @@ def check_builds_labels_counts_and_reads_back(c: Choice, value: str) -> None:
     assert model(x).shape == x.shape, f"{c.group}={value}: the decoder changed the hidden states' shape"
     assert (variant_label(arch) == "gpt2") == c.has(arch, c.gpt2), f"{c.group}={value}: labelled {variant_label(arch)}"
     assert Decoder.work(arch, Step(2, 5, 5)).flops > 0, f"{c.group}={value}: the work model counts nothing"
-    row = {**c.row_values(arch), "n_heads": _HEADS, "n_kv_heads": arch.n_kv_heads, "d_model": _D, "n_layers": _LAYERS}
+    row = {**row_values(c, arch), "n_heads": _HEADS, "n_kv_heads": arch.n_kv_heads, "d_model": _D, "n_layers": _LAYERS}
     assert c.has(arch_from_row(row), value) or not c.has(arch, value), f"{c.group}={value}: its row reads back wrong"
-    missing = set(c.row_values(arch)) - set(COLUMNS)
+    missing = set(row_values(c, arch)) - set(COLUMNS)
     assert not missing, f"{c.group}={value}: row columns {sorted(missing)} are not result columns"
 
 
@@ -115,6 +116,7 @@ def check_quality_model(c: Choice, value: str) -> None:
 
 def check_flips(c: Choice) -> None:
     """The predictor and the sizes table flip GPT-2's block to each of the group's flips."""
+    from ablations.config.columns import name_in
     from ablations.config.variants import flips_of
     from ablations.predict.scenarios import flips
     from ablations.report.sizes import counterfactuals
@@ -123,7 +125,7 @@ def check_flips(c: Choice) -> None:
     predicted = flips(base.model, 2, "custom")
     sized = {e.model for e in counterfactuals()}
     for value in c.flips:
-        name = c.name_in(base.replace(**{c.group: c.at_size(value, 2)}))
+        name = name_in(c, base.replace(**{c.group: c.at_size(value, 2)}))
         assert name in predicted and c.has(predicted[name], value), f"{c.group}={value}: not predicted as {name}"
         assert any(m.startswith(f"gpt2 + {name.rstrip('0123456789')}") for m in sized), (
             f"{c.group}={value}: not in the sizes table")

@@ -9,8 +9,6 @@ Nothing here knows of Hydra, files or timing. Build from an ``ArchConfig``::
 from __future__ import annotations
 
 import contextlib
-import importlib
-import pkgutil
 from collections.abc import Callable
 
 import torch
@@ -22,6 +20,7 @@ from components.bias import BiasConfig
 from components.block import Block
 from components.choice import Choice, Claim, choice, choices, ladder_choices, llama2_choices
 from components.config import ArchConfig, ConfigError, ModelConfig
+from components.declarations import import_built_ins
 from components.feedforward import FFNS, FFNConfig, GeluMLP, SwiGLU, ffn_hidden_dim
 from components.mla import LatentCache, MultiHeadLatentAttention
 from components.model import Decoder, LanguageModel, common_random_init, count_parameters
@@ -31,8 +30,7 @@ from components.presets import PRESETS, llama2_block, llama2_values, preset
 from components.registry import Registry, UnknownVariantError
 
 # Every module of the package, so each choice declared beside its components is known without being listed here.
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+import_built_ins(__name__, __path__)
 
 
 def registries() -> dict[str, Registry]:

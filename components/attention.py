@@ -9,8 +9,6 @@ the model decodes with a ``RollingKVCache``: W positions per layer however long 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -65,7 +63,7 @@ def _check_window(window: object, arch: ArchConfig) -> None:
     # A position table ends at max_seq_len, so no sequence outgrows such a window: it would be a second name for no
     # window. Models with unbounded positions (RoPE, ALiBi, none) are also built longer than they are trained (the
     # quality model's extrapolation), so there any window may slide.
-    if pos in POSITIONS and POSITIONS.get(pos).bounded_length and window >= n:
+    if pos in POSITIONS and POSITIONS.traits(pos).bounded_length and window >= n:
         allowed = f"1..{n - 1}" if n > 1 else "none"
         raise ConfigError(f"attn.window={window} never slides with pos={pos}, whose table ends at "
                           f"model.max_seq_len={n}; allowed: {allowed}, or null for no window")
@@ -217,16 +215,9 @@ def new_cache(cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None, 
     return make(cfg, batch_size, max_seq_len, n_layers, **kw)
 
 
-def _int_or_none(value: object) -> int | None:
-    """A row cell as an int: None for an empty cell (None, or NaN as a table reads it back)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return int(value)
-
-
-def _attn_kind(arch: ArchConfig) -> str:
+def attention_kind(arch: ArchConfig) -> str:
     """The attention without its window: ``mha``, ``gqa2``, ``mqa``, ``mla`` (MLA's sizes named where they are not
-    the defaults: ``mla-kv128-rope16-q96``)."""
+    the defaults: ``mla-kv128-rope16-q96``); what a variant's label calls it (``ablations.config.columns``)."""
     if arch.attn.name == "mla":
         sizes, default = mla_sizes(arch.attn, arch.head_dim), mla_sizes(AttnConfig("mla"), arch.head_dim)
         parts = [f"kv{sizes.kv_lora_rank}" if sizes.kv_lora_rank != default.kv_lora_rank else "",
@@ -235,12 +226,6 @@ def _attn_kind(arch: ArchConfig) -> str:
         return "-".join(["mla", *filter(None, parts)])
     kv, heads = arch.n_kv_heads, arch.model.n_heads
     return "mha" if kv == heads else "mqa" if kv == 1 else f"gqa{kv}"
-
-
-def _attn_label(arch: ArchConfig) -> str:
-    """The kind, and ``-w<window>`` when a window is set (so a point without one keeps the label it always had)."""
-    window = arch.attn.window
-    return _attn_kind(arch) + (f"-w{window}" if window is not None else "")
 
 
 def _attn_matches(arch: ArchConfig, value: str) -> bool:
@@ -256,54 +241,7 @@ def _attn_matches(arch: ArchConfig, value: str) -> bool:
         return arch.attn.name == "gqa" and kv < heads
     if value == "mla":
         return arch.attn.name == "mla"
-    return _attn_kind(arch) == value
-
-
-# The row columns beyond ``attn`` and ``n_kv_heads``: the same for every row (empty where they do not apply).
-_ROW_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "q_lora_rank")
-
-
-def _attn_row(arch: ArchConfig) -> dict[str, object]:
-    """``attn``, ``n_kv_heads``, ``window`` (None: none), and MLA's sizes as built (None for other attention)."""
-    a = arch.attn
-    row: dict[str, object] = {"attn": a.name, "n_kv_heads": arch.n_kv_heads, "window": a.window,
-                              **dict.fromkeys(_ROW_SIZES)}
-    if a.name == "mla":
-        s = mla_sizes(a, arch.head_dim)
-        row.update(kv_lora_rank=s.kv_lora_rank, qk_rope_head_dim=s.rope_dim, q_lora_rank=s.q_lora_rank)
-    return row
-
-
-def _attn_from_row(row: Mapping[str, object]) -> AttnConfig:
-    """By KV heads: a row's ``gqa`` at every head's own KV head is MHA (the kernels and bytes are MHA's); MLA by its
-    name, with its sizes (null where they are the defaults at the row's head size, as a default point was
-    configured). A row from before windows or MLA has neither column: no window."""
-    window = _int_or_none(row.get("window"))
-    if str(row.get("attn")) == "mla":
-        sizes = {k: _int_or_none(row.get(k)) for k in _ROW_SIZES}
-        if row.get("d_model") is not None and row.get("n_heads") is not None:
-            default = mla_sizes(AttnConfig("mla"), int(row["d_model"]) // int(row["n_heads"]))
-            for key, value in (("kv_lora_rank", default.kv_lora_rank), ("qk_rope_head_dim", default.rope_dim)):
-                if sizes[key] == value:
-                    sizes[key] = None
-        return AttnConfig("mla", window=window, **sizes)
-    heads, kv = int(row["n_heads"]), int(row["n_kv_heads"])
-    if kv >= heads:
-        return AttnConfig("mha", window=window)
-    return AttnConfig("mqa", window=window) if str(row.get("attn")) == "mqa" else AttnConfig("gqa", kv, window=window)
-
-
-def _attn_show(row: Mapping[str, object]) -> str:
-    """``2 / 8`` (KV heads / query heads); MLA's cached widths, ``latent 256+32`` (and ``q 96`` when the query is
-    compressed); ``, window 4096`` when windowed."""
-    if str(row.get("attn")) == "mla":
-        cell = f"latent {int(row['kv_lora_rank'])}+{int(row['qk_rope_head_dim'])}"
-        q = _int_or_none(row.get("q_lora_rank"))
-        cell += f", q {q}" if q is not None else ""
-    else:
-        cell = f"{int(row['n_kv_heads'])} / {int(row['n_heads'])}"
-    window = _int_or_none(row.get("window"))
-    return cell + (f", window {window}" if window is not None else "")
+    return attention_kind(arch) == value
 
 
 def _attn_sized(cfg: AttnConfig, kv_heads: int) -> AttnConfig:
@@ -317,10 +255,9 @@ def _attn_sized(cfg: AttnConfig, kv_heads: int) -> AttnConfig:
 
 ATTN = declare(Choice(
     display={"mha": "MHA", "gqa": "GQA", "mqa": "MQA", "mla": "MLA", "window": "sliding window"},
-    group="attn", title="KV heads / query heads", show=_attn_show, config=AttnConfig, registry=ATTENTIONS, gpt2="mha",
+    group="attn", title="KV heads / query heads", config=AttnConfig, registry=ATTENTIONS, gpt2="mha",
     llama2="gqa", hook="attention", order=40,
-    rung=4, sized=_attn_sized, flip_values=("gqa", "mla"), label=_attn_label, matches=_attn_matches,
-    to_row=_attn_row, from_row=_attn_from_row, sweep=False,
+    rung=4, sized=_attn_sized, flip_values=("gqa", "mla"), matches=_attn_matches, sweep=False,
     # 64 of the small model's 1024 tokens: a window that the kv sweep's contexts (up to 4096) run well past.
     setting_flips={"window": {"window": 64}},
     about={"mha": "MHA: one K/V head per query head",
@@ -337,7 +274,7 @@ ATTN = declare(Choice(
         (("arithmetic, Llama-2-70B fp16 at 4096 tokens", "GQA-8: 1.25 GiB; MHA: 10 GiB"),
          ("Ainslie et al. 2023, Table 1",
           "time/sample MHA-XXL 1.51 s, GQA-8 0.28 s, MQA 0.24 s; score 47.2 / 47.1 / 46.6")),
-        loss="no worse",
+        loss="no worse", evidence="kv_cache",
     ),
     value_claims={
         "mla": Claim(

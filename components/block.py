@@ -21,6 +21,7 @@ from components.config import ArchConfig, check_one_residual
 from components.feedforward import FFNS, build_ffn
 from components.norms import NORMS, build_norm
 from components.positions import Rotation, ScoreBias
+from components.registry import traits
 from components.work import Step, Work
 
 
@@ -57,7 +58,7 @@ BRANCHES = ("attn", "ffn")
 def branch_classes(cfg: ArchConfig, branch: str) -> list[type]:
     """The ``branch`` hook's classes for one branch's output: each class says which in ``branches`` (default both:
     Gemma-2's post-norms; NormFormer's post-attention norm would say ``("attn",)``)."""
-    return [cls for cls in hook_classes(cfg, "branch") if branch in getattr(cls, "branches", BRANCHES)]
+    return [cls for cls in hook_classes(cfg, "branch") if branch in traits(cls).branches]
 
 
 def through(modules: nn.ModuleList, y: torch.Tensor) -> torch.Tensor:

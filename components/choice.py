@@ -1,25 +1,34 @@
 """A design choice, declared once: its config group, its values and what implements each, the value GPT-2 and
-Llama-2 take, how a variant's name spells it, where its module plugs into the block, and the published claim.
+Llama-2 take, where its module plugs into the block, what each value is, and the published claim with the evidence
+it is read from.
 
 Every consumer derives from these declarations: ``ArchConfig``'s fields and checks, the Hydra schema and its
 generated variants and sweeps, row columns and point identity, variant labels, the predictor's and sizes' flips,
 the regression and benchmark cases, the report's tables and claims, and ``--help``. A declaration sits beside its
-components (``norms.py`` declares ``norm``); a module that declares one is found by ``components/__init__``
-without being listed anywhere, so a new group is its component file, its ``conf/`` files and its test file.
+components (``norms.py`` declares ``norm``) and joins the declared set (``components.declarations``) when its
+module is imported; ``docs/choices.md`` ("Adding a choice") lists the six things a new group is made of.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+# The declared set is ``components.declarations``'s; its functions are named here too, where modules declare.
+from components.declarations import (  # noqa: F401
+    choice,
+    choices,
+    declare,
+    declared_by,
+    hook_classes,
+    hook_modules,
+    ladder_choices,
+    llama2_choices,
+)
 from components.registry import DuplicateError, Registry, current_source
 
 if TYPE_CHECKING:
-    from torch import nn
-
     from components.config import ArchConfig
 
 # Where a choice's module plugs in. The block and attention ask for the modules of a hook; they never branch on
@@ -50,9 +59,21 @@ HOOKS = ("positions", "norm", "ffn", "attention", "qkv", "qk", "scores", "branch
 OWNED_HOOKS = ("positions", "norm", "ffn", "attention")
 
 
+# What in a run's results a claim is read from; the report has one reading per name (``ablations.report.claims``):
+# - ``flip``: the flip's parameters, forward, train and decode time and its loss against the block it was paired
+#   with (the default);
+# - ``speed``: its forward and train time, then its loss (a claim of lower cost);
+# - ``per_flop``: its loss at its FLOPs against GPT-2's value (a claim of quality per FLOP);
+# - ``extrapolation``: loss by evaluation length past the training length (a position scheme's claim);
+# - ``kv_cache``: KV-cache bytes at full size and decode time against MHA (attention's claim);
+# - ``stability``: as ``flip``, then whether any quality run diverged (a claim about training stability).
+EVIDENCE = ("flip", "speed", "per_flop", "extrapolation", "kv_cache", "stability")
+
+
 @dataclass(frozen=True)
 class Claim:
-    """What the literature says a choice buys, and the published figures behind it (not measured here)."""
+    """What the literature says a choice buys, the published figures behind it (not measured here), and what in
+    this run's results it is read from."""
 
     text: str
     # (source, figure) pairs, each quoted from the paper or the arithmetic named.
@@ -60,64 +81,81 @@ class Claim:
     # What the cited sources say of the loss at equal training: "better", "no worse", or None where they say nothing
     # of it (the report says whether this run agrees: ablations.report.buys).
     loss: str | None = None
+    # Which of ``EVIDENCE`` the report reads it from.
+    evidence: str = "flip"
+    # What a loss verdict is held against: "performs as well as LayerNorm" (default: as well as without it).
+    performs: str | None = None
+    # Said after the cost reading, ``{params}`` being the parameters the flip changed.
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.evidence not in EVIDENCE:
+            raise ValueError(f"claim {self.text!r}: evidence={self.evidence!r} is not one of {', '.join(EVIDENCE)}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Choice:
-    """One design choice group.
+    """One design choice group, by keyword.
 
-    ``config`` is its dataclass (the Hydra schema of the group ``conf/<group>/``); its ``name`` field's default is
-    ``gpt2``, which makes every choice part of the GPT-2 baseline. A choice neither model has (QK-norm) has
-    ``gpt2 == llama2``: its off value.
+    Every declaration says ``group``, ``config`` (its dataclass: the Hydra schema of ``conf/<group>/``, whose
+    ``name`` defaults to GPT-2's value), ``registry`` (a class per value), ``hook`` and ``about``; the rest have
+    defaults. ``gpt2`` is the config's default name; ``llama2`` defaults to it: a choice neither model has
+    (QK-norm), which joins no Llama-2 variant and moves no existing point's identity.
     """
 
     group: str
     config: type
     registry: Registry
-    gpt2: str
-    llama2: str
+    # Where its modules plug in: one of ``HOOKS``.
     hook: str
-    # Position in labels, tables and column order; the ladder adds the choices GPT-2 and Llama-2 differ in by ``rung``.
-    order: int
-    rung: int | None = None
-    # What a variant's name calls each value; a value not listed is its own name, except that a switch's ``on``
-    # and ``off`` are the group's name and ``no`` + it (``bias``: "bias", "nobias"; ``qknorm``: "qknorm").
-    # ``label`` overrides it with a function of the whole architecture (attention names its KV heads).
-    names: dict[str, str] = field(default_factory=dict)
-    label: Callable[[ArchConfig], str] | None = None
-    # How prose and tables spell each value, or each of ``setting_flips`` ("RMSNorm", "sliding window"); a value
-    # not listed is its own name.
-    display: dict[str, str] = field(default_factory=dict)
-    # Whether an architecture has this choice at a value; default: the group's ``name`` equals it. Attention
-    # overrides it because ``gqa`` with every head its own KV head is MHA.
-    matches: Callable[[ArchConfig, str], bool] | None = None
+    # What each value, and each of ``setting_flips``, is: one cell of the docs' and the README's choice tables
+    # (``ablations.config.doc_text`` renders them; ``tests/test_declarations.py`` fails on a value without one).
+    about: dict[str, str] = field(default_factory=dict)
+    gpt2: str = ""
+    llama2: str = ""
     claim: Claim | None = None
     # Claims about a value other than Llama-2's (GeGLU against SwiGLU), each read from that value's flip.
     value_claims: dict[str, Claim] = field(default_factory=dict)
+    # How the report's tables and the docs title the group (default: its name).
+    title: str = ""
+    # How prose and tables spell each value, or each of ``setting_flips`` ("RMSNorm", "sliding window"); a value
+    # not listed is its own name.
+    display: dict[str, str] = field(default_factory=dict)
+    # What a variant's name calls each value; a value not listed is its own name, except that a switch's ``on``
+    # and ``off`` are the group's name and ``no`` + it (``bias``: "bias", "nobias"; ``qknorm``: "qknorm").
+    names: dict[str, str] = field(default_factory=dict)
+    # Position in labels, tables and column order (none: after every group declared before it); the ladder adds the
+    # choices GPT-2 and Llama-2 differ in by ``rung``.
+    order: int | None = None
+    rung: int | None = None
+    # Whether an architecture has this choice at a value; default: the group's ``name`` equals it. Attention
+    # overrides it because ``gqa`` with every head its own KV head is MHA.
+    matches: Callable[[ArchConfig, str], bool] | None = None
     # The values the predictor, the sizes table and the regression check flip GPT-2's block to (default: every
-    # value but GPT-2's, less those whose module says ``reference_only``, as NoPE does).
+    # value but GPT-2's, less those whose class says ``reference_only``, as NoPE's does: ``registry.Traits``).
     flip_values: tuple[str, ...] | None = None
     # Fills the settings a value needs at a model size (attention: GQA's KV heads); default: none needed.
     sized: Callable[[Any, int], Any] | None = None
-    # A result row's columns for this choice (default: ``{group: value}``), and the config read back from a row
-    # (default: the value in ``row[group]``; a row written before the choice existed has GPT-2's value).
-    to_row: Callable[[ArchConfig], dict[str, Any]] | None = None
-    from_row: Callable[[Mapping[str, Any]], Any] | None = None
-    # The report's "what each variant is" table: the column's title and a row's cell (default: ``row[group]``).
-    title: str = ""
-    show: Callable[[Mapping[str, Any]], str] | None = None
     # Named settings of this group that ``+sweep=modern`` flips on Llama-2's block as it flips a value (attention's
     # sliding window: ``{"window": {"window": 64}}`` makes the variant ``llama2_window``).
     setting_flips: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A one-choice sweep (``+sweep=<group>``) over every value is generated unless the group sweeps otherwise.
     sweep: bool = True
-    # What each value, and each of ``setting_flips``, is: one cell of the docs' and the README's choice tables
-    # (``ablations.config.doc_text`` renders them; ``tests/test_declarations.py`` fails on a value without one).
-    about: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.hook not in HOOKS:
             raise ValueError(f"choice {self.group!r}: hook={self.hook!r} is not one of {', '.join(HOOKS)}")
+        default = self.config().name
+        if self.gpt2 and default != self.gpt2:
+            raise ValueError(f"choice {self.group!r}: the config's default name {default!r} must be GPT-2's "
+                             f"value {self.gpt2!r} (the baseline)")
+        object.__setattr__(self, "gpt2", default)  # frozen: filled in once, here
+        object.__setattr__(self, "llama2", self.llama2 or default)
+
+    @property
+    def owns_hook(self) -> bool:
+        """Whether the block builds this group's one module at its hook, so no second group may take it."""
+        return self.hook in OWNED_HOOKS
 
     @property
     def values(self) -> list[str]:
@@ -129,9 +167,7 @@ class Choice:
     def flips(self) -> list[str]:
         if self.flip_values is not None:
             return list(self.flip_values)
-        # Read from the class itself, not inherited: a variant built on NoPE's class is not a reference point.
-        return [v for v in self.values
-                if v != self.gpt2 and not vars(self.registry.get(v) or object).get("reference_only", False)]
+        return [v for v in self.values if v != self.gpt2 and not self.registry.traits(v).reference_only]
 
     def at_size(self, value: str, kv_heads: int, **settings: Any) -> Any:
         """A config at ``value`` with what it needs at a size filled in (GQA's ``kv_heads`` KV heads)."""
@@ -159,42 +195,10 @@ class Choice:
         switch = {"on": self.group, "off": f"no{self.group}"}
         return self.names.get(value, switch.get(value, value))
 
-    def name_in(self, arch: ArchConfig) -> str:
-        """What a variant label calls this choice's value in ``arch``."""
-        if self.label is not None:
-            return self.label(arch)
-        return self.value_name(getattr(arch, self.group).name)
-
     def has(self, arch: ArchConfig, value: str) -> bool:
         if self.matches is not None:
             return self.matches(arch, value)
         return getattr(arch, self.group).name == value
-
-    def row_values(self, arch: ArchConfig) -> dict[str, Any]:
-        if self.to_row is not None:
-            return self.to_row(arch)
-        return {self.group: getattr(arch, self.group).name}
-
-    def config_from_row(self, row: Mapping[str, Any]) -> Any:
-        """The config a result row describes; the value's other settings at their defaults."""
-        value = row.get(self.group)
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return self.config()
-        if self.from_row is not None:
-            return self.from_row(row)
-        return self.config(name=str(value))
-
-    def cell(self, row: Mapping[str, Any]) -> str:
-        """This choice in a result row, as the report's variants table shows it (GPT-2's value if absent)."""
-        if self.show is not None:
-            try:
-                return self.show(row)
-            except (KeyError, TypeError, ValueError):  # a row without the columns it reads predates the choice
-                return self.gpt2
-        value = row.get(self.group)
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return self.gpt2
-        return str(value)
 
     def describe(self, value: str, about: str, display: str | None = None, claim: Claim | None = None) -> None:
         """Say what a value registered into this group from outside its module is (a plugin's ``ffn=relu2``): its
@@ -213,87 +217,3 @@ class Choice:
     def at(self, value: str, **settings: Any) -> Any:
         """A config of this group at ``value`` (other settings at their defaults unless given)."""
         return self.config(name=value, **settings)
-
-
-_DECLARED: dict[str, Choice] = {}
-# Who declared each group: ``blockbench`` or ``plugin NAME (MODULE)`` (``components.registry.registering_as``).
-_SOURCES: dict[str, str] = {}
-
-
-def declare(choice: Choice) -> Choice:
-    """Add a choice to the declared set (called once, at import, by the module that implements it, or a plugin)."""
-    if choice.group in _DECLARED:
-        raise DuplicateError(f"choice group {choice.group!r} is declared twice: by {_SOURCES[choice.group]} and by "
-                             f"{current_source()}")
-    owner = next((c for c in _DECLARED.values() if c.hook == choice.hook and c.hook in OWNED_HOOKS), None)
-    if owner is not None:
-        raise DuplicateError(f"choice group {choice.group!r}: hook={choice.hook!r} is group {owner.group!r}'s (by "
-                             f"{_SOURCES[owner.group]}), whose one module the block builds; register a value into "
-                             f"its registry ({owner.registry.key}) instead")
-    if choice.order in {c.order for c in _DECLARED.values()}:
-        taken = next(c.group for c in _DECLARED.values() if c.order == choice.order)
-        raise DuplicateError(f"choice group {choice.group!r}: order={choice.order} is {taken!r}'s (by "
-                             f"{_SOURCES[taken]}); allowed: any other integer")
-    default = choice.config().name
-    if default != choice.gpt2:
-        raise ValueError(f"choice {choice.group!r}: the config's default name {default!r} must be GPT-2's "
-                         f"value {choice.gpt2!r} (the baseline)")
-    _DECLARED[choice.group] = choice
-    _SOURCES[choice.group] = current_source()
-    return choice
-
-
-def declared_by(group: str) -> str:
-    """Who declared ``group``: ``blockbench`` or ``plugin NAME (MODULE)``."""
-    return _SOURCES[group]
-
-
-def choices() -> list[Choice]:
-    """Every declared choice, in ``order``: blockbench's own, then the installed plugins' and those named in
-    ``$BLOCKBENCH_PLUGINS`` (imported on the first call, ``components.plugins``)."""
-    import components  # noqa: F401  (importing the package imports every module that declares one)
-    from components.plugins import load_plugins
-
-    load_plugins()
-    return sorted(_DECLARED.values(), key=lambda c: c.order)
-
-
-def choice(group: str) -> Choice:
-    for c in choices():
-        if c.group == group:
-            return c
-    raise KeyError(f"no choice group {group!r}; declared: {', '.join(c.group for c in choices())}")
-
-
-def llama2_choices() -> list[Choice]:
-    """The choices Llama-2 moved from GPT-2's value, in ``order``."""
-    return [c for c in choices() if c.in_llama2]
-
-
-def ladder_choices() -> list[Choice]:
-    """The Llama-2 choices in the order the ladder adds them."""
-    return sorted(llama2_choices(), key=lambda c: (c.rung is None, c.rung or 0, c.order))
-
-
-def row_columns() -> list[str]:
-    """The result columns the declared choices write, in declaration order."""
-    from components.config import ArchConfig
-
-    base = ArchConfig()
-    return [col for c in choices() for col in c.row_values(base)]
-
-
-def hook_classes(cfg: ArchConfig, hook: str) -> list[type]:
-    """The classes the choices plugged into ``hook`` use for ``cfg`` (a value registered as None has none)."""
-    out = []
-    for c in choices():
-        if c.hook == hook:
-            cls = c.registry.get(getattr(cfg, c.group).name)
-            if cls is not None:
-                out.append(cls)
-    return out
-
-
-def hook_modules(cfg: ArchConfig, hook: str) -> list[nn.Module]:
-    """The modules the choices plugged into ``hook`` build for ``cfg``, in declaration order."""
-    return [cls(cfg) for cls in hook_classes(cfg, hook)]

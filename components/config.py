@@ -13,12 +13,21 @@ from __future__ import annotations
 import copy
 from dataclasses import asdict, dataclass, is_dataclass
 from dataclasses import replace as replace_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Imported here, never inside a method: the regression check runs this code while another tree's ``components``
 # is the one in ``sys.modules``, where a call-time import would find that tree's modules.
-from components.choice import choices as declared
+from components.declarations import choices as declared
 from components.registry import UnknownVariantError
+
+if TYPE_CHECKING:
+    from components.attention import AttnConfig
+    from components.bias import BiasConfig
+    from components.feedforward import FFNConfig
+    from components.norms import NormConfig
+    from components.parallel import BlockConfig
+    from components.positions import PosConfig
+    from components.qknorm import QKNormConfig
 
 
 class ConfigError(ValueError):
@@ -41,7 +50,19 @@ class ModelConfig:
 
 class ArchConfig:
     """``model`` plus one config per declared choice (``arch.norm``, ``arch.pos``, ...), each at GPT-2's value
-    unless given: ``ArchConfig(model=..., norm=NormConfig("rmsnorm"))``."""
+    unless given: ``ArchConfig(model=..., norm=NormConfig("rmsnorm"))``.
+
+    blockbench's own groups are annotated below, so a type checker and an editor follow ``arch.attn``; a plugin's
+    group is an attribute all the same (``arch.softcap``), typed ``Any``."""
+
+    model: ModelConfig
+    pos: PosConfig
+    norm: NormConfig
+    ffn: FFNConfig
+    attn: AttnConfig
+    bias: BiasConfig
+    qknorm: QKNormConfig
+    block: BlockConfig
 
     def __init__(self, model: ModelConfig | None = None, **choices: Any) -> None:
         self.model = model if model is not None else ModelConfig()
@@ -53,6 +74,10 @@ class ArchConfig:
         for c in groups:
             value = choices.get(c.group)
             setattr(self, c.group, value if value is not None else c.config())
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, group: str) -> Any: ...  # a plugin's group: set in ``__init__`` like the rest
 
     @property
     def groups(self) -> list[str]:

@@ -48,7 +48,7 @@ def ffn_hidden_dim(ffn: FFNConfig, d_model: int) -> int:
     """
     if ffn.hidden_dim is not None:
         return ffn.hidden_dim
-    if not FFNS.get(ffn.name).gated:
+    if not FFNS.traits(ffn.name).gated:
         return 4 * d_model
     hidden = int(2 * 4 * d_model / 3)
     if ffn.multiplier is not None:
@@ -134,6 +134,6 @@ FFN = declare(Choice(
         "SwiGLU improves perplexity per FLOP",
         (("Shazeer 2020, Table 1 (T5 base, 65k steps, log-ppl)", "GELU 1.983, SwiGLU 1.944"),
          ("Narang et al. 2021, Table 1", "early loss: vanilla 2.182, SwiGLU 2.127; steps/s 3.50 / 3.53")),
-        loss="better",
+        loss="better", evidence="per_flop",
     ),
 ))

@@ -96,6 +96,6 @@ NORM = declare(Choice(
         "RMSNorm performs as well as LayerNorm at lower cost",
         (("Zhang & Sennrich 2019", "7%–64% less time; 6.9% on the Transformer (WMT14)"),
          ("Narang et al. 2021, Table 1", "early loss: vanilla 2.182, RMSNorm 2.167; steps/s 3.50 / 3.68")),
-        loss="no worse",
+        loss="no worse", evidence="speed", performs="as well as LayerNorm",
     ),
 ))

@@ -16,7 +16,6 @@ other and does not fuse their matrices: it measures the structure, not PaLM's fu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -68,22 +67,9 @@ class ParallelResidual:
         return Work()
 
 
-def _form(arch: ArchConfig) -> str:
-    """The block's form as labels and rows name it: ``sequential``, ``parallel`` (one shared norm, GPT-J) or
-    ``parallel-2norm`` (GPT-NeoX)."""
-    b = arch.block
-    return b.name if b.name != "parallel" or b.shared_norm else "parallel-2norm"
-
-
-def _from_row(row: Mapping[str, object]) -> BlockConfig:
-    form = str(row["block"])
-    return BlockConfig("parallel", shared_norm=False) if form == "parallel-2norm" else BlockConfig(form)
-
-
 BLOCK = declare(Choice(
-    group="block", config=BlockConfig, registry=BLOCKS, gpt2="sequential", llama2="sequential", hook="block",
-    order=70, title="residual", display={"sequential": "sequential", "parallel": "parallel"}, label=_form,
-    to_row=lambda arch: {"block": _form(arch)}, from_row=_from_row,
+    group="block", config=BlockConfig, registry=BLOCKS, hook="block", order=70, title="residual",
+    display={"sequential": "sequential", "parallel": "parallel"},
     about={"sequential": "attention, then the FFN on the residual it updated",
            "parallel": "attention and the FFN reading the same input side by side, summed (GPT-J, PaLM: one shared "
                        "norm; GPT-NeoX: `block.shared_norm=false`)"},

@@ -10,7 +10,7 @@ non-zero when decoding with a KV cache.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -236,22 +236,11 @@ def build_positions(cfg: ArchConfig) -> nn.Module:
     return POSITIONS.get(cfg.pos.name)(cfg)
 
 
-def _pos_row(arch: ArchConfig) -> dict[str, str]:
-    """RoPE's column names its layout (``rope-half``, ``rope-interleaved``): the two differ in Q/K layout."""
-    p = arch.pos
-    return {"pos": f"rope-{p.layout}" if p.name == "rope" else p.name}
-
-
-def _pos_from_row(row: Mapping[str, object]) -> PosConfig:
-    name, _, layout = str(row["pos"]).partition("-")
-    return PosConfig(name, layout=layout) if layout else PosConfig(name)
-
-
 POS = declare(Choice(
     display={"learned": "learned", "rope": "RoPE", "none": "NoPE", "alibi": "ALiBi"},
     group="pos", title="positions", config=PosConfig, registry=POSITIONS, gpt2="learned", llama2="rope",
     hook="positions", order=10,
-    rung=2, to_row=_pos_row, from_row=_pos_from_row,
+    rung=2,
     about={"learned": "a learned absolute table added at the input",
            "rope": "RoPE: Q and K rotated inside attention (`pos.layout=half|interleaved`, `pos.theta`)",
            "alibi": "ALiBi: a distance penalty on the scores (Press et al. 2022)",
@@ -259,6 +248,7 @@ POS = declare(Choice(
     claim=Claim(
         "RoPE extends to longer contexts more gracefully",
         (("Press et al. 2022 (ALiBi), Table 3", "rotary ppl 19.33 at L=1024 → 31.17 at 2024 → 106.99 at 16024"),),
+        evidence="extrapolation",
     ),
     value_claims={"alibi": Claim(
         "ALiBi trains short and tests long: it extrapolates past its training length",
@@ -267,5 +257,6 @@ POS = declare(Choice(
           "on 2048, training 11% faster with 11% less memory"),
          ("Press et al. 2022, Table 3", "ALiBi ppl 19.31 at L=1024 → 18.40 at 2048 → 18.15 at 16024 "
           "(rotary: 19.33 → 31.17 → 106.99)")),
+        evidence="extrapolation",
     )},
 ))

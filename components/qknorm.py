@@ -65,8 +65,8 @@ class QKNorm(nn.Module):
 
 
 QKNORM = declare(Choice(
-    group="qknorm", title="QK-norm", config=QKNormConfig, registry=QKNORMS, gpt2="off", llama2="off", hook="qk",
-    order=60, display={"off": "no QK-norm", "on": "QK-norm"},
+    group="qknorm", title="QK-norm", config=QKNormConfig, registry=QKNORMS, hook="qk", order=60,
+    display={"off": "no QK-norm", "on": "QK-norm"},
     about={"off": "Q and K as projected",
            "on": "RMSNorm over each head's Q and K before the rotation (Gemma-3, Qwen3, OLMo-2)"},
     claim=Claim(
@@ -79,5 +79,6 @@ QKNORM = declare(Choice(
           "sensitivity, low loss at high learning rates (no loss figure)"),
          ("Qwen3 Technical Report 2025, architecture", "QK-Norm added \"to ensure stable training\"; not ablated"),
          ("Gemma 3 Technical Report 2025, architecture", "QK-norm replaces Gemma 2's soft-capping; not ablated")),
+        evidence="stability",
     ),
 ))

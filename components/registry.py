@@ -1,15 +1,17 @@
 """Name -> class registries, so a config names a variant and a new variant is one decorated class.
 
 Every entry remembers who registered it (``source``): blockbench itself, or the plugin being imported
-(``components.plugins`` sets it around each import), so a name registered twice is refused with one line naming
-both.
+(``components.declarations`` sets it around each import), so a name registered twice is refused with one line
+naming both. What the harness reads off a registered class beyond its hook's methods is declared once, in
+``Traits``, each with the default a class that says nothing gets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Generic, TypeVar
+from dataclasses import dataclass, field, fields
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -31,6 +33,34 @@ def registering_as(source: str) -> Iterator[None]:
         yield
     finally:
         _source = saved
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What consumers read off a value's class: a class sets any of these as a class attribute of the same name
+    (``bounded_length = True``); one it does not set has the default here."""
+
+    # positions: no position past ``model.max_seq_len`` (a learned table), so quality runs train at that length.
+    bounded_length: bool = False
+    # positions: a reference point, left out of the predictor's, sizes' and regression flips (NoPE). Read from the
+    # class itself, not inherited: a value built on NoPE's class is not one.
+    reference_only: bool = field(default=False, metadata={"inherited": False})
+    # ffn: three matrices (SwiGLU), so ``cfg.ffn_hidden`` takes Llama's ≈ 8d/3 rule rather than 4d.
+    gated: bool = False
+    # branch: the branches whose output the module transforms (NormFormer's: attention's alone).
+    branches: tuple[str, ...] = ("attn", "ffn")
+
+
+def traits(cls: type | None) -> Traits:
+    """The traits ``cls`` declares (``None``, a value that builds nothing, has the defaults)."""
+    said: dict[str, Any] = {}
+    for f in fields(Traits) if cls is not None else ():
+        if f.metadata.get("inherited", True):
+            if hasattr(cls, f.name):
+                said[f.name] = getattr(cls, f.name)
+        elif f.name in vars(cls):
+            said[f.name] = vars(cls)[f.name]
+    return Traits(**said)
 
 
 class UnknownVariantError(ValueError):
@@ -73,8 +103,12 @@ class Registry(Generic[T]):
                 f"{self.key}={name!r} is not a known variant; choose one of: {', '.join(self.names())}"
             ) from None
 
+    def traits(self, name: str) -> Traits:
+        """The traits of the class registered as ``name``."""
+        return traits(self.get(name))
+
     def forget(self, name: str) -> None:
-        """Undo a registration (a plugin whose import failed half-way, ``components.plugins``)."""
+        """Undo a registration (a plugin whose import failed half-way, ``components.declarations``)."""
         del self._entries[name], self._sources[name]
 
     def source(self, name: str) -> str:

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from components import Choice, choices
+from components import Choice, choices, declarations
 from components.registry import Registry
-
-# The module, not the package's ``choice`` function of the same name.
-declarations = importlib.import_module("components.choice")
 
 
 @dataclass
@@ -34,4 +30,4 @@ def temporary_choice(**fields: Any) -> Iterator[Choice]:
     try:
         yield extra
     finally:
-        del declarations._DECLARED[extra.group]
+        declarations.undeclare(extra.group)

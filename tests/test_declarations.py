@@ -18,8 +18,8 @@ from ablations.config.variants import arch_from, variant_label
 from ablations.results.identity import point_identity
 from ablations.results.store import config_hash
 from blockbench import testing
-from components import ArchConfig, ModelConfig, choice, choices, llama2_choices
-from components.registry import BUILT_IN
+from components import FFNS, POSITIONS, ArchConfig, Choice, ModelConfig, choice, choices, declarations, llama2_choices
+from components.registry import BUILT_IN, Registry, Traits, traits
 
 VALUES = [(c.group, v) for c in choices() for v in c.values]
 IDS = [f"{g}={v}" for g, v in VALUES]
@@ -48,6 +48,32 @@ def test_the_declarations_are_consistent():
     assert len({c.rung for c in llama2_choices()}) == len(llama2_choices())
     for c in choices():
         testing.check_declaration(c)
+
+
+def test_a_group_is_declared_with_what_it_alone_can_say():
+    @dataclasses.dataclass
+    class TinyConfig:
+        name: str = "off"
+
+    registry: Registry[None] = Registry("tiny.name")
+    registry.add("off", None)
+    registry.add("on", None)
+    last = choices()[-1].order
+    with declarations.kept():
+        tiny_choice = declarations.declare(Choice(group="tiny", config=TinyConfig, registry=registry, hook="flag",
+                                                  about={"off": "nothing", "on": "something"}))
+        # GPT-2's value is the config's default; neither model has it; it goes after every group declared before it.
+        assert (tiny_choice.gpt2, tiny_choice.llama2, tiny_choice.order) == ("off", "off", last + 1)
+        assert choices()[-1] is tiny_choice and tiny_choice.title == "" and not tiny_choice.in_llama2
+        assert tiny().tiny == TinyConfig()
+    assert "tiny" not in ArchConfig().groups
+
+
+def test_what_a_class_does_not_say_is_a_traits_default():
+    assert traits(None) == Traits() and POSITIONS.traits("rope") == Traits()
+    assert POSITIONS.traits("learned").bounded_length and FFNS.traits("geglu").gated  # inherited from SwiGLU's
+    # ``reference_only`` is read from the class itself: learned positions are built on NoPE's class.
+    assert POSITIONS.traits("none").reference_only and not POSITIONS.traits("learned").reference_only
 
 
 @pytest.mark.parametrize("group,value", VALUES, ids=IDS)

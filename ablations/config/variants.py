@@ -12,6 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from ablations.config.columns import config_from_row, name_in
 from components import (
     ATTENTIONS,
     FFNS,
@@ -79,7 +80,7 @@ def arch_from_row(row: Mapping[str, Any], max_seq_len: int = 1 << 20) -> ArchCon
     heads = int(row["n_heads"])
     model = ModelConfig(d_model=int(row.get("d_model", 64 * heads)), n_layers=int(row.get("n_layers", 1)),
                         n_heads=heads, max_seq_len=max_seq_len)
-    arch = ArchConfig(model=model, **{c.group: c.config_from_row(row) for c in choices()})
+    arch = ArchConfig(model=model, **{c.group: config_from_row(c, row) for c in choices()})
     hidden = row.get("ffn_hidden")
     if hidden is None or hidden != hidden:  # absent, or NaN
         return arch
@@ -137,12 +138,12 @@ def variant_label(arch: ArchConfig, matched: bool = False) -> str:
     family = sum(llama.values()) >= len(moved) - 1
     if family == arch.model.tie_embeddings:
         suffix = ("-tied" if family else "-untied") + suffix
-    extras = [c.name_in(arch) for c in choices() if not c.in_llama2 and not c.has(arch, c.gpt2)]
+    extras = [name_in(c, arch) for c in choices() if not c.in_llama2 and not c.has(arch, c.gpt2)]
     if family:
-        odd = [c.name_in(arch) for c in moved if not llama[c.group]]
+        odd = [name_in(c, arch) for c in moved if not llama[c.group]]
         name = "-".join(["llama2", *odd])
         return "+".join([name, *extras]) + suffix
-    changed = [c.name_in(arch) for c in choices() if not c.has(arch, c.gpt2)]
+    changed = [name_in(c, arch) for c in choices() if not c.has(arch, c.gpt2)]
     return ("+".join(changed) if changed else "gpt2") + suffix
 
 
@@ -192,7 +193,7 @@ def flips_of(base: ArchConfig, kv_heads: int, published: ArchConfig | None = Non
     for c in choices():
         for value in c.flips:
             flipped = base.replace(**{c.group: flip_config(c, value, kv_heads, published)})
-            out[c.name_in(flipped)] = flipped
+            out[name_in(c, flipped)] = flipped
     out["llama2"] = llama2_at_size(base.model, kv_heads, published)
     return out
 

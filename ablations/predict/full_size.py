@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from ablations.config.columns import name_in
 from ablations.errors import command, prog
 from ablations.predict.__main__ import extended, load, scenarios
 from ablations.predict.scenarios import flips, full_size_settings, moved_from, predicted, preset_of
@@ -243,7 +244,7 @@ def device(name: str) -> Hardware:
 def _attention(arch: ArchConfig) -> str:
     """The attention as variant labels name it (``mha``, ``gqa4``, ``mla``, ``gqa8-w4096``): what sizes the cache."""
     c = next(c for c in choices() if c.hook == "attention")
-    return c.name_in(arch)
+    return name_in(c, arch)
 
 
 def _mla_note(rows: list[tuple[AtSize, Flip]]) -> str:

@@ -44,7 +44,8 @@ def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     context, longest = int(tc.context), int(tc.context) * max(tc.extrapolation)
     model = ModelConfig(
         d_model=int(tc.d_model), n_layers=int(tc.n_layers), n_heads=int(tc.n_heads),
-        max_seq_len=context if POSITIONS.get(arch.pos.name).bounded_length else longest, vocab_size=vocab_of(cfg.data),
+        max_seq_len=context if POSITIONS.traits(arch.pos.name).bounded_length else longest,
+        vocab_size=vocab_of(cfg.data),
         tie_embeddings=arch.model.tie_embeddings, init_std=arch.model.init_std,
     )
     if arch.attn.name == "gqa" and arch.n_kv_heads < arch.model.n_heads:

@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from ablations.config.columns import row_values
 from ablations.config.variants import baseline_from
 from ablations.quality.arch import quality_arch
 from ablations.quality.data import Corpus, CorpusError, open_corpus
@@ -85,7 +86,7 @@ def _arm(cfg: DictConfig, point_base: dict, measured: ArchConfig, variant: str, 
     tc = cfg.train
     q = quality_arch(cfg, measured)
     aid = arm_id(q, tc, corpus.sha256)
-    base = {**point_base, **{k: v for c in choices() for k, v in c.row_values(measured).items()}}
+    base = {**point_base, **{k: v for c in choices() for k, v in row_values(c, measured).items()}}
     base.update(variant=variant, tie_embeddings=measured.model.tie_embeddings, d_model=q.model.d_model,
                 n_layers=q.model.n_layers, n_heads=q.model.n_heads, n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden,
                 attn=q.attn.name, params=_params(q), params_baseline=params_baseline,

@@ -21,6 +21,7 @@ from types import ModuleType
 import torch
 from torch import nn
 
+from ablations.config.columns import name_in
 from components import POSITIONS, ArchConfig, Choice, ModelConfig, choice, choices, llama2_values
 
 D_MODEL, N_HEADS, MAX_SEQ_LEN = 512, 8, 2304
@@ -69,7 +70,7 @@ def _name(overrides: dict[str, object]) -> str:
     groups, kv = split_overrides(overrides)
     configs = {g: choice(g).at_size(v, kv, **s) for g, (v, s) in groups.items()}
     a = ArchConfig(model=ModelConfig(d_model=D_MODEL, n_layers=1, n_heads=N_HEADS), **configs)
-    return "+".join(choice(g).name_in(a) for g in groups)
+    return "+".join(name_in(choice(g), a) for g in groups)
 
 
 def block_variants() -> dict[str, dict[str, object]]:

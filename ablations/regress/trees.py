@@ -61,10 +61,10 @@ def extract(sha: str, dest: Path, repo: Path = REPO) -> Path:
 
 
 def timed_packages() -> tuple[str, ...]:
-    """The packages each side imports apart: ``components``, and with plugins loaded (``components.plugins``) the
+    """The packages each side imports apart: ``components``, and with plugins loaded (``components.declarations``) the
     ``blockbench`` API they import it through and each plugin's top package, so that every side's plugins register
     into that side's registries."""
-    plugins = sys.modules.get("components.plugins")
+    plugins = sys.modules.get("components.declarations")
     tops = [p.module.split(".")[0] for p in plugins.loaded()] if plugins is not None else []
     return tuple(dict.fromkeys([*TIMED_PACKAGES, *(["blockbench", *tops] if tops else [])]))
 

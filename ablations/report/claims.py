@@ -1,8 +1,9 @@
 """The claims table: each claim of the seed, what this run measured, the published figure, and a reading.
 
 Readings are composed from the numbers (a ratio whose quartiles lie above 1 reads "slower"), never typed
-in. The claims and their published figures, each with its source, are the choices' declarations
-(``components.choice.Claim``); this module reads the evidence.
+in. The claims, their published figures (each with its source) and the evidence each is read from are the choices'
+declarations (``components.choice.Claim``: ``evidence``, ``performs``, ``why``); this module has one reading per
+kind of evidence and names no group, so a new group's claim gets its row from its declaration alone.
 """
 
 from __future__ import annotations
@@ -13,26 +14,28 @@ import pandas as pd
 from ablations.config.variants import BASELINES, arch_from_row, flip_labels, llama2_70b_group
 from ablations.report.formatting import fmt_bytes, fmt_p, fmt_util, fmt_verdict, is_true
 from ablations.report.sizes import kv_70b
-from components import Choice, choice, choices
+from components import Choice, Claim, choice, choices
 
 NOT_MEASURED = "not measured in this run"
 
 
 def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
                  sizes: pd.DataFrame) -> pd.DataFrame:
-    """One row per declared choice with a claim: claim, measured here, published (with source), reading.
+    """One row per declared claim: claim, measured here, published (with source), reading.
 
-    The claim and its published figures are the choice's declaration; a choice with a reader of its own below
-    (the five of GPT-2 → Llama-2) gets that reader's evidence, any other the generic one (cost and quality of its
-    flip against the GPT-2 baseline)."""
+    The claim, its published figures and its evidence are the choice's declaration: a group's claim is read by
+    ``READINGS[claim.evidence]``, a value's (``value_claims``) by ``VALUE_READINGS[claim.evidence]``, else from the
+    value's flip."""
     rows = []
     for c in choices():
-        claims = [(c.claim, READERS.get(c.group, generic), None)] if c.claim is not None else []
-        claims += [(claim, VALUE_READERS.get((c.group, value), value_evidence), value)
-                   for value, claim in c.value_claims.items()]
-        for claim, reader, value in claims:
-            measured, reading = reader(c, table, cmp, quality, sizes) if value is None else reader(
-                c, value, table, cmp, quality, sizes)
+        claims = [(c.claim, None)] if c.claim is not None else []
+        claims += [(claim, value) for value, claim in c.value_claims.items()]
+        for claim, value in claims:
+            if value is None:
+                measured, reading = READINGS[claim.evidence](c, claim, table, cmp, quality, sizes)
+            else:
+                read = VALUE_READINGS.get(claim.evidence, value_evidence)
+                measured, reading = read(c, claim, value, table, cmp, quality, sizes)
             rows.append({
                 "claim": claim.text,
                 "measured in this run": measured,
@@ -151,20 +154,25 @@ def verdict(q: dict | None) -> str | None:
     return q["verdict"].lower() if q is not None and isinstance(q["verdict"], str) else None
 
 
-# --- one function per claim: (measured, reading) ------------------------------------------------------
+# --- one reading per kind of evidence (``components.choice.EVIDENCE``): (measured, reading) --------------
 
-def rmsnorm(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
-            sizes: pd.DataFrame) -> tuple[str, str]:
+def speed(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+          sizes: pd.DataFrame) -> tuple[str, str]:
+    """A claim of lower cost: the flip's forward and train time against its baseline's, then its loss."""
     variant = flip_variant(c)
     r = variant_row(cmp, variant, c.group)
     q = quality_of(quality, variant, c.group if r is None else r["sweep"])
     if r is None and q is None:
         return NOT_MEASURED, NOT_MEASURED + f" (no `{variant}` variant in the table)."
-    measured, reading = _rmsnorm_cost(r)
-    return f"{measured}; {quality_text(q)}", f"{reading}. Quality: {_quality_reading(q, 'as well as LayerNorm')}."
+    measured, reading = _speed_cost(r)
+    return f"{measured}; {quality_text(q)}", f"{reading}. Quality: {_quality_reading(q, _performs(claim))}."
 
 
-def _rmsnorm_cost(r: pd.Series | None) -> tuple[str, str]:
+def _performs(claim: Claim, default: str = "as well as without it") -> str:
+    return claim.performs or default
+
+
+def _speed_cost(r: pd.Series | None) -> tuple[str, str]:
     if r is None:
         return f"cost {NOT_MEASURED}", f"Cost {NOT_MEASURED}"
     measured = (f"forward {ratio_text(r, 'fwd')}, train {ratio_text(r, 'train')} of {against(r)} time at "
@@ -194,8 +202,10 @@ def _quality_reading(q: dict | None, claim: str) -> str:
     return f"validation loss verdict: {v}"
 
 
-def swiglu(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
-           sizes: pd.DataFrame) -> tuple[str, str]:
+def per_flop(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+             sizes: pd.DataFrame) -> tuple[str, str]:
+    """A claim of quality per FLOP: the flip's loss against GPT-2's value beside its FLOPs, parameters and time."""
+    base = c.shown(c.gpt2)
     variant = flip_variant(c)
     r = variant_row(cmp, variant, c.group)
     q = quality_of(quality, variant, c.group if r is None else r["sweep"])
@@ -212,35 +222,29 @@ def swiglu(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFr
                 f"time at {r['shape']} ({where(r)})")
     v = verdict(q)
     if v is None:
-        speed = "" if r is None else f", forward {speed_word(r, 'fwd')}"
+        fwd = "" if r is None else f", forward {speed_word(r, 'fwd')}"
         reading = f"Perplexity {NOT_MEASURED} (no quality rows), so per-FLOP quality is open; its cost here: "
-        reading += f"{flops_txt}{speed}."
+        reading += f"{flops_txt}{fwd}."
     elif "better" in v:
-        per_flop = ("at no more FLOPs" if not pd.isna(flops) and flops <= 1.005 else
+        at_flops = ("at no more FLOPs" if not pd.isna(flops) and flops <= 1.005 else
                     "(FLOPs not compared in this run)" if pd.isna(flops) else f"at {flops:.3f}× the FLOPs")
-        reading = f"Better validation loss than GELU {per_flop}: consistent with the claim at this scale."
+        reading = f"Better validation loss than {base} {at_flops}: consistent with the claim at this scale."
     elif "worse" in v:
-        reading = "Worse validation loss than GELU here: this run contradicts the claim at its scale and budget."
+        reading = f"Worse validation loss than {base} here: this run contradicts the claim at its scale and budget."
     elif "no detectable" in v:
         reading = (f"No detectable loss difference at this scale and budget{detectable(q)}: the claim is neither "
                    "confirmed nor refuted here (more seeds or steps would narrow the interval).")
     else:
-        reading = f"Validation loss verdict against GELU: {v}; per-FLOP quality is open."
+        reading = f"Validation loss verdict against {base}: {v}; per-FLOP quality is open."
     return f"{cost}; {quality_text(q)}", reading
 
 
-def bias(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
-         sizes: pd.DataFrame) -> tuple[str, str]:
-    return flip_evidence(c, cmp, quality, "as well as with biases",
-                         "; a bias is one vector per matrix, so the {params} are all it can save in bytes")
-
-
-def rope(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
-         sizes: pd.DataFrame) -> tuple[str, str]:
+def extrapolation(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+                  sizes: pd.DataFrame) -> tuple[str, str]:
+    """A position scheme's claim to extend past its training length: every scheme's loss by evaluation length."""
     ext = extrapolation_evidence(table)
-    speed = variant_row(cmp, flip_variant(c), c.group)
-    speed_txt = (f"; its cost: forward {speed_word(speed, 'fwd')} at "
-                 f"{speed['shape']}" if speed is not None else "")
+    r = variant_row(cmp, flip_variant(c), c.group)
+    speed_txt = f"; its cost: forward {speed_word(r, 'fwd')} at {r['shape']}" if r is not None else ""
     if ext is None:
         return NOT_MEASURED + " (no extrapolation rows)" + speed_txt, NOT_MEASURED + "."
     measured = "; ".join(f"{v}: {_curve_text(c)}" for v, c in ext.items()) + speed_txt
@@ -262,7 +266,7 @@ def extrapolation_evidence(table: pd.DataFrame) -> dict[str, pd.Series] | None:
     return {names[v]: g.groupby("seq_len")["value"].mean().sort_index() for v, g in rows.groupby("variant")}
 
 
-def extrapolation_against_baseline(c: Choice, value: str, table: pd.DataFrame, cmp: pd.DataFrame,
+def extrapolation_against_baseline(c: Choice, claim: Claim, value: str, table: pd.DataFrame, cmp: pd.DataFrame,
                                    quality: pd.DataFrame | None, sizes: pd.DataFrame) -> tuple[str, str]:
     """A position scheme's loss by evaluation length beside its baseline's (the block it was paired with: RoPE in
     Llama-2's, learned positions in GPT-2's), from the first of its flips the run trained."""
@@ -336,8 +340,9 @@ def _rope_reading(ext: dict[str, pd.Series]) -> str:
     return text + "."
 
 
-def gqa(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
-        sizes: pd.DataFrame) -> tuple[str, str]:
+def kv_cache(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+             sizes: pd.DataFrame) -> tuple[str, str]:
+    """Attention's claim of a smaller KV cache: the arithmetic at Llama-2-70B, then this run's bytes and decode."""
     kv = kv_70b(sizes)
     arithmetic = (f"Llama-2-70B at {kv['context']:,} tokens fp16 (computed on the meta device): MHA "
                   f"{kv['mha_gib']:.3g} GiB vs GQA-{kv['kv_heads']} {kv['gqa_gib']:.3g} GiB, "
@@ -396,10 +401,10 @@ def gqa_row(cmp: pd.DataFrame) -> pd.Series | None:
     return variant_row(cmp, rows=own if not own.empty else best)
 
 
-def generic(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
-            sizes: pd.DataFrame) -> tuple[str, str]:
+def flip(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+         sizes: pd.DataFrame) -> tuple[str, str]:
     """Any declared choice: its flip's cost against the GPT-2 block and its validation loss, read from the numbers."""
-    return flip_evidence(c, cmp, quality, "as well as without it")
+    return flip_evidence(c, cmp, quality, _performs(claim), claim.why)
 
 
 def _kv_text(r: pd.Series) -> str:
@@ -411,10 +416,10 @@ def _kv_text(r: pd.Series) -> str:
     return f"; KV cache {fmt_bytes(r['kv_per_token'])}/token{ctx}, {ratio:.3g}× {against(r)}"
 
 
-def qknorm(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
-           sizes: pd.DataFrame) -> tuple[str, str]:
+def stability(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+              sizes: pd.DataFrame) -> tuple[str, str]:
     """Cost and loss as any flip; then what this scale can say about the claim, which is about stability."""
-    measured, reading = flip_evidence(c, cmp, quality, "as well as without it")
+    measured, reading = flip(c, claim, table, cmp, quality, sizes)
     if quality is None or quality.empty or "diverged" not in quality:
         return measured, reading + " Stability: no quality runs, nothing to say."
     finals = quality[(quality["metric"] == "val_loss") & quality["reference"].isin(BASELINES)]
@@ -430,14 +435,15 @@ def qknorm(c: Choice, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFr
                       f"table says which). {target}; a divergence at this scale is not that instability.")
 
 
-def value_evidence(c: Choice, value: str, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
-                   sizes: pd.DataFrame) -> tuple[str, str]:
+def value_evidence(c: Choice, claim: Claim, value: str, table: pd.DataFrame, cmp: pd.DataFrame,
+                   quality: pd.DataFrame | None, sizes: pd.DataFrame) -> tuple[str, str]:
     """A claim about a value other than Llama-2's (or a setting flip): its flip on Llama-2's block where the run has
     ``+sweep=modern``, else on GPT-2's, against the block it was paired with."""
-    return flip_evidence(c, cmp, quality, "as well as the block without it", variants=flip_labels(c, value))
+    return flip_evidence(c, cmp, quality, _performs(claim, "as well as the block without it"), claim.why,
+                         variants=flip_labels(c, value))
 
 
-def flip_evidence(c: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, claim: str,
+def flip_evidence(c: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, performs: str,
                   why: str = "", variants: list[str] | None = None) -> tuple[str, str]:
     """(measured, reading) of ``c``'s flip (the first of ``variants`` the run measured, default ``flip_variant(c)``,
     else its flip on Llama-2's block): parameters, forward/train/decode ratios and the loss against the block it was
@@ -460,10 +466,11 @@ def flip_evidence(c: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, cl
                 f"at {r['shape']}, decode {ratio_text(r, 'decode')} ({where(r)}){_kv_text(r)}")
         saving = (f"Cost: forward {speed_word(r, 'fwd')}, forward+backward {speed_word(r, 'train')}, decode "
                   f"{speed_word(r, 'decode')} here" + why.format(params=params))
-    return f"{cost}; {quality_text(q)}", f"{saving}. Quality: {_quality_reading(q, claim)}."
+    return f"{cost}; {quality_text(q)}", f"{saving}. Quality: {_quality_reading(q, performs)}."
 
 
-# The choices whose claims have readers of their own; every other declared claim is read by ``generic``.
-READERS = {"pos": rope, "norm": rmsnorm, "ffn": swiglu, "attn": gqa, "bias": bias, "qknorm": qknorm}
-# Claims about a value (or setting flip) with readers of their own; any other is read by ``value_evidence``.
-VALUE_READERS: dict[tuple[str, str], object] = {("pos", "alibi"): extrapolation_against_baseline}
+# A group's claim, by the evidence it declares (``components.choice.EVIDENCE``: every name has its reading).
+READINGS = {"flip": flip, "speed": speed, "per_flop": per_flop, "extrapolation": extrapolation, "kv_cache": kv_cache,
+            "stability": stability}
+# A value's claim (``value_claims``), by its evidence; any other is read from the value's flip (``value_evidence``).
+VALUE_READINGS = {"flip": value_evidence, "extrapolation": extrapolation_against_baseline}

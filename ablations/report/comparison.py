@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ablations.config.columns import row_columns
 from ablations.config.headline import headline_decode, headline_shape
-from components.choice import row_columns
 
 
 def pick(g: pd.DataFrame, metric: str, mode: str | None = None, batch: float | None = None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ablations.config.columns import row_columns
 from ablations.config.variants import arch_from_row, baseline_of_row
 from ablations.measure.calibration import MACHINE
 from ablations.report.formatting import fmt_pct, fmt_ratio_with, fmt_util, fmt_x, markdown_table
@@ -21,7 +22,6 @@ from ablations.roofline.hardware import Hardware, load_hardware
 from ablations.roofline.model import predict
 from ablations.roofline.work import mode_work
 from components import ArchConfig
-from components.choice import row_columns
 
 PREFIX = {"forward": "", "train": "", "prefill": "prefill_", "decode": "decode_"}
 KEYS = ["sweep", "case", "base_case", "variant", "mode", "batch", "seq_len"]

@@ -7,6 +7,7 @@ import logging
 import numpy as np
 import pandas as pd
 
+from ablations.config.columns import cell
 from ablations.quality.widths import by_variant_then_width, several_widths
 from ablations.report.formatting import (
     fmt_bytes,
@@ -39,7 +40,7 @@ def variants_table(s: pd.DataFrame) -> str:
     derived from the same values, so the table is what a reader checks a name against)."""
     first = s.drop_duplicates("variant")
     tied = first.get("tie_embeddings", pd.Series(np.nan, index=first.index))  # absent in tables older than it
-    cells = {c.title or c.group: [c.cell(r) for _, r in first.iterrows()] for c in choices()}
+    cells = {c.title or c.group: [cell(c, r) for _, r in first.iterrows()] for c in choices()}
     # A choice neither GPT-2 nor Llama-2 varies gets a column only in a sweep that moves it.
     cells = {t: v for (t, v), c in zip(cells.items(), choices(), strict=True) if c.in_llama2 or set(v) != {c.gpt2}}
     return markdown_table(pd.DataFrame({

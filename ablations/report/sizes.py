@@ -21,6 +21,7 @@ from collections.abc import Iterable
 import pandas as pd
 import torch
 
+from ablations.config.columns import name_in
 from ablations.config.variants import flips_of, llama_like_kv_heads
 from ablations.errors import command, prog
 from ablations.measure.flops import per_token_forward_flops
@@ -123,7 +124,7 @@ def counterfactuals() -> list[Entry]:
 def moved_from_gpt2(arch: ArchConfig) -> str:
     """Every declared choice ``arch`` has at a value other than GPT-2's, as a variant label names it (``rope``,
     ``gqa8``, ``nobias``), in declaration order."""
-    return ", ".join(c.name_in(arch) for c in choices() if not c.has(arch, c.gpt2)) or NONE_MOVED
+    return ", ".join(name_in(c, arch) for c in choices() if not c.has(arch, c.gpt2)) or NONE_MOVED
 
 
 def row(entry: Entry) -> dict:

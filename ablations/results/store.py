@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ablations.config.columns import row_columns
 from ablations.results.durable import write_atomic
 from ablations.results.table import POINTS_DIR, TABLE
 from ablations.results.table import collect as collect_points
-from components.choice import row_columns
 
 if TYPE_CHECKING:  # pandas is imported where a table is read or written, not at every command's start
     import pandas as pd

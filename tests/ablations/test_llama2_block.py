@@ -13,6 +13,7 @@ import torch
 
 import components
 from ablations.config import variants
+from ablations.config.columns import row_values
 from ablations.config.variants import arch_from, baseline_of, variant_label
 from ablations.predict import scenarios
 from ablations.regress import cases as regress_cases
@@ -63,7 +64,7 @@ def test_the_layout_is_a_parameter_that_reaches_the_rope(layout):
     arch = llama2_block(UNTIED, 2, layout)
     rope = build_decoder(arch).positions
     assert isinstance(rope, RotaryPositions) and rope.rotation(4).layout == layout
-    assert choice("pos").row_values(arch) == {"pos": f"rope-{layout}"}
+    assert row_values(choice("pos"), arch) == {"pos": f"rope-{layout}"}
     assert variant_label(arch) == "llama2"  # the layout changes the rotation, not which block it is
     # The same weights and input give another output in the other layout: the rotation reads it.
     other = "interleaved" if layout == "half" else "half"

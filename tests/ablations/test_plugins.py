@@ -1,9 +1,10 @@
-"""Plugins (``components.plugins``, ``ablations.plugin_args``): found, refused in one line when they clash or fail,
+"""Plugins (``components.declarations``, ``ablations.plugin_args``): found, refused in one line when they clash or fail,
 recorded in rows, in a point's identity only where they shape it; and an uninstalled copy of the example plugin
 working through ``plugins=`` (the installed one: ``tests/ablations/test_plugin_install.py``, extended tier).
 
-The in-process tests write small plugin modules into a temporary folder and restore every declaration and registry
-after each test (``isolated``), so no other test sees them."""
+The in-process tests write small plugin modules into a temporary folder and take back every declaration,
+registration and plugin record after each test (``isolated``: ``components.declarations.kept``), so no other test
+sees them."""
 
 from __future__ import annotations
 
@@ -18,35 +19,22 @@ import pytest
 
 from ablations import plugin_args
 from ablations.errors import UsageError, command
-from components import FFNS, choices, plugins
+from components import FFNS, choices
 from components import choice as choice_of
+from components import declarations as plugins
 from components.plugins import Plugin, PluginError
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "blockbench-relu2-softcap"
-declarations = sys.modules["components.choice"]
 
 
 @pytest.fixture
 def isolated(tmp_path, monkeypatch):
     """A folder for plugin modules on the path; every declaration, registry entry and plugin record as it was."""
-    groups, sources = dict(declarations._DECLARED), dict(declarations._SOURCES)
-    entries = {c.group: (dict(c.registry._entries), dict(c.registry._sources), dict(c.about)) for c in choices()}
-    loaded, broken = dict(plugins._loaded), list(plugins._broken)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv(plugins.ENV, "")  # and as it was after: ``plugins=`` writes it for the child processes
-    yield tmp_path
-    declarations._DECLARED.clear()
-    declarations._DECLARED.update(groups)
-    declarations._SOURCES.clear()
-    declarations._SOURCES.update(sources)
-    for c in choices():
-        c.registry._entries, c.registry._sources = dict(entries[c.group][0]), dict(entries[c.group][1])
-        c.about.clear()
-        c.about.update(entries[c.group][2])
-    plugins._loaded.clear()
-    plugins._loaded.update(loaded)
-    plugins._broken[:] = broken
+    with plugins.kept():
+        yield tmp_path
     for name in [m for m in sys.modules if m.startswith("plug_")]:
         del sys.modules[name]
 
@@ -137,11 +125,17 @@ def test_the_environment_variable_is_named_once():
     assert plugin_args.ENV == plugins.ENV
 
 
+def test_the_old_module_names_the_same_functions():
+    from components import plugins as old
+
+    assert old.load_plugins is plugins.load_plugins and old.shaping is plugins.shaping and old.Plugin is Plugin
+
+
 def test_a_broken_installed_plugin_is_skipped_with_a_warning_and_named_where_input_is_bad(isolated, monkeypatch,
                                                                                          capsys):
     point = importlib.metadata.EntryPoint(name="gone", value="plug_not_there", group=plugins.GROUP)
     monkeypatch.setattr(plugins.importlib.metadata, "entry_points", lambda group: [point])
-    monkeypatch.setattr(plugins, "_started", False)
+    monkeypatch.setattr(plugins, "_plugins_started", False)
     plugins.load_plugins()  # goes on: the run may not need it
     warning = capsys.readouterr().err
     assert warning.count("\n") == 1 and warning.startswith("blockbench: warning: installed plugin gone (entry point "

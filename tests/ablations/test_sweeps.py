@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ablations.config.columns import name_in
 from ablations.config.generated import flips
 from components import ArchConfig, ModelConfig, choices
 
@@ -85,7 +86,7 @@ def test_every_value_of_every_choice_runs_end_to_end(tmp_path):
                 "profile.decode_contexts=[32]", "train.steps=6", "train.eval_interval=3"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "results.csv")
-    labels = {"gpt2", "llama2", *(c.name_in(ArchConfig(model=ModelConfig(n_heads=4), **{c.group: c.at_size(v, 2)}))
+    labels = {"gpt2", "llama2", *(name_in(c, ArchConfig(model=ModelConfig(n_heads=4), **{c.group: c.at_size(v, 2)}))
                                   for c in choices() for v in c.values[1:])}
     assert set(table["variant"]) == labels
     assert set(table["status"]) == {"ok"}

@@ -13,7 +13,6 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from ablations.config.variants import arch_from_row, variant_label
 from components import (
     ATTENTIONS,
     ArchConfig,
@@ -25,13 +24,11 @@ from components import (
     PosConfig,
     RotaryPositions,
     build_decoder,
-    choice,
     count_parameters,
     new_cache,
 )
 from components.mla import LATENT_NORM_EPS, LatentCache, MultiHeadLatentAttention
 from components.positions import build_positions
-from components.presets import llama2_block
 from components.qknorm import QKNormConfig
 from components.work import Step, Work
 
@@ -426,48 +423,3 @@ def test_mla_checks_its_settings_and_refuses_qknorm_and_a_window():
         base.replace(qknorm=QKNormConfig("on")).validate()
     with pytest.raises(ConfigError, match=r"attn\.kv_lora_rank=64 is an attn=mla setting; attn=mha"):
         base.replace(attn=AttnConfig("mha", kv_lora_rank=64)).validate()
-
-
-def test_mla_names_rows_and_reads_back():
-    attn = choice("attn")
-    arch = mla_cfg()
-    assert arch.n_kv_heads == HEADS  # one K and V per head, up-projected: never taken for GQA or MQA
-    assert attn.has(arch, "mla") and not attn.has(arch, "mha") and not attn.has(arch, "gqa")
-    assert variant_label(arch) == "rope+mla" and attn.shown("mla") == "MLA"
-    untied = ModelConfig(d_model=D, n_heads=HEADS, tie_embeddings=False)  # Llama-2's, as its labels expect
-    assert variant_label(llama2_block(untied, 2).replace(attn=AttnConfig("mla"))) == "llama2-mla"
-    sized = mla_cfg(kv_lora_rank=32, q_lora_rank=24)
-    assert attn.name_in(sized) == "mla-kv32-q24" and attn.has(sized, "mla")
-    for a in (arch, sized):
-        row = {**attn.row_values(a), "n_heads": HEADS, "d_model": D}
-        assert set(row) - {"n_heads", "d_model"} == set(attn.row_values(ArchConfig()))  # every row, the same columns
-        assert attn.config_from_row(row) == a.attn  # defaults read back as defaults
-        assert arch_from_row(row).attn == a.attn
-    row = {**attn.row_values(sized), "n_heads": HEADS, "d_model": D}
-    assert (row["kv_lora_rank"], row["qk_rope_head_dim"], row["q_lora_rank"]) == (32, 8, 24)
-    assert attn.cell(row) == "latent 32+8, q 24"
-    assert attn.cell({**attn.row_values(arch), "n_heads": HEADS}) == "latent 64+8"
-    # A table reads empty cells back as NaN.
-    nan = {**attn.row_values(arch), "q_lora_rank": float("nan"), "window": float("nan"), "n_heads": HEADS, "d_model": D}
-    assert attn.config_from_row(nan) == AttnConfig("mla")
-
-
-def test_a_window_is_in_the_row_and_the_label_only_when_set():
-    attn = choice("attn")
-    plain = ArchConfig(model=ModelConfig(d_model=D, n_heads=HEADS))
-    row = attn.row_values(plain)
-    assert row == {"attn": "mha", "n_kv_heads": HEADS, "window": None, "kv_lora_rank": None,
-                   "qk_rope_head_dim": None, "q_lora_rank": None}
-    assert variant_label(plain) == "gpt2" and attn.cell({**row, "n_heads": HEADS}) == "4 / 4"
-    windowed = plain.replace(attn=AttnConfig("mha", window=16))
-    assert variant_label(windowed) == "mha-w16" and not attn.has(windowed, "mha")
-    row = {**attn.row_values(windowed), "n_heads": HEADS}
-    assert row["window"] == 16 and attn.cell(row) == "4 / 4, window 16"
-    assert attn.config_from_row(row) == AttnConfig("mha", window=16)
-    gqa = llama2_block(ModelConfig(d_model=D, n_heads=HEADS, tie_embeddings=False), kv_heads=2)
-    assert variant_label(gqa) == "llama2"
-    gqa_windowed = gqa.replace(attn=AttnConfig("gqa", 2, window=16))
-    assert variant_label(gqa_windowed) == "llama2-gqa2-w16"
-    assert attn.config_from_row({**attn.row_values(gqa_windowed), "n_heads": HEADS}) == gqa_windowed.attn
-    # Sizing GQA keeps its window.
-    assert attn.at_size("gqa", 2, window=16) == AttnConfig("gqa", 2, window=16)

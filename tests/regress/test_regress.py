@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
+from ablations.config.columns import name_in
 from ablations.measure.intervals import Interval, median_interval
 from ablations.measure.timing import PairedTiming
 from ablations.regress import callgrind, cli, summary
@@ -85,7 +86,7 @@ def test_the_default_set_covers_every_component_variant_and_the_block_in_every_m
     for c in choices():
         for value in c.values[1:]:
             flipped = ArchConfig(model=ModelConfig(n_heads=8), **{c.group: c.at_size(value, 2)})
-            name = c.name_in(flipped)
+            name = name_in(c, flipped)
             assert {f"block/{name}/{m}" for m in ("forward", "train", "decode")} <= names, name
     assert len(names) == len(all_cases())  # no name twice
     assert [c.name for c in select("ci")] == [c.name for c in all_cases() if c.name in CI_CASES]

@@ -18,7 +18,9 @@ from ablations.report.markdown import build_report, quality_section
 from ablations.report.sections import summarize_quality
 from ablations.report.sizes import sizes_table
 from ablations.report.tables import load_table, split
-from components import choice, choices
+from components import Claim, choice, choices
+from components.choice import EVIDENCE
+from tests.temporary_choice import temporary_choice
 
 LINK = re.compile(r"\]\((figures/[^)]+)\)")
 # Each declared choice's claim, by group: the table has exactly these rows, in declaration order.
@@ -167,8 +169,8 @@ def test_claims_table_has_every_declared_claim_with_sources(built, sizes):
     assert "slower (1.12× [" in reading and "composite" not in reading  # no cause this run did not measure
     measured, published, reading = frame.loc[CLAIM["bias"]]
     assert measured == "not measured in this run" and "PaLM" in published  # no nobias variant here
-    for c in choices():  # a choice without a reader of its own gets the generic one, its sources included
-        if c.claim is not None and c.group not in claims.READERS:
+    for c in choices():  # a claim read from its flip (the default evidence) names its sources all the same
+        if c.claim is not None and c.claim.evidence == "flip":
             measured, published, _ = frame.loc[CLAIM[c.group]]
             assert measured == "not measured in this run"
             assert all(src in published for src, _ in c.claim.published)
@@ -325,7 +327,9 @@ def test_the_bias_claim_reads_its_parameters_time_and_quality():
                                  ci_lo=1.79, ci_hi=1.81, unit="nats/byte", diff=0.002, diff_lo=-0.01, diff_hi=0.014,
                                  alpha_adjusted=0.05, p_holm=0.6, verdict="no detectable difference", mde=0.02,
                                  mde_note="")])
-    measured, reading = claims.bias(choice("bias"), pd.DataFrame(), cmp, quality, pd.DataFrame())
+    bias = choice("bias")
+    read = claims.READINGS[bias.claim.evidence]
+    measured, reading = read(bias, bias.claim, pd.DataFrame(), cmp, quality, pd.DataFrame())
     assert "parameters -0.163%" in measured and "forward 0.97× [0.95, 0.99]" in measured
     assert "Holm p 0.6" in measured
     assert "forward faster (0.97× [0.95, 0.99])" in reading and "forward+backward no measurable difference" in reading
@@ -387,3 +391,17 @@ def test_the_work_table_shows_the_executed_flops_beside_the_designs_and_flags_a_
     assert "118% (ceiling under-measured) / " in row
     baseline = next(ln for ln in text.splitlines() if ln.startswith("| gpt2 |") and "GFLOP" in ln)
     assert "executed" not in baseline and "under-measured" not in baseline
+
+
+def test_a_new_groups_claim_is_read_from_the_evidence_it_declares():
+    # Every kind of evidence a claim may declare has its reading; no reading names a group.
+    assert set(claims.READINGS) == set(EVIDENCE) and set(claims.VALUE_READINGS) <= set(EVIDENCE)
+    with pytest.raises(ValueError, match="evidence='typo' is not one of flip, speed"):
+        Claim("a claim", evidence="typo")
+    claim = Claim("The extra thing trains stably", (("Someone 2025", "no spikes"),), evidence="stability")
+    with temporary_choice(claim=claim) as extra:
+        measured, reading = claims.READINGS[extra.claim.evidence](extra, claim, pd.DataFrame(), pd.DataFrame(), None,
+                                                                  pd.DataFrame())
+    assert measured == claims.NOT_MEASURED
+    assert "`extra`" in reading and reading.endswith("Stability: no quality runs, nothing to say.")
+
