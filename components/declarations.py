@@ -1,28 +1,16 @@
 """The declared set of choices, and its one owner: declaring, listing, and loading the plugins that declare more.
 
-blockbench's own declarations are imported once, when the ``components`` package is imported
-(``import_built_ins``: every module of the package, so a module that declares a group is found without being
-listed). Plugins are imported once per process, on the first listing (``choices()``) or when a command asks
-(``load_plugins``), after blockbench's own, in two ways:
+blockbench's own declarations are imported once, with the ``components`` package (``import_built_ins``), so a
+module that declares a group is found without being listed. Plugins are imported once per process, on the first
+``choices()`` (or ``load_plugins``), after blockbench's own: an installed distribution's entry point in the group
+``blockbench.choices``, or a module named by ``plugins=[pkg.mod,...]`` on any command (``ablations.plugin_args``),
+passed on in ``$BLOCKBENCH_PLUGINS`` to the processes a command starts. What a plugin declares or registers is
+attributed to it (``components.registry.registering_as``), so a duplicate is refused naming both sources.
 
-- an installed distribution names a module in the entry-point group ``blockbench.choices`` (its
-  ``pyproject.toml``: ``[project.entry-points."blockbench.choices"] relu2 = "blockbench_relu2_softcap"``);
-- a module that is not installed is named explicitly: ``plugins=[pkg.mod,...]`` on any ``blockbench`` command
-  (``ablations.plugin_args``), which puts it in ``$BLOCKBENCH_PLUGINS`` so that the processes a command starts
-  (Hydra's re-exec, launchers' workers) import it too.
-
-Importing a plugin declares (``declare(Choice(...))``) and registers (``@FFNS.register("relu2")``) as a built-in
-module does; everything it adds is attributed to it (``components.registry.registering_as``), so a group or value
-that exists is refused with one line naming both sources.
-
-Faults. A plugin named explicitly that fails to import stops the command (``PluginError``: one line naming the
-module and its error). An installed entry point that fails to import is skipped with one warning line: an
-environment holds many packages, and one broken plugin the run does not use should not stop every run there;
-a run that names a group or value it would have provided then stops at that name, and the error line names the
-broken plugin (``broken_note``). Either way what it declared before it failed is taken back.
-
-Nothing here imports at call time but a plugin's own module: the regression check runs this code while another
-tree's ``components`` is the one in ``sys.modules``, where a call-time import would find that tree's modules.
+A plugin named explicitly that fails to import stops the command (``PluginError``, one line); a broken installed
+entry point is skipped with one warning, and an error about a name it would have provided names it
+(``broken_note``). Either way what it declared before it failed is taken back. Nothing here imports at call time
+but a plugin's own module: the regression check runs this code while another tree's ``components`` is imported.
 """
 
 from __future__ import annotations
@@ -52,7 +40,6 @@ _choices: dict[str, Choice] = {}  # by group, in ``order``
 _sources: dict[str, str] = {}  # who declared each group: ``blockbench`` or ``plugin NAME (MODULE)``
 
 
-# --- declaring and listing ----------------------------------------------------------------------------------------
 
 def declare(choice: Choice) -> Choice:
     """Add a choice to the declared set (called once, at import, by the module that implements it, or a plugin).
@@ -144,7 +131,6 @@ def import_built_ins(package: str, path: list[str]) -> None:
         importlib.import_module(f"{package}.{module.name}")
 
 
-# --- taking back what was added -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class _Mark:
@@ -191,7 +177,6 @@ def kept() -> Iterator[None]:
         _set_started(started)
 
 
-# --- plugins ------------------------------------------------------------------------------------------------------
 
 class PluginError(Exception):
     """A plugin that cannot be used: one line naming it and what went wrong."""
@@ -213,8 +198,7 @@ class Plugin:
         return f"plugin {self.name} ({self.module})"
 
     @property
-    def pinned(self) -> str:
-        """``name==version``, as rows record it."""
+    def pinned(self) -> str:  # as rows record it
         return f"{self.name}=={self.version}"
 
 
