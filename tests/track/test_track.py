@@ -107,7 +107,8 @@ def test_mlflow_holds_one_run_per_point_with_its_seeds_nested(mlflow_sweep):
     seed = runs["llama2 seed 0"]
     assert own.data.tags["mlflow.parentRunId"] == sweep.info.run_id
     assert seed.data.tags["mlflow.parentRunId"] == own.info.run_id
-    assert own.data.params == flatten(composed(*SMOKE, "variant=llama2", "+logger=mlflow"))  # the point's config
+    # The point's config, with the quality family the run's start adds (one comparison: this point's).
+    assert own.data.params == flatten(composed(*SMOKE, "variant=llama2", "+logger=mlflow", "train.family=1"))
     # The point's own seed (its file also holds its baseline's seed 0, logged as a seed run of its own).
     assert runs["gpt2 seed 0"].data.tags["mlflow.parentRunId"] == own.info.run_id
     curve = table[(table["metric"] == "val_loss") & (table["mode"] == "curve") & (table["variant"] == "llama2")]
