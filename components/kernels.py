@@ -3,14 +3,13 @@
 Every kernel takes q (batch, n_heads, t, d) and k, v (batch, n_kv_heads, s, d) whose keys end with the step's own t,
 so queries and keys align bottom-right (``causal_mask``, the one mask builder; MLA's module uses it too). K and V are
 never copied per query head: query head i reads KV head ``i // group`` (``fold_queries``). Copying them
-(``repeat_kv``) made long-context GQA decode slower than MHA here, which would invert the very result the kv sweep
-measures.
+(``repeat_kv``) would add memory traffic that GQA exists to save, and blame the harness's copy on the design choice.
 
 ``attend`` picks the kernel for a step (``sdpa`` chooses between the first two):
 
-- ``reference_sdpa``: SDPA with ``enable_gqa=True``, what the others are tested against. On CPU (torch 2.13) its
-  decode step read a GQA-2 cache at about a third of the bandwidth MHA's SDPA reaches, which would blame the
-  harness's kernel on the design choice.
+- ``reference_sdpa``: SDPA with ``enable_gqa=True``, what the others are tested against; its CPU decode step
+  reads a shared-head cache at a lower rate than MHA's (``scripts/attention_bandwidth.py``, whose figures are in
+  ``results/reference/roofline``), which would blame the library's kernel on the design choice.
 - ``folded_sdpa``: each KV head's query group becomes the query dimension of one plain SDPA call, so the kernel
   streams each KV head once for its whole group. Used for steps of at most ``FOLD_MAX_QUERIES`` new tokens (decode
   and short chunks); long prefills keep the reference, whose causal kernel skips the masked half.

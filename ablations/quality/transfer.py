@@ -78,7 +78,7 @@ def per_choice(c: pd.DataFrame, readings: pd.DataFrame | None = None, worth: pd.
     rows = []
     for variant, g in c.groupby("variant", sort=False):
         verdicts = list(g["verdict"])
-        answered = all(v in ("better", "worse", "no detectable difference") for v in verdicts)
+        answered = all(v in ANSWERED for v in verdicts)
         row: dict[str, object] = {"variant": variant}
         for _, cell in g.iterrows():
             k = _cell_multiplier(worth, variant, cell["corpus"], cell["d_model"])
@@ -98,6 +98,20 @@ def per_choice(c: pd.DataFrame, readings: pd.DataFrame | None = None, worth: pd.
     return pd.DataFrame(rows)
 
 
+def verdict_counts(c: pd.DataFrame) -> pd.Series:
+    """Per variant, how its verdict reads over the cells: ``consistent: no difference in 6 of 6`` where it is the same
+    everywhere, ``no difference in 3 of 6, better in 3`` where it is not (most frequent first)."""
+    out = {}
+    for variant, g in c.sort_values(["corpus", "d_model"]).groupby("variant", sort=False):
+        answered = g["verdict"].isin(ANSWERED).all()
+        counts = g["verdict"].map(_short).value_counts()
+        parts = [f"{v} in {n} of {len(g)}" if i == 0 else f"{v} in {n}" for i, (v, n) in enumerate(counts.items())]
+        out[variant] = ("consistent: " if answered and len(counts) == 1 else "") + ", ".join(parts)
+    return pd.Series(out, dtype=object)
+
+
+# Verdicts that answer a comparison (a seed budget spent without an answer is none of them).
+ANSWERED = ("better", "worse", "no detectable difference")
 # Verdicts as a cell says them.
 SHORT = {"no detectable difference": "no difference"}
 

@@ -73,7 +73,7 @@ def _label(row: pd.Series, baseline: str) -> str:
 
 
 def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
-               transfer: pd.DataFrame | None = None, withhold: bool = False) -> pd.DataFrame:
+               transfer: pd.Series | None = None, withhold: bool = False) -> pd.DataFrame:
     """One row per variant compared with its baseline, sweep by sweep in the table's order, each sweep's rows in the
     declarations' order (Llama-2's block last); empty when the run compared no variant with its baseline."""
     quality = pd.DataFrame() if summary is None else summary[
@@ -131,7 +131,7 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
 
 
 def buys_table(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
-               transfer: pd.DataFrame | None = None, withhold: bool = False) -> str | None:
+               transfer: pd.Series | None = None, withhold: bool = False) -> str | None:
     """The table (markdown), with a sweep column when the run holds more than one; None when the run compared no
     variant with its baseline."""
     frame = buys_frame(table, cmp, summary, worth, transfer, withhold)
@@ -169,16 +169,9 @@ def _predicted_ttl(w: pd.Series | None, train_ratio: float | None) -> str:
     return time_to_loss(k, train_ratio, train_ratio, train_ratio).text() + " (predicted)"
 
 
-def _transfer(transfer: pd.DataFrame | None, variant: str) -> str:
-    """How the verdict reads over the transfer sweep's cells: ``no difference in 6 of 6`` where it is consistent,
-    ``better in 4 of 6, no difference in 2`` where it is not."""
-    if transfer is None or transfer.empty or variant not in set(transfer["variant"]):
-        return "—"
-    r = transfer[transfer["variant"] == variant].iloc[0]
-    verdicts = [str(r[k]).split(",")[0] for k in transfer.columns if " d=" in k]
-    counts = pd.Series(verdicts).value_counts()
-    parts = [f"{v} in {n} of {len(verdicts)}" if i == 0 else f"{v} in {n}" for i, (v, n) in enumerate(counts.items())]
-    return ("consistent: " if r["consistent"] == "yes" else "") + ", ".join(parts)
+def _transfer(counts: pd.Series | None, variant: str) -> str:
+    """The variant's verdicts over the transfer sweep's cells (``ablations.quality.transfer.verdict_counts``)."""
+    return "—" if counts is None or variant not in counts.index else str(counts[variant])
 
 
 def calibration_table(worth: pd.DataFrame) -> str | None:
@@ -208,7 +201,7 @@ def corpus_names(table: pd.DataFrame) -> dict[str, str]:
 
 
 def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
-                   worth: pd.DataFrame) -> tuple[list[str], pd.DataFrame | None]:
+                   worth: pd.DataFrame) -> tuple[list[str], pd.Series | None]:
     """The transfer sweep's section (``ablations.quality.transfer``) and its per-choice table, when the run has one."""
     from ablations.quality import transfer
     from ablations.quality.worth import seed_readings
@@ -236,7 +229,7 @@ def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
              f"**{'—' if math.isnan(rate) else f'{100 * rate:.0f}%'}** of {n}. Trend of k: its factor (in steps) per "
              "doubling of training compute with the 95% interval (least squares over every seed and rung).", "",
              markdown_table(per), ""]
-    return lines, per
+    return lines, transfer.verdict_counts(c)
 
 
 def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,

@@ -46,8 +46,8 @@ def headline_table(table: pd.DataFrame, sweep: str = SWEEP) -> str:
         raise ReportError(f"sweep {sweep!r} has no decode rows: the headline's decode column needs them")
     summary = summarize_quality(rows)[0] if not split(rows)[1].empty else None
     multipliers = worth(rows) if summary is not None else pd.DataFrame()
-    _, per_choice = transfer_lines(summary, rows, multipliers)
-    frame = buys_frame(rows, cmp, summary, multipliers, per_choice)
+    _, verdicts = transfer_lines(summary, rows, multipliers)
+    frame = buys_frame(rows, cmp, summary, multipliers, verdicts)
     frame = frame[frame["sweep"] == sweep]
     if frame.empty:
         raise ReportError(f"sweep {sweep!r} compares no variant with {BASELINE}")

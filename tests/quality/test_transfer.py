@@ -81,3 +81,16 @@ def test_the_trend_is_a_slope_per_doubling_with_its_interval_and_refuses_bounds(
     assert text.startswith(f"×{math.sqrt(1.2):.3g} per doubling [")
     readings.loc[0, "censored"] = ">"
     assert trend(readings, "swiglu", "a").startswith("not fitted")
+
+
+def test_verdict_counts_say_consistent_only_for_one_answered_verdict_everywhere():
+    from ablations.quality.transfer import verdict_counts
+
+    c = pd.DataFrame({"variant": ["a"] * 3 + ["b"] * 3 + ["c"] * 2, "corpus": ["x"] * 8,
+                      "d_model": [48, 64, 96, 48, 64, 96, 48, 64],
+                      "verdict": ["no detectable difference"] * 3 + ["better", "no detectable difference", "better"]
+                      + ["budget spent", "budget spent"]})
+    counts = verdict_counts(c)
+    assert counts["a"] == "consistent: no difference in 3 of 3"
+    assert counts["b"] == "better in 2 of 3, no difference in 1"
+    assert counts["c"] == "budget spent in 2 of 2"  # the same everywhere, but never answered
