@@ -1,5 +1,6 @@
 """The packages: ``ablations``, ``components`` and ``blockbench`` (the API plugins rely on), and the repository's
-top-level ``conf/`` shipped inside ``ablations`` as ``ablations/conf`` (``ablations.paths.conf_dir`` finds either).
+top-level ``conf/`` shipped inside ``ablations`` as ``ablations/conf`` (``ablations.config.paths.conf_dir`` finds
+either).
 pyproject.toml's ``[tool.setuptools.packages.find]`` cannot give a folder another package's name; everything else is
 there."""
 

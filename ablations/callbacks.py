@@ -13,12 +13,9 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ablations.errors import Fault, os_error_line
+from ablations.config.errors import Fault, os_error_line
 
 log = logging.getLogger("ablations")
-
-# Set by ``ablations.cli.main`` after it expanded the sweep; None when unknown.
-EXPECTED_POINTS: int | None = None
 
 
 def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> None:
@@ -92,7 +89,11 @@ def _track(folder: Path, cfg: DictConfig) -> str:
 
 
 class SweepCallback(Callback):
-    def __init__(self) -> None:
+    """``expected_points``: how many points the run has, for the ETA; ``blockbench run`` counts them when it checks
+    every point (``hydra.callbacks.collect.expected_points``); None where unknown."""
+
+    def __init__(self, expected_points: int | None = None) -> None:
+        self.expected_points = expected_points
         self.statuses: list[str] = []
         self.started = time.monotonic()
         self.bar: Any = None
@@ -101,7 +102,7 @@ class SweepCallback(Callback):
         from tqdm.auto import tqdm
 
         self.started = time.monotonic()
-        self.bar = tqdm(total=EXPECTED_POINTS, desc=f"sweep {config.sweep_name}", unit="point",
+        self.bar = tqdm(total=self.expected_points, desc=f"sweep {config.sweep_name}", unit="point",
                         disable=not sys.stderr.isatty())
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
@@ -117,7 +118,7 @@ class SweepCallback(Callback):
             self.bar.update(1)
             self.bar.set_postfix_str(f"{config.get('sweep_name')}: last {status}")
         if not sys.stderr.isatty():
-            done, total = len(self.statuses), EXPECTED_POINTS
+            done, total = len(self.statuses), self.expected_points
             elapsed = time.monotonic() - self.started
             eta = f", ETA {elapsed / done * (total - done):.0f} s" if total else ""
             log.info("point %d/%s %s (%.0f s elapsed%s)", done, total or "?", status, elapsed, eta)

@@ -5,7 +5,7 @@ our cross-field rules would otherwise fail at the first bad point after the good
 whole sweep is expanded and checked up front, exactly as Hydra's basic sweeper will expand it, and so are
 the output folders; the first problem is printed as one line naming the key, with exit status 2 and no
 traceback. A fault of the environment once work has started (a full disk, a corpus gone) stops the run
-with one line and exit status 1 (``ablations.errors``: ``blockbench run: error: ...``).
+with one line and exit status 1 (``ablations.config.errors``: ``blockbench run: error: ...``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ablations.config.checks import check_keys
+from ablations.config.errors import Fault, UsageError, command, os_error_line
+from ablations.config.paths import conf_dir
 from ablations.config.schema import (
     BaselineConfig,
     DataConfig,
@@ -37,8 +39,6 @@ from ablations.config.schema import (
     register_configs,
 )
 from ablations.config.variants import BASELINES
-from ablations.errors import Fault, UsageError, command, os_error_line
-from ablations.paths import conf_dir
 from ablations.results.durable import probe_folder
 from ablations.runner import check_point
 from components import choices
@@ -261,12 +261,9 @@ def under_torchrun(argv: list[str]) -> list[str]:
 @command("run")
 def main(argv: list[str] | None = None) -> None:
     argv = under_torchrun(with_baseline_variant(sys.argv[1:] if argv is None else argv))
-    from ablations import callbacks
-
     run = check_every_point(argv)
-    callbacks.EXPECTED_POINTS = None if run is None else run.points
     if run is not None:  # the quality seeds' stopping rule holds each comparison at the sweep's family-wise level
-        argv = [*argv, f"train.family={run.family}"]
+        argv = [*argv, f"train.family={run.family}", f"hydra.callbacks.collect.expected_points={run.points}"]
     skip_the_basic_sweepers_second_check()
     from ablations.measure.ceilings import forget_run
 

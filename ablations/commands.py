@@ -6,7 +6,7 @@
 
 Each subcommand is a module's ``main(argv)``, the same one its ``python -m`` form runs, so both stop alike: one
 line, ``blockbench COMMAND: error: ...``, exit status 2 for bad input and 1 for a fault during the run
-(``ablations.errors``). The modules are imported only when their command runs: ``blockbench --help`` imports
+(``ablations.config.errors``). The modules are imported only when their command runs: ``blockbench --help`` imports
 neither torch nor Hydra.
 """
 
@@ -16,8 +16,8 @@ import importlib
 import sys
 from dataclasses import dataclass
 
-from ablations.errors import PROG, CommandError, error_line
-from ablations.plugin_args import start, take_plugins
+from ablations.config.errors import PROG, CommandError, error_line
+from ablations.config.plugin_args import start, take_plugins
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(error_line(name, exc.message), file=sys.stderr)
         return exc.status
     if cmd.malloc:
-        from ablations.tuned_malloc import reexec_with_tuned_malloc
+        from ablations.measure.tuned_malloc import reexec_with_tuned_malloc
 
         reexec_with_tuned_malloc(cmd.malloc, rest)
     rest = start(name, rest)  # every plugin imported before the command's modules read the declared choices

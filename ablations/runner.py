@@ -16,8 +16,8 @@ from omegaconf import DictConfig
 
 from ablations.config.checks import check_run, resolve_device, resolve_dtype
 from ablations.config.columns import row_values
+from ablations.config.errors import Fault
 from ablations.config.variants import variant_label
-from ablations.errors import Fault
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import measure_point
 from ablations.measure.quality_step import measure_quality_step

@@ -3,9 +3,10 @@
 blockbench's own declarations are imported once, with the ``components`` package (``import_built_ins``), so a
 module that declares a group is found without being listed. Plugins are imported once per process, on the first
 ``choices()`` (or ``load_plugins``), after blockbench's own: an installed distribution's entry point in the group
-``blockbench.choices``, or a module named by ``plugins=[pkg.mod,...]`` on any command (``ablations.plugin_args``),
-passed on in ``$BLOCKBENCH_PLUGINS`` to the processes a command starts. What a plugin declares or registers is
-attributed to it (``components.registry.registering_as``), so a duplicate is refused naming both sources.
+``blockbench.choices``, or a module named by ``plugins=[pkg.mod,...]`` on any command
+(``ablations.config.plugin_args``), passed on in ``$BLOCKBENCH_PLUGINS`` to the processes a command starts. What a
+plugin declares or registers is attributed to it (``components.registry.registering_as``), so a duplicate is refused
+naming both sources.
 
 A plugin named explicitly that fails to import stops the command (``PluginError``, one line); a broken installed
 entry point is skipped with one warning, and an error about a name it would have provided names it
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from components.config import ArchConfig
 
 GROUP = "blockbench.choices"
-ENV = "BLOCKBENCH_PLUGINS"  # also ablations.plugin_args.ENV, which names it without importing torch
+ENV = "BLOCKBENCH_PLUGINS"  # also ablations.config.plugin_args.ENV, which names it without importing torch
 
 _choices: dict[str, Choice] = {}  # by group, in ``order``
 _sources: dict[str, str] = {}  # who declared each group: ``blockbench`` or ``plugin NAME (MODULE)``

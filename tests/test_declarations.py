@@ -186,7 +186,7 @@ def test_a_neutral_setting_at_its_default_stays_out_of_the_identity(monkeypatch)
 
 def test_a_sweep_into_a_folder_with_points_of_another_configuration_is_refused(tmp_path):
     from ablations.cli import prevalidate
-    from ablations.errors import UsageError
+    from ablations.config.errors import UsageError
 
     points = tmp_path / "points"
     points.mkdir()

@@ -1,7 +1,8 @@
 """The pipeline's layout stays true: no import cycle in ``ablations/``, and every stage imports only the
 stages below it (config <- results <- quality <- measure <- report, measure timing the quality model's training
-step; tools read results; the entry modules on top, and nothing imports the CLI; ``errors`` and ``paths`` below
-everything, ``paths`` on ``errors``)."""
+step; tools read results; the entry modules on top, and nothing imports the CLI; ``config.errors`` and
+``config.paths`` below everything, ``paths`` on ``errors``); the top level holds only the entry points and the
+runner."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "ablations"
 
-# What each stage may import from ``ablations`` (itself always). The entry layer (``__main__``, ``cli``,
-# ``commands``, ``runner``, ``callbacks``, ``tuned_malloc``, and each stage's ``__main__``) may import any stage.
+# The top level of ``ablations``: the entry points (``__main__``, ``cli``, ``commands``, and ``callbacks``, which
+# Hydra calls at the sweep's end) and the runner. With each stage's ``__main__`` they are the entry layer, which
+# may import any stage.
+TOP_LEVEL = {"__init__", "__main__", "cli", "commands", "callbacks", "runner"}
+# What each stage may import from ``ablations`` (itself always).
 ALLOWED = {
     "config": set(),
-    "roofline": set(),
+    # config: where ``conf/`` is (``config.paths``), for the hardware entries.
+    "roofline": {"config"},
     "results": {"config"},
     # quality: the quality model's training step, timed paired beside the block's (measure.quality_step).
     "measure": {"config", "results", "roofline", "quality"},
@@ -31,7 +36,7 @@ ALLOWED = {
 # Below every stage, and importable from each: the commands' one error type and line (``errors``) and where
 # ``conf/`` and the user's folder are (``paths``). Each imports nothing of ``ablations`` but what is listed here:
 # a bad user folder is a usage error.
-FOUNDATION = {"ablations.errors": set(), "ablations.paths": {"ablations.errors"}}
+FOUNDATION = {"ablations.config.errors": set(), "ablations.config.paths": {"ablations.config.errors"}}
 # Named in the layout issue: the directions that must never appear, whatever ALLOWED grows into.
 FORBIDDEN = [("quality", "measure"), ("measure", "report"), ("roofline", "measure"), ("report", "predict")]
 
@@ -131,6 +136,10 @@ def test_every_stage_imports_only_the_stages_below_it():
     assert violations(import_graph(ROOT)) == []
 
 
+def test_the_top_level_holds_only_the_entry_points_and_the_runner():
+    assert {p.stem for p in ROOT.glob("*.py")} == TOP_LEVEL
+
+
 def test_each_stage_is_a_package():
     for name in ALLOWED:
         assert (ROOT / name / "__init__.py").is_file(), name
@@ -149,9 +158,11 @@ def broken_tree(tmp_path: Path) -> Path:
     (root / "results" / "rows.py").write_text("def f():\n    from ablations.config.checks import x\n")
     (root / "quality" / "run.py").write_text("from ablations.measure.point import Rows\nimport ablations.cli\n")
     (root / "measure" / "point.py").write_text("")
-    (root / "errors.py").write_text("from ablations.config import checks\n")  # below every stage: imports nothing
-    (root / "paths.py").write_text("from ablations.errors import UsageError\nfrom ablations.config import checks\n")
-    (root / "results" / "table.py").write_text("from ablations.errors import UsageError\n")  # allowed anywhere
+    # below every stage: imports nothing
+    (root / "config" / "errors.py").write_text("from ablations.config import checks\n")
+    (root / "config" / "paths.py").write_text("from ablations.config.errors import UsageError\n"
+                                              "from ablations.config import checks\n")
+    (root / "results" / "table.py").write_text("from ablations.config.errors import UsageError\n")  # allowed anywhere
     return root
 
 
@@ -162,8 +173,8 @@ def test_the_checks_catch_a_cycle_and_forbidden_imports(broken_tree: Path):
     assert "ablations.quality.run -> ablations.measure.point: quality -> measure is forbidden" in found
     assert "ablations.quality.run -> ablations.cli: nothing but __main__ imports the CLI" in found
     assert "ablations.config.checks -> ablations.results.rows: config may import only nothing" in found
-    assert "ablations.errors -> ablations.config.checks: ablations.errors must import nothing of ablations" in found
-    assert "ablations.paths -> ablations.config.checks: ablations.paths must import nothing of ablations but " \
-           "['ablations.errors']" in found
-    assert "ablations.paths -> ablations.errors" not in found
+    errors, paths, checks = "ablations.config.errors", "ablations.config.paths", "ablations.config.checks"
+    assert f"{errors} -> {checks}: {errors} must import nothing of ablations" in found
+    assert f"{paths} -> {checks}: {paths} must import nothing of ablations but ['{errors}']" in found
+    assert "ablations.config.paths -> ablations.config.errors" not in found
     assert "ablations.results.table" not in found

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ablations import plugin_args
-from ablations.errors import UsageError
+from ablations.config import plugin_args
+from ablations.config.errors import UsageError
 from components import choice, plugins
 
 ROOT = Path(__file__).resolve().parent.parent

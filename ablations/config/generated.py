@@ -26,8 +26,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 from ablations.config.corpora import CORPORA
+from ablations.config.paths import conf_dir
 from ablations.config.variants import BASELINES
-from ablations.paths import conf_dir
 from components import Choice, choices, ladder_choices, llama2_choices, llama2_values
 
 BASELINE = "gpt2"

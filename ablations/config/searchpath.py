@@ -1,6 +1,6 @@
 """The user's config folder on Hydra's search path, before the package's ``conf/``: ``hardware=NAME`` and
 ``model=NAME`` find the user's entries in every command that composes (``run``, ``predict``, ``full-size``), and a
-name in both is the user's (``ablations.paths.user_conf`` says so once).
+name in both is the user's (``ablations.config.paths.user_conf`` says so once).
 
 A ``SearchPathPlugin`` rather than ``hydra.searchpath`` in the primary configs: Hydra searches that list after the
 primary config's folder, so the package would win, and ``blockbench calibrate``'s ``this_machine`` could never replace
@@ -17,7 +17,7 @@ from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.plugins import Plugins
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
-from ablations.paths import HOME_ENV, conf_dir, user_conf
+from ablations.config.paths import HOME_ENV, conf_dir, user_conf
 
 PROVIDER = f"blockbench user folder (${HOME_ENV})"
 

@@ -1,7 +1,7 @@
 """``python -m ablations.predict [hardware=NAME] [model=NAME] [key=value ...]``: each choice at full size.
 
 Hydra composes ``conf/predict.yaml`` with the ``hardware`` and ``model`` groups (the package's entries and the user's
-own, in ``$BLOCKBENCH_HOME``: ``ablations.paths``). Prints, per scenario, each
+own, in ``$BLOCKBENCH_HOME``: ``ablations.config.paths``). Prints, per scenario, each
 one-choice flip of GPT-2's block against it and each flip on Llama-2's block (the choices that came after it, and
 named settings such as a sliding window) against Llama-2's block, at the same size (the ``against`` column):
 predicted time, what bounds it, KV-cache memory and the largest batch that fits, and which ceilings and
@@ -18,9 +18,9 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ablations.config.errors import UsageError, command
+from ablations.config.paths import conf_dir, conf_names
 from ablations.config.schema import register_configs
-from ablations.errors import UsageError, command
-from ablations.paths import conf_dir, conf_names
 from ablations.predict.scenarios import Scenario, predicted
 from ablations.predict.table import ELEMENT_BYTES, markdown, prediction_table
 from ablations.roofline.hardware import Hardware

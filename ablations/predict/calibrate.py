@@ -3,10 +3,10 @@
     blockbench calibrate --threads 2            # -> $BLOCKBENCH_HOME/hardware/this_machine.yaml
 
 The entry goes into the user's config folder (``$BLOCKBENCH_HOME``, by default ``~/.config/blockbench``:
-``ablations.paths``), never into the installed package; every command finds it there as ``hardware=this_machine``,
-in place of the package's own entry of that name (the reference machine's). ``--out`` writes elsewhere (the
-repository's ``conf/hardware/this_machine.yaml``, to replace the reference). The folder is checked before the
-minutes of measuring: one that cannot be written is one line and exit status 2.
+``ablations.config.paths``), never into the installed package; every command finds it there as
+``hardware=this_machine``, in place of the package's own entry of that name (the reference machine's). ``--out`` writes
+elsewhere (the repository's ``conf/hardware/this_machine.yaml``, to replace the reference). The folder is checked before
+the minutes of measuring: one that cannot be written is one line and exit status 2.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 import torch
 import yaml
 
-from ablations.errors import Fault, UsageError, command, os_error_line, prog
+from ablations.config.errors import Fault, UsageError, command, os_error_line, prog
+from ablations.config.paths import HOME_ENV, home_dir, home_key, user_conf
 from ablations.measure.calibration import MACHINE, calibrate
-from ablations.paths import HOME_ENV, home_dir, home_key, user_conf
 from ablations.results.durable import probe_folder, write_atomic
 
 

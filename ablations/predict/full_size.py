@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from ablations.config.columns import name_in
-from ablations.errors import command, prog
+from ablations.config.errors import command, prog
 from ablations.predict.__main__ import extended, load, scenarios
 from ablations.predict.scenarios import flips, full_size_settings, moved_from, predicted, preset_of
 from ablations.predict.table import ELEMENT_BYTES, fmt_seconds, prediction_table

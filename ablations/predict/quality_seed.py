@@ -19,9 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ablations.config.checks import check_run
+from ablations.config.errors import UsageError, command
+from ablations.config.paths import conf_dir, conf_entry, conf_names
 from ablations.config.schema import register_configs
-from ablations.errors import UsageError, command
-from ablations.paths import conf_dir, conf_entry, conf_names
 from ablations.predict.table import ELEMENT_BYTES, fmt_seconds
 from ablations.quality.arch import quality_arch
 from ablations.quality.train import final_batches

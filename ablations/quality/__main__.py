@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ablations.errors import UsageError, command, prog
+from ablations.config.errors import UsageError, command, prog
 from ablations.quality.inference import ALPHA
 from ablations.quality.seeds import STOPS
 from ablations.quality.stats import summarize

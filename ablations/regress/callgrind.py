@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ablations.paths import ROOT
+from ablations.config.paths import ROOT
 
 WARMUP_CALLS = 2
 CONTROL = "callgrind_control"

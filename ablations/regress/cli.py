@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from ablations.errors import UsageError, command, prog
+from ablations.config.errors import UsageError, command, prog
 from ablations.measure.intervals import Precision
 from ablations.regress import callgrind, comparable, paired, summary
 from ablations.regress.cases import CASE_SETS, Case, Subject, all_cases, arch, select, split_overrides

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from ablations.paths import ROOT
+from ablations.config.paths import ROOT
 
 # The packages whose code is timed; everything else (torch, the harness, the case definitions) is shared.
 TIMED_PACKAGES = ("components",)

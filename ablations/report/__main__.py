@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ablations.errors import Fault, UsageError, command, os_error_line, prog
+from ablations.config.errors import Fault, UsageError, command, os_error_line, prog
 from ablations.report.markdown import build_report
 from ablations.report.tables import ReportError, combine, load_table
 from ablations.results.durable import write_atomic

@@ -12,8 +12,8 @@ import functools
 
 from omegaconf import OmegaConf
 
+from ablations.config.paths import conf_dir
 from ablations.config.variants import flips_at_size
-from ablations.paths import conf_dir
 from ablations.report.flips import flip_name
 from ablations.roofline.hardware import Hardware
 from ablations.roofline.model import predict_mode

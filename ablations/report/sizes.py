@@ -22,8 +22,8 @@ import pandas as pd
 import torch
 
 from ablations.config.columns import name_in
+from ablations.config.errors import command, prog
 from ablations.config.variants import flips_of, llama_like_kv_heads
-from ablations.errors import command, prog
 from ablations.measure.flops import per_token_forward_flops
 from ablations.report.formatting import (
     fmt_bytes,

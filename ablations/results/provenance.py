@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ablations.paths import ROOT
+from ablations.config.paths import ROOT
 
 REPO = ROOT  # git runs here: the checkout's revision, "unknown" where the package is not in one
 

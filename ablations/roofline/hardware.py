@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from ablations.paths import conf_entry
+from ablations.config.paths import conf_entry
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,6 @@ class Hardware:
 
 def load_hardware(name: str) -> Hardware | None:
     """The ``hardware`` entry ``name`` as a ``Hardware``, from where Hydra would take it (the user's folder, else
-    the package's: ``ablations.paths.conf_entry``); None when there is none."""
+    the package's: ``ablations.config.paths.conf_entry``); None when there is none."""
     path = conf_entry("hardware", name)
     return Hardware.from_dict(yaml.safe_load(path.read_text())) if path else None

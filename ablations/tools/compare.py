@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ablations.errors import UsageError, command, prog
+from ablations.config.errors import UsageError, command, prog
 from ablations.results.table import TableError, load
 
 KEY = ["sweep", "variant", "baseline", "metric", "mode", "batch", "seq_len"]

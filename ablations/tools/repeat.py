@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ablations.errors import UsageError, command, prog
+from ablations.config.errors import UsageError, command, prog
 from ablations.tools.compare import KEY, InputError, load_table, medians
 
 DEFAULT_METRICS = ("latency_ratio", "decode_latency_ratio", "prefill_latency_ratio")

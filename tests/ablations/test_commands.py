@@ -43,7 +43,7 @@ def test_an_unknown_or_missing_command_is_one_line_naming_the_allowed_ones(argv,
 @pytest.mark.parametrize("name", COMMANDS)
 def test_each_command_is_its_modules_main_under_its_own_name(name):
     main = importlib.import_module(COMMANDS[name].module).main
-    assert main.command == name  # the name its error line says (ablations.errors.command)
+    assert main.command == name  # the name its error line says (ablations.config.errors.command)
 
 
 @pytest.mark.parametrize("name", [n for n, c in COMMANDS.items() if c.module != "ablations.cli"])

@@ -9,8 +9,8 @@ import pytest
 
 from ablations.cli import check_every_point, prevalidate
 from ablations.config.corpora import CORPORA
+from ablations.config.errors import UsageError
 from ablations.config.generated import all_sweep, ladder, leave_one_out, modern, sweep_lines, transfer_rungs
-from ablations.errors import UsageError
 from components import choices, llama2_choices
 
 # The sweeps written as files; the generated ones follow from the declarations.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ablations.errors import Fault, os_error_line
+from ablations.config.errors import Fault, os_error_line
 from ablations.results import durable
 from ablations.results.durable import WriteError, probe_folder, write_atomic
 from ablations.results.store import COLUMNS, collect, point_done, write_frame, write_point, write_table

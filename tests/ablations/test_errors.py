@@ -1,7 +1,7 @@
 """Bad input and faults of the environment: each is one line on stderr and an exit status, never a traceback,
 and nothing already written is lost.
 
-Every line is ``blockbench run: error: ...`` (``ablations.errors``). Input and environment checked before any
+Every line is ``blockbench run: error: ...`` (``ablations.config.errors``). Input and environment checked before any
 work (exit status 2) run in-process through ``ablations.cli.main``;
 faults met during a run (exit status 1) run a real sweep in a subprocess with the fault injected
 (``inject/sitecustomize.py``), and a rerun shows the points written before it were kept.
@@ -22,8 +22,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from ablations import cli
+from ablations.config.errors import Fault, error_line
 from ablations.config.schema import ProfileConfig, TrainConfig
-from ablations.errors import Fault, error_line
 from ablations.results import durable
 from ablations.results.store import point_done
 from ablations.results.table import POINTS_DIR

@@ -88,7 +88,8 @@ def env() -> dict[str, str]:
 
 
 def test_the_packages_and_conf_come_from_the_wheel(venv, env, tmp_path):
-    out = sh(venv / "bin" / "python", "-c", "import ablations, components; from ablations.paths import conf_dir; "
+    out = sh(venv / "bin" / "python", "-c", "import ablations, components; "
+             "from ablations.config.paths import conf_dir; "
              "print(ablations.__file__, components.__file__, conf_dir(), sep='\\n')", cwd=tmp_path, env=env)
     files = [Path(line) for line in out.splitlines()]
     assert all(f.is_relative_to(venv) for f in files), files

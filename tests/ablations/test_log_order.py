@@ -51,27 +51,23 @@ def done(status: str) -> JobReturn:
 
 @pytest.mark.parametrize("status", ["ok", "failed"])
 def test_a_single_run_says_its_point_before_it_ends(status, tmp_path, events, monkeypatch):
-    monkeypatch.setattr(callbacks, "EXPECTED_POINTS", 1)
-    callbacks.SweepCallback().on_job_end(config(RunMode.RUN, tmp_path), done(status))
+    callbacks.SweepCallback(expected_points=1).on_job_end(config(RunMode.RUN, tmp_path), done(status))
     assert [e.split(" (")[0] for e in events] == [f"point 1/1 {status}", f"finish({tmp_path})"]
 
 
 def test_a_single_run_skipped_writes_nothing(tmp_path, events, monkeypatch):
-    monkeypatch.setattr(callbacks, "EXPECTED_POINTS", 1)
-    callbacks.SweepCallback().on_job_end(config(RunMode.RUN, tmp_path), done("skipped"))
+    callbacks.SweepCallback(expected_points=1).on_job_end(config(RunMode.RUN, tmp_path), done("skipped"))
     assert [e.split(" (")[0] for e in events] == ["point 1/1 skipped"]
 
 
 def test_a_single_run_whose_job_raised_leaves_the_exception_to_hydra(tmp_path, events, monkeypatch):
-    monkeypatch.setattr(callbacks, "EXPECTED_POINTS", 1)
     raised = JobReturn(status=JobStatus.FAILED, _return_value=RuntimeError("a bug"))
-    callbacks.SweepCallback().on_job_end(config(RunMode.RUN, tmp_path), raised)
+    callbacks.SweepCallback(expected_points=1).on_job_end(config(RunMode.RUN, tmp_path), raised)
     assert [e.split(" (")[0] for e in events] == ["point 1/1 failed"]
 
 
 def test_a_multirun_says_every_point_before_it_ends(tmp_path, events, monkeypatch):
-    monkeypatch.setattr(callbacks, "EXPECTED_POINTS", 2)
-    cfg, callback = config(RunMode.MULTIRUN, tmp_path), callbacks.SweepCallback()
+    cfg, callback = config(RunMode.MULTIRUN, tmp_path), callbacks.SweepCallback(expected_points=2)
     callback.on_multirun_start(cfg)
     callback.on_job_end(cfg, done("ok"))
     callback.on_job_end(cfg, done("failed"))

@@ -1,5 +1,5 @@
-"""Plugins (``components.declarations``, ``ablations.plugin_args``): found, refused in one line when they clash or fail,
-recorded in rows, in a point's identity only where they shape it; and an uninstalled copy of the example plugin
+"""Plugins (``components.declarations``, ``ablations.config.plugin_args``): found, refused in one line when they clash
+or fail, recorded in rows, in a point's identity only where they shape it; and an uninstalled copy of the example plugin
 working through ``plugins=`` (the installed one: ``tests/ablations/test_plugin_install.py``, extended tier).
 
 The in-process tests write small plugin modules into a temporary folder and take back every declaration,
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ablations import plugin_args
-from ablations.errors import UsageError, command
+from ablations.config import plugin_args
+from ablations.config.errors import UsageError, command
 from components import FFNS, choices
 from components import choice as choice_of
 from components import declarations as plugins

@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 from ablations import callbacks, runner
 from ablations.cli import hydra_main
-from ablations.errors import Fault
+from ablations.config.errors import Fault
 from ablations.results.store import point_done
 from tests.ablations.jobs import job_config
 

@@ -13,8 +13,9 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
-from ablations import cli, paths
-from ablations.paths import conf_dir, home_dir
+from ablations import cli
+from ablations.config import paths
+from ablations.config.paths import conf_dir, home_dir
 from ablations.predict import __main__ as predict
 from ablations.predict import calibrate, full_size
 from ablations.report import roofline

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ablations.cli import prevalidate
-from ablations.errors import UsageError
+from ablations.config.errors import UsageError
 from ablations.quality.data import data_format, stdlib_files
 from ablations.quality.tokens import SNIFF_BYTES, not_text
 from tests.quality.helpers import composed

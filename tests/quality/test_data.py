@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ablations.cli import prevalidate
-from ablations.errors import UsageError
+from ablations.config.errors import UsageError
 from ablations.quality import tokens
 from ablations.quality.data import load_corpus, min_bytes, stdlib_files
 from tests.quality.helpers import quality_rows

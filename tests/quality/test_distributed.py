@@ -12,7 +12,7 @@ import torch
 import torch.multiprocessing as mp
 
 from ablations.cli import prevalidate
-from ablations.errors import UsageError
+from ablations.config.errors import UsageError
 from ablations.quality import distributed
 from ablations.quality.arch import quality_arch
 from ablations.quality.data import load_corpus

@@ -19,7 +19,7 @@ import pytest
 
 from ablations import cli
 from ablations.cli import prevalidate
-from ablations.errors import UsageError, error_line
+from ablations.config.errors import UsageError, error_line
 from ablations.quality import data
 from ablations.quality.data import (
     ENGLISH_INSTALL,

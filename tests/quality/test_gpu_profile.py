@@ -11,8 +11,8 @@ import torch
 from omegaconf import OmegaConf
 
 from ablations.cli import prevalidate
-from ablations.errors import UsageError
-from ablations.paths import conf_entry
+from ablations.config.errors import UsageError
+from ablations.config.paths import conf_entry
 from ablations.predict.quality_seed import evaluations, run, seed_time
 from ablations.quality.arch import quality_arch
 from ablations.quality.ledger import arm_id

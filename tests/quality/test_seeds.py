@@ -226,19 +226,19 @@ def test_the_run_counts_the_family_and_hands_it_to_every_point_in_its_config(arg
     import logging
     import sys
 
-    from ablations import callbacks, cli
+    from ablations import cli
 
-    assert cli.check_every_point(argv).family == family
+    run = cli.check_every_point(argv)
+    assert run.family == family
     handed = []
     monkeypatch.setattr(cli, "hydra_main", lambda: handed.append(list(sys.argv[1:])))
     monkeypatch.setattr(cli, "skip_the_basic_sweepers_second_check", lambda: None)
     # What the run's start sets for the process, put back after the test.
     monkeypatch.setattr(sys, "argv", ["blockbench"])
-    monkeypatch.setattr(callbacks, "EXPECTED_POINTS", None)
     monkeypatch.setattr(logging, "raiseExceptions", logging.raiseExceptions)
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
     cli.main(argv)
-    assert handed == [[*argv, f"train.family={family}"]]
+    assert handed == [[*argv, f"train.family={family}", f"hydra.callbacks.collect.expected_points={run.points}"]]
     cfg = composed("norm=rmsnorm", f"train.family={family}")
     assert family_size(cfg.train) == family and family_size(composed("norm=rmsnorm").train) == 1
     # The sweep's, not the point's: a point's identity and its arms are the same in any family.

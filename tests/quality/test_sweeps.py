@@ -12,8 +12,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 
 from ablations.cli import CONF_DIR, expand_jobs, prevalidate
+from ablations.config.errors import UsageError
 from ablations.config.variants import match_params, variant_label
-from ablations.errors import UsageError
 from ablations.quality.arch import map_kv_heads, quality_arch
 from ablations.quality.stats import _rung, summarize
 from ablations.runner import check_point as check_run

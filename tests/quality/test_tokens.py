@@ -15,7 +15,7 @@ import torch
 
 from ablations.callbacks import finish
 from ablations.cli import hydra_main, prevalidate
-from ablations.errors import UsageError
+from ablations.config.errors import UsageError
 from ablations.quality.__main__ import report as quality_report
 from ablations.quality.arch import quality_arch
 from ablations.quality.data import data_format, open_corpus, vocab_of, windows

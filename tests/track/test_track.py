@@ -12,7 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from ablations.cli import prevalidate
-from ablations.errors import UsageError
+from ablations.config.errors import UsageError
 from ablations.results.identity import point_identity
 from ablations.results.store import COLUMNS
 from ablations.track import check_logger, log_sweep
@@ -75,8 +75,8 @@ def test_a_tracker_that_is_not_installed_is_one_line_before_any_work(monkeypatch
 def test_each_declared_tracker_has_its_config_and_writer_and_nothing_else_does():
     import importlib
 
+    from ablations.config.paths import conf_dir
     from ablations.config.trackers import TRACKERS
-    from ablations.paths import conf_dir
 
     assert {p.stem for p in (conf_dir() / "logger").glob("*.yaml")} == set(TRACKERS)
     for name, tracker in TRACKERS.items():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ablations.errors import CommandError, UsageError, error_line
+from ablations.config.errors import CommandError, UsageError, error_line
 
 KEY = "plugins"
 ENV = "BLOCKBENCH_PLUGINS"  # components.plugins.ENV: read there, named here without importing torch

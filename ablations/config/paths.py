@@ -20,9 +20,9 @@ import os
 import sys
 from pathlib import Path
 
-from ablations.errors import PROG, UsageError
+from ablations.config.errors import PROG, UsageError
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parent.parent
 # The folder holding the package: the repository in a source checkout or an editable install (``git`` runs
 # there), site-packages when installed.
 ROOT = PACKAGE.parent
