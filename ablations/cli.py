@@ -40,7 +40,7 @@ from ablations.config.schema import (
 )
 from ablations.config.variants import BASELINES
 from ablations.results.durable import probe_folder
-from ablations.runner import check_point
+from ablations.runner import plan_point
 from components import choices
 
 CONF_DIR = conf_dir()
@@ -156,12 +156,13 @@ def check_every_point(argv: list[str]) -> CheckedRun | None:
                 cfg = loader.load_sweep_config(primary, job) if len(jobs) > 1 or multirun else primary
                 check_keys(cfg, job)
                 OmegaConf.resolve(cfg)
-                arch = check_point(cfg)
-                compared += compares_with_baseline(cfg, arch)
+                folder = Path(cfg.out) if cfg.get("out") else Path(OmegaConf.select(cfg, "hydra.sweep.dir"))
+                plan = plan_point(cfg, folder)
+                # A comparison with its baseline (the baseline point itself is not one).
+                compared += plan.quality is not None and plan.pair.variant != plan.pair.baseline_name
                 folders.update(output_folders(cfg, multirun))
                 if multirun:
-                    folder, stem = point_of(cfg, arch)
-                    points.setdefault(folder, set()).add(stem)
+                    points.setdefault(folder, set()).add(plan.output.point.stem)
     except SystemExit:
         raise
     except Exception as exc:  # Hydra, OmegaConf and our ConfigError all describe the user's input
@@ -188,24 +189,6 @@ def skip_the_basic_sweepers_second_check() -> None:
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
     BasicSweeper.validate_batch_is_legal = lambda self, batch: None  # type: ignore[method-assign]
-
-
-def compares_with_baseline(cfg: DictConfig, arch: object) -> bool:
-    """Whether a point's quality runs are a comparison with its baseline (the baseline point itself is not)."""
-    from ablations.config.variants import variant_label
-
-    return bool(cfg.train.enabled) and variant_label(arch, matched=bool(cfg.match_params)) != str(cfg.baseline.name)
-
-
-def point_of(cfg: DictConfig, arch: object) -> tuple[Path, str]:
-    """The folder and file stem a job's point will have (``runner.run_job`` names it the same way)."""
-    from ablations.config.variants import variant_label
-    from ablations.results.identity import point_identity
-    from ablations.results.store import config_hash, point_path
-
-    folder = Path(cfg.out) if cfg.get("out") else Path(OmegaConf.select(cfg, "hydra.sweep.dir"))
-    return folder, point_path(folder, variant_label(arch, matched=bool(cfg.match_params)),
-                              config_hash(point_identity(cfg))).stem
 
 
 def check_foreign_points(folder: Path, expected: set[str]) -> None:

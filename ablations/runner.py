@@ -8,40 +8,42 @@ import logging
 import os
 import traceback
 from pathlib import Path
+from typing import Any
 
 import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ablations.config.checks import check_run, resolve_device, resolve_dtype
 from ablations.config.columns import row_values
 from ablations.config.errors import Fault
-from ablations.config.variants import variant_label
+from ablations.config.plan import Machine, Output, Pair, Plan, QualityPlan, TimingPlan
+from ablations.config.variants import baseline_from, variant_label
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import measure_point
 from ablations.measure.quality_step import measure_quality_step
 from ablations.quality import distributed
-from ablations.quality.arch import check_quality
+from ablations.quality.arch import check_train, quality_pair
 from ablations.quality.data import check_data, open_corpus
 from ablations.results.identity import point_identity
 from ablations.results.provenance import provenance
 from ablations.results.rows import Rows
 from ablations.results.store import config_hash, point_done, point_path, write_point
 from ablations.track import check_logger
+from ablations.track.plan import save_point_config
 from components import ArchConfig, choices
 from components.config import ConfigError
 
 log = logging.getLogger("ablations")
 
+
 def output_folder(cfg: DictConfig) -> Path:
-    """Where points and the table go: ``out=`` if given, else Hydra's sweep folder (or run folder)."""
+    """Where the running job's points and table go: ``out=`` if given, else Hydra's sweep folder (or run folder)."""
     if cfg.get("out"):
         return Path(cfg.out)
     hc = HydraConfig.get()
-    if hc.mode == RunMode.MULTIRUN:
-        return Path(hc.sweep.dir)
-    return Path(hc.runtime.output_dir)
+    return Path(hc.sweep.dir if hc.mode == RunMode.MULTIRUN else hc.runtime.output_dir)
 
 
 def launcher_name() -> str:
@@ -51,92 +53,120 @@ def launcher_name() -> str:
 
 
 def check_point(cfg: DictConfig) -> ArchConfig:
-    """Every rule for one point: the measurement's, then the quality run's when it trains."""
+    """Every rule for one point (``plan_point``); the architecture it measures."""
+    return plan_point(cfg).pair.arch
+
+
+def plan_point(cfg: DictConfig, folder: Path | None = None) -> Plan:
+    """The door: every rule for one point, one line naming the key (the measurement's, the data's and the quality
+    run's), and the composed config resolved into the typed objects the stages take. ``folder``: where the point
+    goes (``run_job``: the job's ``output_folder``); by default ``out=``, else the working folder."""
     arch = check_run(cfg)
-    precision_of(cfg.profile)  # the rounds rule's settings, refused here before any work
+    profile, train, data = (OmegaConf.to_object(cfg[key]) for key in ("profile", "train", "data"))
+    precision_of(profile)  # the rounds rule's settings, refused here before any work
     check_logger(cfg)
-    ranks = distributed.requested()
-    if cfg.train.enabled and cfg.train.batch % ranks:
-        raise ConfigError(f"train.batch={cfg.train.batch} must divide evenly among the {ranks} torchrun processes "
-                          "(each rank trains an equal shard of the global batch)")
-    if cfg.train.enabled:
-        # The data first: its vocabulary is the quality model's.
-        check_data(cfg.data, cfg.train.context, max(cfg.train.extrapolation))
-        check_quality(cfg, arch)
-    return arch
+    device = resolve_device(cfg)
+    machine = Machine(device, resolve_dtype(cfg, device), cfg.threads or os.cpu_count() or 1, bool(cfg.compile),
+                      launcher_name())
+    matched = bool(cfg.match_params)
+    pair = Pair(variant_label(arch, matched), arch, str(cfg.baseline.name), baseline_from(cfg, arch), matched)
+    timing = TimingPlan(pair, machine, profile, int(cfg.seed),
+                        untimed_because(machine.launcher, bool(cfg.allow_parallel_timing))) if cfg.measure else None
+    quality = None
+    if train.enabled:
+        ranks = distributed.requested()
+        if train.batch % ranks:
+            raise ConfigError(f"train.batch={train.batch} must divide evenly among the {ranks} torchrun processes "
+                              "(each rank trains an equal shard of the global batch)")
+        check_data(data, train.context, max(train.extrapolation))  # first: its vocabulary is the quality model's
+        check_train(train, device)
+        models = quality_pair(train, data, arch, pair.baseline, matched)
+        quality = QualityPlan(pair, *models, train, data, int(cfg.seed))
+    folder = Path(cfg.get("out") or ".") if folder is None else folder
+    logger = OmegaConf.to_object(cfg.logger) if cfg.get("logger") is not None else None
+    # What a tracker logs as the point's parameters: the resolved config, Hydra's node left out.
+    record = {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) if OmegaConf.is_config(cfg[k])
+              else cfg[k] for k in cfg if k != "hydra"} if logger is not None else None
+    output = Output(folder, point_path(folder, pair.variant, config_hash(point_identity(cfg))), logger, record)
+    return Plan(str(cfg.sweep_name), str(cfg.profile.name), int(cfg.seed), pair, machine, timing, quality, output)
+
+
+def untimed_because(launcher: str, allow_parallel_timing: bool) -> str:
+    """Why latency is not timed at a point: other points or processes run beside it and would be timed too."""
+    if distributed.world_size() > 1:
+        return (f"torchrun runs {distributed.world_size()} processes side by side, so their timings would measure "
+                "each other: latency, throughput and decode timing are SKIPPED (FLOPs, memory and parameters still "
+                "run); time with one process.")
+    if launcher != "basic" and not allow_parallel_timing:
+        return (f"launcher {launcher} runs points side by side, so their timings would measure each other: latency, "
+                "throughput and decode timing are SKIPPED (FLOPs, memory and parameters still run). Use the basic "
+                "launcher for timing, or allow_parallel_timing=true to time anyway.")
+    return ""
 
 
 def run_job(cfg: DictConfig) -> str:
-    """Measure the point ``cfg`` describes and run its quality runs; returns ``ok``, ``failed`` or ``skipped``."""
-    arch = check_point(cfg)
-    device = resolve_device(cfg)
-    dtype = resolve_dtype(cfg, device)
-    threads = cfg.threads or os.cpu_count() or 1
-    torch.set_num_threads(threads)
-    launcher = launcher_name()
-    timing = launcher == "basic" or bool(cfg.allow_parallel_timing)
-    if distributed.world_size() > 1:
-        timing = False
-        log.warning("torchrun runs %d processes side by side, so their timings would measure each other: latency, "
-                    "throughput and decode timing are SKIPPED (FLOPs, memory and parameters still run); time with "
-                    "one process.", distributed.world_size())
-    elif not timing:
-        log.warning(
-            "launcher %s runs points side by side, so their timings would measure each other: latency, "
-            "throughput and decode timing are SKIPPED (FLOPs, memory and parameters still run). Use the basic "
-            "launcher for timing, or allow_parallel_timing=true to time anyway.", launcher,
-        )
-
-    variant = variant_label(arch, matched=bool(cfg.match_params))
-    # Under torchrun rank 0's folder and decisions are every rank's (its clock named the folder).
-    folder = distributed.from_writer(output_folder(cfg))
-    path = point_path(folder, variant, config_hash(point_identity(cfg)))
-    if cfg.get("logger") is not None and distributed.is_writer():  # its run's parameters, also for a point done before
-        from ablations.track.plan import save_point_config
-
-        save_point_config(folder, path.stem, cfg)
-    if distributed.from_writer(point_done(path)):
-        log.info("point %s already measured in %s: skipped", variant, path)
+    """One sweep point: measure the block against its baseline, train both quality models, write the rows once.
+    Returns ``ok``, ``failed`` or ``skipped`` (measured before)."""
+    plan = plan_point(cfg, output_folder(cfg))  # the config stops here
+    torch.set_num_threads(plan.machine.threads)
+    if plan.timing is not None and not plan.timing.timed:
+        log.warning("%s", plan.timing.untimed)
+    out = plan.output
+    if out.logger is not None and distributed.is_writer():  # its run's parameters, also for a point done before
+        save_point_config(out.folder, out.point.stem, out.record)
+    if distributed.from_writer(point_done(out.point)):
+        log.info("point %s already measured in %s: skipped", plan.pair.variant, out.point)
         return "skipped"
+    rows = Rows(base=point_columns(plan))
+    if plan.quality is not None:
+        # A corpus that cannot be read stops the run (CorpusError) before the measurement's minutes are spent.
+        open_corpus(plan.quality.data)
+    status = "ok"
+    if plan.timing is not None:
+        status = measure(plan.timing, plan.quality, rows)
+    if plan.quality is not None:
+        # Its own small models, so it runs even where the measurement failed; a failing seed is a row, not a raise.
+        status = train_quality(plan.quality, rows, plan.machine.device, out.folder) or status
+    if distributed.is_writer():
+        write_point(rows.rows, out.point)
+    # A single run's table, summary and folder line come from the callback (``SweepCallback.on_job_end``).
+    return status
 
-    rows = Rows(base={
-        "sweep": cfg.sweep_name, "variant": variant, "point": path.stem, "baseline": cfg.baseline.name,
+
+def point_columns(plan: Plan) -> dict[str, Any]:
+    """What every row of the point carries: what it is (its choices, sizes, seed, profile) and where it ran."""
+    arch, m = plan.pair.arch, plan.machine
+    return {
+        "sweep": plan.sweep, "variant": plan.pair.variant, "point": plan.output.point.stem,
+        "baseline": plan.pair.baseline_name,
         **{k: v for c in choices() for k, v in row_values(c, arch).items()},
         "tie_embeddings": arch.model.tie_embeddings, "d_model": arch.model.d_model, "n_layers": arch.model.n_layers,
-        "n_heads": arch.model.n_heads, "ffn_hidden": arch.ffn_hidden, "seed": cfg.seed,
-        "profile": cfg.profile.name,
-        **provenance(device, dtype, threads, bool(cfg.compile), launcher),
-    })
-    if cfg.train.enabled:
-        # Read (and cache) the corpus first: one that cannot be read stops the run (CorpusError) before the
-        # measurement's minutes are spent on a point that could not be finished.
-        open_corpus(cfg.data)
-    status = "ok"
-    if cfg.measure:
-        try:
-            measure_point(cfg, arch, device, dtype, rows, timing)
-            if timing and cfg.train.enabled and cfg.profile.get("quality_step", True):
-                # Time to loss's denominator: the quality model's training step, timed here where the block's are.
-                measure_quality_step(cfg, arch, device, rows)
-        except Exception as exc:  # a failing point is recorded and the sweep goes on
-            status = "failed"
-            kind = "out of memory" if isinstance(exc, torch.OutOfMemoryError) else type(exc).__name__
-            log.error("point %s failed: %s: %s", variant, kind, exc)
-            log.debug("%s", traceback.format_exc())
-            rows.add("error", None, "", status="failed", error=f"{kind}: {exc}")
-    if cfg.train.enabled:
-        # Independent of the measurement (its own small model), so it runs even where that failed; a failing
-        # seed is recorded inside and never raises. Same point file: written once, below.
-        from ablations.quality.run import run_quality
+        "n_heads": arch.model.n_heads, "ffn_hidden": arch.ffn_hidden, "seed": plan.seed, "profile": plan.profile,
+        **provenance(m.device, m.dtype, m.threads, m.compile, m.launcher),
+    }
 
-        try:
-            if run_quality(cfg, arch, rows, device, folder) == "failed":
-                status = "failed"
-        except distributed.RankLost as exc:  # the points before it are written; this one cannot finish
-            raise Fault(f"point {variant} failed: {exc}; the points before it are in {folder}") from None
-    if not distributed.is_writer():
-        return status
-    write_point(rows.rows, path)
-    # A single run's table, summary and folder line come from the callback (``SweepCallback.on_job_end``), after
-    # the point's own line, as a multirun's come after all of its points'.
-    return status
+
+def measure(timing: TimingPlan, quality: QualityPlan | None, rows: Rows) -> str:
+    """The block's measurement, and the quality model's training step where the point trains and is timed (time to
+    loss's denominator); a failure is recorded as a row and the sweep goes on."""
+    try:
+        measure_point(timing, rows)
+        if timing.timed and quality is not None and timing.profile.quality_step:
+            measure_quality_step(timing, quality, rows)
+    except Exception as exc:  # a failing point is recorded and the sweep goes on
+        kind = "out of memory" if isinstance(exc, torch.OutOfMemoryError) else type(exc).__name__
+        log.error("point %s failed: %s: %s", timing.pair.variant, kind, exc)
+        log.debug("%s", traceback.format_exc())
+        rows.add("error", None, "", status="failed", error=f"{kind}: {exc}")
+        return "failed"
+    return "ok"
+
+
+def train_quality(quality: QualityPlan, rows: Rows, device: torch.device, folder: Path) -> str | None:
+    """The quality runs; ``failed`` where a seed failed, else None. A lost torchrun rank stops the run."""
+    from ablations.quality.run import run_quality
+
+    try:
+        return "failed" if run_quality(quality, rows, device, folder) == "failed" else None
+    except distributed.RankLost as exc:  # the points before it are written; this one cannot finish
+        raise Fault(f"point {quality.pair.variant} failed: {exc}; the points before it are in {folder}") from None

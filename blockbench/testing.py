@@ -100,12 +100,10 @@ def check_builds_labels_counts_and_reads_back(c: Choice, value: str) -> None:
 def check_quality_model(c: Choice, value: str) -> None:
     """The quality run's small model takes the value and leaves every other choice as the point has it (attention
     maps its KV heads and the FFN its width to the small model's size)."""
-    from ablations.config.variants import arch_from
-    from ablations.quality.arch import quality_arch
+    from ablations.runner import plan_point
 
-    cfg = compose([f"{c.group}={value}", "train=smoke"])
-    arch = arch_from(cfg)
-    q = quality_arch(cfg, arch).validate()
+    plan = plan_point(compose([f"{c.group}={value}", "train=smoke"]))
+    arch, q = plan.pair.arch, plan.quality.arch
     carried = c.has(q, value) or not c.has(arch, value) or c.group == "attn"  # attention maps its KV heads
     assert carried, f"{c.group}={value}: not in the quality model"
     for other in choices():

@@ -31,10 +31,9 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
 from ablations.cli import CONF_DIR
-from ablations.quality.arch import quality_arch
 from ablations.quality.data import chunk_spans, open_corpus
 from ablations.quality.train import curve_spans, train, validation_spans, window_losses
-from ablations.runner import check_point
+from ablations.runner import plan_point
 
 
 def seeds_of(text: str) -> list[int]:
@@ -68,10 +67,9 @@ def run(args: argparse.Namespace) -> None:
             for variant in args.variants:
                 if ((done["protocol"] == name) & (done["variant"] == variant) & (done["seed"] == seed)).any():
                     continue
-                cfg = composed(variant, overrides)
-                tc = cfg.train
-                q = quality_arch(cfg, check_point(cfg))
-                corpus = open_corpus(cfg.data)
+                quality = plan_point(composed(variant, overrides)).quality
+                tc, q = quality.train, quality.arch
+                corpus = open_corpus(quality.data)
                 spans = validation_spans(corpus, tc)
                 began, cpu = time.perf_counter(), time.process_time()
                 result = train(q, corpus, tc, seed, torch.device("cpu"), spans)

@@ -23,9 +23,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from omegaconf import DictConfig
-
 from ablations.config.looks import planned_looks
+from ablations.config.schema import ProfileConfig
 from components.config import ConfigError
 
 CONFIDENCE = 0.95
@@ -140,7 +139,7 @@ class Precision:
 SCOPES = ("headline", "every")
 
 
-def precision_of(p: DictConfig, fixed_rounds: int | None = None, headline: bool = True) -> Precision:
+def precision_of(p: ProfileConfig, fixed_rounds: int | None = None, headline: bool = True) -> Precision:
     """The rounds rule of a profile for one paired measurement.
 
     Sequential when ``profile.target_halfwidth`` is set (``min_rounds`` and ``max_rounds`` then required) and the
@@ -150,8 +149,8 @@ def precision_of(p: DictConfig, fixed_rounds: int | None = None, headline: bool 
     figures, where a few percent more spread changes no reading, so their rounds are not worth the target's.
     """
     keys = ("target_halfwidth", "min_rounds", "max_rounds")
-    target, low, high = (p.get(k) for k in keys)
-    scope = p.get("precision_scope", "headline")
+    target, low, high = (getattr(p, k) for k in keys)
+    scope = p.precision_scope
     if scope not in SCOPES:
         raise ConfigError(f"profile.precision_scope={scope} is not one of {', '.join(SCOPES)}")
     rounds = int(p.rounds if fixed_rounds is None else fixed_rounds)

@@ -1,6 +1,6 @@
 """Measure one sweep point: the variant against the GPT-2 baseline, paired, on one device and dtype.
 
-Produces long-form rows (see ``ablations.results.store.COLUMNS``). Knows nothing of Hydra beyond the config.
+Produces long-form rows (see ``ablations.results.store.COLUMNS``) from a ``TimingPlan``; knows nothing of Hydra.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
-from omegaconf import DictConfig
 from torch import nn
 from tqdm.auto import tqdm
 
 from ablations.config.checks import Shape, parse_shape
 from ablations.config.headline import headline_decode, headline_shape
-from ablations.config.variants import baseline_from
+from ablations.config.plan import TimingPlan
+from ablations.config.schema import ProfileConfig
 from ablations.measure import flops as F
 from ablations.measure.backends import sdpa_backends
 from ablations.measure.ceilings import Ceilings, run_ceilings
@@ -118,15 +118,14 @@ def _progress(total: int, desc: str) -> Iterator[Callable[[str], None]]:
         bar.close()
 
 
-def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype: torch.dtype,
-                  rows: Rows, timing: bool) -> None:
+def measure_point(plan: TimingPlan, rows: Rows) -> None:
     """Every measurement family the profile enables, appended to ``rows``."""
-    p = cfg.profile
-    seed = int(cfg.seed)
+    p, arch, timing, compiled = plan.profile, plan.pair.arch, plan.timed, plan.machine.compile
+    device, dtype = plan.machine.device, plan.machine.dtype
     # The update inside the phase: its row is added on leaving, so it carries the parameter counts too.
     with phase(rows, "build"):
-        variant = Subject(arch, device, dtype, seed, bool(cfg.compile))
-        baseline = Subject(baseline_from(cfg, arch), device, dtype, seed, bool(cfg.compile))
+        variant = Subject(arch, device, dtype, plan.seed, compiled)
+        baseline = Subject(plan.pair.baseline, device, dtype, plan.seed, compiled)
         rows.base.update(params=variant.params, params_baseline=baseline.params,
                          baseline_kv_heads=baseline.arch.n_kv_heads)
     rows.add("params", variant.params, "count")
@@ -161,7 +160,7 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                     continue
                 with phase(rows, mode, shape):
                     if timing:
-                        if cfg.compile:
+                        if compiled:
                             seconds = first_forward[1] if mode == "forward" else time_call(make(variant, x), device)[1]
                             rows.add("first_call_time", seconds, "s", mode=mode, shape=shape,
                                      note="includes torch.compile for this shape")
@@ -192,7 +191,7 @@ def measure_point(cfg: DictConfig, arch: ArchConfig, device: torch.device, dtype
                 tick(f"memory {shape}")
         decode_headline = headline_decode((b, c) for c, b in decode_points)
         for i, (context, batch) in enumerate(decode_points):
-            _measure_decode(rows, variant, baseline, context, batch, cfg, device, dtype, timing, ceilings,
+            _measure_decode(rows, variant, baseline, context, batch, p, device, dtype, timing, ceilings,
                             record_backends=i == 0, headline=(batch, context) == decode_headline)
             tick(f"decode {batch}x{context}")
 
@@ -215,10 +214,9 @@ def _renew_storage(model: nn.Module) -> None:
             t.data = t.data.clone()
 
 
-def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: int, batch: int, cfg: DictConfig,
+def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: int, batch: int, p: ProfileConfig,
                     device: torch.device, dtype: torch.dtype, timing: bool, ceilings: Ceilings | None = None,
                     record_backends: bool = False, headline: bool = False) -> None:
-    p = cfg.profile
     work = dict(arch=variant.arch, baseline=baseline.arch, elem=torch.empty((), dtype=dtype).element_size(),
                 ceilings=ceilings)
     shape = Shape(batch, context)

@@ -18,14 +18,13 @@ from __future__ import annotations
 import math
 
 import torch
-from omegaconf import DictConfig
 
 from ablations.config.checks import Shape
-from ablations.config.variants import baseline_from
+from ablations.config.plan import QualityPlan, TimingPlan
+from ablations.config.schema import TrainConfig
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import add_paired, paired_with, phase
 from ablations.measure.timing import time_call
-from ablations.quality.arch import quality_arch
 from ablations.quality.train import make_optimizer, to_device, training_forward, training_step
 from ablations.results.rows import Rows
 from components import ArchConfig, LanguageModel, build_lm, common_random_init
@@ -44,11 +43,11 @@ class QualityStep:
     """One arm: the quality model ``arch`` built as ``train`` builds it (seeded, common init where the run uses it),
     its own AdamW, and a call that is one training step on the batch ``w``."""
 
-    def __init__(self, arch: ArchConfig, tc: DictConfig, seed: int, w: torch.Tensor, device: torch.device):
+    def __init__(self, arch: ArchConfig, tc: TrainConfig, seed: int, w: torch.Tensor, device: torch.device):
         torch.manual_seed(seed)
         self.arch = arch
         self.model: LanguageModel = build_lm(arch, device=device)
-        if tc.get("common_init", False):
+        if tc.common_init:
             common_random_init(self.model, seed)
         self.model.train()
         self.forward = training_forward(self.model, tc)
@@ -64,32 +63,32 @@ class QualityStep:
         return value
 
 
-def quality_batch(cfg: DictConfig, vocab: int, device: torch.device) -> torch.Tensor:
-    """One fixed batch of ``train.batch`` windows of ``train.context`` + 1 random ids below ``vocab``, drawn from
-    ``cfg.seed``: what both arms step on."""
-    tc = cfg.train
-    g = torch.Generator().manual_seed(int(cfg.seed))
+def quality_batch(quality: QualityPlan, device: torch.device) -> torch.Tensor:
+    """One fixed batch of ``train.batch`` windows of ``train.context`` + 1 random ids below the quality model's
+    vocabulary, drawn from the point's seed: what both arms step on."""
+    tc = quality.train
+    g = torch.Generator().manual_seed(quality.seed)
+    vocab = quality.arch.model.vocab_size
     return to_device(torch.randint(vocab, (int(tc.batch), int(tc.context) + 1), generator=g), device)
 
 
-def quality_steps(cfg: DictConfig, arch: ArchConfig, device: torch.device) -> tuple[QualityStep, QualityStep]:
+def quality_steps(quality: QualityPlan, device: torch.device) -> tuple[QualityStep, QualityStep]:
     """The variant's and the baseline's quality model, each with its own optimizer, stepping on one shared batch."""
-    variant, baseline = quality_arch(cfg, arch), quality_arch(cfg, baseline_from(cfg, arch))
-    w = quality_batch(cfg, variant.model.vocab_size, device)
-    seed = int(cfg.seed)
-    return (QualityStep(variant, cfg.train, seed, w, device), QualityStep(baseline, cfg.train, seed, w, device))
+    w = quality_batch(quality, device)
+    return tuple(QualityStep(arch, quality.train, quality.seed, w, device)  # type: ignore[return-value]
+                 for arch in (quality.arch, quality.baseline))
 
 
-def measure_quality_step(cfg: DictConfig, arch: ArchConfig, device: torch.device, rows: Rows) -> None:
+def measure_quality_step(timing: TimingPlan, quality: QualityPlan, rows: Rows) -> None:
     """The quality model's training step, variant over baseline, timed paired under the profile's headline rule and
     appended to ``rows`` (module docstring)."""
-    p, tc = cfg.profile, cfg.train
+    p, tc, device = timing.profile, quality.train, timing.machine.device
     shape = Shape(int(tc.batch), int(tc.context))
     with phase(rows, MODE, shape):
-        step_a, step_b = quality_steps(cfg, arch, device)
+        step_a, step_b = quality_steps(quality, device)
         # The first step of each compiles it under train.compile: timed apart, as measure_point does the forward.
         first = [time_call(step, device)[1] for step in (step_a, step_b)]
-        if tc.get("compile"):
+        if tc.compile:
             rows.add("first_call_time", first[0], "s", mode=MODE, shape=shape,
                      note="includes torch.compile of the quality model's training forward")
         rule = precision_of(p, headline=True)

@@ -21,9 +21,10 @@ from omegaconf.errors import OmegaConfBaseException
 from ablations.config.checks import check_run
 from ablations.config.errors import UsageError, command
 from ablations.config.paths import conf_dir, conf_entry, conf_names
-from ablations.config.schema import register_configs
+from ablations.config.schema import TrainConfig, register_configs
 from ablations.predict.table import ELEMENT_BYTES, fmt_seconds
 from ablations.quality.arch import quality_arch
+from ablations.quality.data import vocab_of
 from ablations.quality.train import final_batches
 from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware
@@ -47,16 +48,16 @@ class SeedTime:
         return self.training + self.evaluation
 
 
-def evaluations(tc: DictConfig) -> int:
+def evaluations(tc: TrainConfig) -> int:
     """Forward batches of one seed's evaluations: the curve's at step 0 and every ``eval_interval`` before the end,
     then the final score's."""
     curve_points = 1 + (int(tc.steps) - 1) // int(tc.eval_interval)
     return curve_points * int(tc.eval_batches) + final_batches(tc)
 
 
-def seed_time(arch: ArchConfig, tc: DictConfig, hw: Hardware) -> SeedTime:
+def seed_time(arch: ArchConfig, tc: TrainConfig, hw: Hardware) -> SeedTime:
     """One seed of ``arch`` trained as ``tc`` says, predicted on ``hw``."""
-    elem = ELEMENT_BYTES[tc.get("autocast") or "float32"]
+    elem = ELEMENT_BYTES[tc.autocast or "float32"]
     batch, context = int(tc.batch), int(tc.context)
 
     def seconds(mode: str) -> float:
@@ -87,15 +88,15 @@ def run(args: list[str]) -> str:
     try:
         for block in BLOCKS:
             cfg = composed([*overrides, f"variant={block}"])
-            q = quality_arch(cfg, check_run(cfg))
-            t = seed_time(q, cfg.train, hw)
+            tc = OmegaConf.to_object(cfg.train)
+            q = quality_arch(tc, vocab_of(OmegaConf.to_object(cfg.data)), check_run(cfg), bool(cfg.match_params))
+            t = seed_time(q, tc, hw)
             lines.append(f"| {block} | {fmt_seconds(t.training)} | {fmt_seconds(t.evaluation)} | "
                          f"{fmt_seconds(t.seconds)} |")
     except (ConfigError, HydraException, OmegaConfBaseException) as exc:  # they describe the overrides
         raise UsageError(" ".join(str(exc).split())) from None
-    tc = cfg.train
     head = (f"Predicted (not measured): one quality seed of train={tc.name} on {hw.name}, "
-            f"{tc.get('autocast') or 'float32'}: {tc.steps} steps of {tc.batch} x {tc.context}, d={tc.d_model}, "
+            f"{tc.autocast or 'float32'}: {tc.steps} steps of {tc.batch} x {tc.context}, d={tc.d_model}, "
             f"{tc.n_layers} layers, vocabulary {q.model.vocab_size}. Not modelled: the optimizer step, the "
             "extrapolation, data loading, torch.compile's first compilation.")
     return "\n".join([head, "", "| block | training | evaluation | seed |", "|---|---|---|---|", *lines])

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import torch
-from omegaconf import DictConfig
 
-from ablations.config.checks import resolve_device
+from ablations.config.schema import DataConfig, TrainConfig
 from ablations.config.variants import match_params
 from ablations.quality.data import vocab_of
 from ablations.quality.seeds import seed_rule
@@ -32,20 +31,20 @@ def map_kv_heads(kv_heads: int, n_heads: int, quality_heads: int) -> int:
     return max(d for d in range(1, target + 1) if quality_heads % d == 0)
 
 
-def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
+def quality_arch(tc: TrainConfig, vocab: int, arch: ArchConfig, matched: bool = False) -> ArchConfig:
     """The point's choices at the quality sizes.
 
     Positions bounded by a table (``bounded_length``: learned) get exactly ``train.context`` rows, the length they
     are trained at, so they carry no untrained rows into the comparison; the others (RoPE, NoPE) are built long
     enough for the longest extrapolation length. An explicit ``ffn.hidden_dim`` belongs to the measurement model's
-    width and is not carried over: the quality model uses each FFN's own rule (and ``match_params`` recomputes).
+    width and is not carried over: the quality model uses each FFN's own rule (and ``matched``, the run's
+    ``match_params``, recomputes it). ``vocab``: the data's vocabulary (``ablations.quality.data.vocab_of``).
     """
-    tc = cfg.train
     context, longest = int(tc.context), int(tc.context) * max(tc.extrapolation)
     model = ModelConfig(
         d_model=int(tc.d_model), n_layers=int(tc.n_layers), n_heads=int(tc.n_heads),
         max_seq_len=context if POSITIONS.traits(arch.pos.name).bounded_length else longest,
-        vocab_size=vocab_of(cfg.data),
+        vocab_size=vocab,
         tie_embeddings=arch.model.tie_embeddings, init_std=arch.model.init_std,
     )
     if arch.attn.name == "gqa" and arch.n_kv_heads < arch.model.n_heads:
@@ -57,44 +56,41 @@ def quality_arch(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     # Other attention settings (a window, MLA's sizes) carry over; MLA's unset sizes follow the quality model's heads.
     # Every other choice carries over as it is (``replace`` copies each group): a new choice needs no edit here.
     q = arch.replace(model=model, ffn=replace(arch.ffn, hidden_dim=None), attn=attn)
-    if bool(cfg.match_params):
-        q = match_params(q)
-    return q
+    return match_params(q) if matched else q
 
 
-def check_quality(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
-    """The ``train`` rules for one point, one line each naming a ``train.`` key; returns the quality model."""
-    tc = cfg.train
+def check_train(tc: TrainConfig, device: torch.device) -> None:
+    """The ``train`` rules for one point, one line each naming a ``train.`` key."""
     for key in ("steps", "batch", "context", "log_interval", "eval_interval", "eval_batches", "position_buckets",
                 "d_model", "n_layers", "n_heads"):
-        if not isinstance(tc[key], int) or tc[key] < 1:
-            raise ConfigError(f"train.{key}={tc[key]!r} must be a positive integer")
+        if not isinstance(getattr(tc, key), int) or getattr(tc, key) < 1:
+            raise ConfigError(f"train.{key}={getattr(tc, key)!r} must be a positive integer")
     if not tc.seeds:
         raise ConfigError("train.seeds=[] needs at least one seed (or train.enabled=false)")
     if len(set(tc.seeds)) != len(tc.seeds):
         raise ConfigError(f"train.seeds={list(tc.seeds)} repeats a seed")
     for key in ("lr", "lr_min_ratio", "weight_decay", "clip", "warmup"):
-        if tc[key] < 0 or (key == "lr" and tc[key] == 0):
-            raise ConfigError(f"train.{key}={tc[key]} must be {'> 0' if key == 'lr' else '>= 0'}")
-    final = tc.get("final_eval_batches")
+        if getattr(tc, key) < 0 or (key == "lr" and getattr(tc, key) == 0):
+            raise ConfigError(f"train.{key}={getattr(tc, key)} must be {'> 0' if key == 'lr' else '>= 0'}")
+    final = tc.final_eval_batches
     if final is not None and (not isinstance(final, int) or final < 1):
         raise ConfigError(f"train.final_eval_batches={final!r} must be a positive integer, or null for eval_batches")
-    average = tc.get("average_last") or 0.0
+    average = tc.average_last or 0.0
     if not 0 <= average < 1:
         raise ConfigError(f"train.average_last={average} must be a fraction of the steps in [0, 1) (0: the last step)")
     seed_rule(tc)  # target_mde, min_seeds, max_seeds: one line each
-    budgets = list(tc.get("budgets") or [])
+    budgets = list(tc.budgets or [])
     if any(not isinstance(b, int | float) or not b > 0 or round(tc.steps * b) < 1 for b in budgets):
         raise ConfigError(f"train.budgets={budgets} must be positive multiples of train.steps={tc.steps} (e.g. "
                           "[0.5, 2, 4]), or [] for no compute multiplier")
-    curve = tc.get("budget_seeds")
+    curve = tc.budget_seeds
     if curve is not None and (not isinstance(curve, int) or curve < 2):
         raise ConfigError(f"train.budget_seeds={curve!r} must be an integer of at least 2 (a multiplier's interval "
                           "needs two seeds), or null for every seed the point used")
-    precision = tc.get("autocast")
+    precision = tc.autocast
     if precision is not None and precision not in AUTOCAST:
         raise ConfigError(f"train.autocast={precision} is not known; allowed: {', '.join(AUTOCAST)} or null (fp32)")
-    if precision == "bfloat16" and resolve_device(cfg).type == "cuda" and not torch.cuda.is_bf16_supported():
+    if precision == "bfloat16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise ConfigError("train.autocast=bfloat16 but this CUDA device does not support bfloat16; use null (fp32)")
     if tc.warmup >= tc.steps:
         raise ConfigError(f"train.warmup={tc.warmup} must be below train.steps={tc.steps}")
@@ -112,7 +108,13 @@ def check_quality(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
         allowed = [d for d in range(1, tc.n_heads + 1) if tc.n_heads % d == 0]
         raise ConfigError(f"train.n_kv_heads={tc.n_kv_heads} must divide train.n_heads={tc.n_heads}; "
                           f"allowed: {allowed} or null")
+
+
+def quality_pair(tc: TrainConfig, data: DataConfig, arch: ArchConfig, baseline: ArchConfig,
+                 matched: bool = False) -> tuple[ArchConfig, ArchConfig]:
+    """The point's block and its baseline at the quality sizes, checked; an error names the ``train.`` keys."""
+    vocab = vocab_of(data)
     try:
-        return quality_arch(cfg, arch).validate()
+        return tuple(quality_arch(tc, vocab, a, matched).validate() for a in (arch, baseline))  # type: ignore
     except ConfigError as exc:  # the keys it names are the quality model's, i.e. train.*
         raise ConfigError(f"the quality model (train.d_model/n_heads/n_layers): {exc}") from None

@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
 
+from ablations.config.schema import DataConfig
 from ablations.quality.tokens import GPT2_VOCAB, MAX_VOCAB, has_llmc_magic, not_text, open_tokens, readable_file
 from components.config import ConfigError
 
@@ -91,9 +91,9 @@ def _stdlib_files(root: Path) -> tuple[Path, ...]:
     return tuple(sorted(found, key=lambda p: p.relative_to(root).as_posix()))
 
 
-def corpus_of(dc: DictConfig) -> str:
+def corpus_of(dc: DataConfig) -> str:
     """``data.corpus`` (``stdlib`` where a config predates the key)."""
-    return str(dc.get("corpus", STDLIB))
+    return str(dc.corpus or STDLIB)
 
 
 def english_texts_dir() -> Path | None:
@@ -174,7 +174,7 @@ def min_bytes(context: int, max_factor: int, val_fraction: float) -> int:
     return max(math.ceil(span / val_fraction), math.ceil((context + 1) / (1 - val_fraction)))
 
 
-def data_format(dc: DictConfig) -> str:
+def data_format(dc: DataConfig) -> str:
     """``data.format`` with ``auto`` decided: an llm.c shard when ``data.path`` starts with llm.c's magic, else
     bytes (a file that cannot be read is bytes here, and ``check_data`` says why; a file that does not look like
     text, nanoGPT's headerless ids among them, ``check_data`` refuses: ``tokens.not_text``)."""
@@ -187,7 +187,7 @@ def data_format(dc: DictConfig) -> str:
         return BYTES
 
 
-def vocab_of(dc: DictConfig) -> int:
+def vocab_of(dc: DataConfig) -> int:
     """The quality model's vocabulary: 256 for bytes, ``data.vocab_size`` for token files (llm.c: GPT-2's by
     default)."""
     fmt = data_format(dc)
@@ -196,7 +196,7 @@ def vocab_of(dc: DictConfig) -> int:
     return int(dc.vocab_size) if dc.vocab_size is not None else GPT2_VOCAB
 
 
-def check_data(dc: DictConfig, context: int, max_factor: int) -> None:
+def check_data(dc: DataConfig, context: int, max_factor: int) -> None:
     """Raise a one-line ``ConfigError`` naming the ``data.`` key (and file) if the data cannot be trained on. Bytes
     read no more than one byte (the English corpus's files once per process, to find duplicates); a token file is
     read once per process (``tokens.open_tokens``), so every point of a sweep is checked before any training
@@ -215,7 +215,7 @@ def check_data(dc: DictConfig, context: int, max_factor: int) -> None:
         _check_tokens(dc, fmt, context, max_factor)
 
 
-def _check_bytes(dc: DictConfig, context: int, max_factor: int) -> None:
+def _check_bytes(dc: DataConfig, context: int, max_factor: int) -> None:
     path, val_fraction = dc.path, dc.val_fraction
     if path and str(dc.format) == "auto":
         # Bytes by default only for what looks like text: a token file read as bytes would train, exit 0, and mean
@@ -227,8 +227,9 @@ def _check_bytes(dc: DictConfig, context: int, max_factor: int) -> None:
                               "data.val_path=VAL.bin and data.vocab_size=N, or set data.format=bytes to train on its "
                               "bytes anyway")
     for key, unset in (("val_path", ""), ("vocab_size", None)):
-        if dc[key] != unset:
-            raise ConfigError(f"data.{key}={dc[key]} applies to token files (data.format=nanogpt or llmc); bytes "
+        value = getattr(dc, key)
+        if value != unset:
+            raise ConfigError(f"data.{key}={value} applies to token files (data.format=nanogpt or llmc); bytes "
                               f"have a vocabulary of {VOCAB} and split data.path by data.val_fraction")
     if not 0 < val_fraction < 1:
         raise ConfigError(f"data.val_fraction={val_fraction} must be between 0 and 1 (exclusive)")
@@ -275,7 +276,7 @@ def _reason(exc: BaseException) -> str:
     return " ".join(str(getattr(exc, "strerror", None) or exc).split())
 
 
-def _check_tokens(dc: DictConfig, fmt: str, context: int, max_factor: int) -> None:
+def _check_tokens(dc: DataConfig, fmt: str, context: int, max_factor: int) -> None:
     train_file, val_file = TOKEN_FILES[fmt]
     if not dc.path:
         raise ConfigError(f"data.path is empty; data.format={fmt} needs the training token file ({train_file})")
@@ -291,12 +292,13 @@ def _check_tokens(dc: DictConfig, fmt: str, context: int, max_factor: int) -> No
     for key, need, what in (("path", context + 1, f"one training window of train.context+1={context + 1}"),
                             ("val_path", max_factor * context + 1,
                              f"one {max_factor}x{context}+1-token evaluation span")):
-        f = open_tokens(dc[key], f"data.{key}", fmt)
+        path = getattr(dc, key)
+        f = open_tokens(path, f"data.{key}", fmt)
         if f.count < need:
-            raise ConfigError(f"data.{key}={dc[key]} holds {f.count} tokens, too few for {what}; give a larger file "
+            raise ConfigError(f"data.{key}={path} holds {f.count} tokens, too few for {what}; give a larger file "
                               "or lower train.context")
         if f.max_id >= vocab:
-            raise ConfigError(f"data.{key}={dc[key]} holds token id {f.max_id}, at or past the vocabulary "
+            raise ConfigError(f"data.{key}={path} holds token id {f.max_id}, at or past the vocabulary "
                               f"data.vocab_size={vocab}; give the tokenizer's vocabulary size")
 
 
@@ -304,7 +306,7 @@ class CorpusError(OSError):
     """The corpus could not be read once the run had started (``check_data`` passed before): one line."""
 
 
-def open_corpus(dc: DictConfig) -> Corpus:
+def open_corpus(dc: DataConfig) -> Corpus:
     """The corpus ``data`` describes (``check_data`` passed before); one that cannot be read now is a
     ``CorpusError``."""
     fmt = data_format(dc)
@@ -313,7 +315,7 @@ def open_corpus(dc: DictConfig) -> Corpus:
     if fmt == BYTES:
         return load_corpus(dc.path, dc.val_fraction)
     try:
-        train, val = (open_tokens(dc[key], f"data.{key}", fmt) for key in ("path", "val_path"))
+        train, val = (open_tokens(getattr(dc, key), f"data.{key}", fmt) for key in ("path", "val_path"))
     except ConfigError as exc:  # the file changed since the run was checked: the environment's fault now
         raise CorpusError(str(exc)) from None
     return Corpus(hashlib.sha256(f"{train.sha256} {val.sha256}".encode()).hexdigest(),

@@ -12,13 +12,14 @@ same arm then appears in several point files, identical, and ``ablations.results
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
+from ablations.config.schema import TrainConfig
 from ablations.quality import distributed
 from ablations.results.durable import make_folder, write_atomic
 from ablations.results.identity import NEUTRAL_ARM_SETTINGS
@@ -30,9 +31,9 @@ NOT_ARM = ("name", "enabled", "seeds", "min_seeds", "max_seeds", "target_mde", "
            "budget_seeds")
 
 
-def arm_id(arch: ArchConfig, tc: DictConfig, corpus_sha256: str) -> str:
+def arm_id(arch: ArchConfig, tc: TrainConfig, corpus_sha256: str) -> str:
     """Everything that fixes one seed's numbers: the quality model, the training settings and the corpus."""
-    train = {k: v for k, v in OmegaConf.to_container(tc, resolve=True).items() if k not in NOT_ARM
+    train = {k: v for k, v in dataclasses.asdict(tc).items() if k not in NOT_ARM
              and not (k in NEUTRAL_ARM_SETTINGS and NEUTRAL_ARM_SETTINGS[k] == v)}
     key = json.dumps({"arch": arch.to_dict(), "train": train, "corpus": corpus_sha256}, sort_keys=True,
                      default=str)

@@ -24,15 +24,14 @@ import logging
 import math
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig, OmegaConf
 
 from ablations.config.columns import row_values
-from ablations.config.variants import baseline_from
-from ablations.quality.arch import quality_arch
+from ablations.config.plan import QualityPlan
+from ablations.config.schema import TrainConfig
 from ablations.quality.data import Corpus, CorpusError, open_corpus
 from ablations.quality.distributed import RankLost
 from ablations.quality.extrapolation import buckets, extrapolate
@@ -56,13 +55,12 @@ def _params(arch: ArchConfig) -> int:
     return count_parameters(build_lm(arch, device="meta"))
 
 
-def run_quality(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.device,
-                folder: Path | None = None) -> str:
+def run_quality(plan: QualityPlan, rows: Rows, device: torch.device, folder: Path | None = None) -> str:
     """Train the point's quality model seed by seed (``seeds.seed_rule``); append the rows; ``ok`` or ``failed``.
 
     ``folder`` is the sweep's: its seed ledger lets points share the baseline's seeds (``ledger``)."""
     try:
-        return _run_seeds(cfg, arch, rows, device, Ledger(folder))
+        return _run_seeds(plan, rows, device, Ledger(folder))
     except (CorpusError, RankLost):  # every later point would meet it too: stop with one line, not N failed points
         raise
     except Exception as exc:  # whatever escaped the per-seed guard is this point's failure, not the sweep's
@@ -81,16 +79,16 @@ class _Arm:
     status: str = "ok"
 
 
-def _arm(cfg: DictConfig, point_base: dict, measured: ArchConfig, variant: str, corpus: Corpus,
+def _arm(tc: TrainConfig, point_base: dict, measured: ArchConfig, q: ArchConfig, variant: str, corpus: Corpus,
          params_baseline: int) -> _Arm:
-    tc = cfg.train
-    q = quality_arch(cfg, measured)
+    """The arm of ``measured`` (the point's block at the measurement's sizes), trained as ``q`` (at the quality
+    sizes)."""
     aid = arm_id(q, tc, corpus.sha256)
     base = {**point_base, **{k: v for c in choices() for k, v in row_values(c, measured).items()}}
     base.update(variant=variant, tie_embeddings=measured.model.tie_embeddings, d_model=q.model.d_model,
                 n_layers=q.model.n_layers, n_heads=q.model.n_heads, n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden,
                 attn=q.attn.name, params=_params(q), params_baseline=params_baseline,
-                dtype=tc.get("autocast") or "float32", compile=True if tc.get("compile") else None,
+                dtype=tc.autocast or "float32", compile=True if tc.compile else None,
                 batch=tc.batch, seq_len=tc.context, corpus=corpus.sha256, vocab_size=q.model.vocab_size, arm=aid,
                 train_flops_step=mode_work(q, "train", int(tc.batch), int(tc.context), lm_head=True).flops)
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
@@ -99,15 +97,14 @@ def _arm(cfg: DictConfig, point_base: dict, measured: ArchConfig, variant: str, 
     return _Arm(q, base, aid, note)
 
 
-def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.device, ledger: Ledger) -> str:
-    tc = cfg.train
+def _run_seeds(plan: QualityPlan, rows: Rows, device: torch.device, ledger: Ledger) -> str:
+    tc, pair = plan.train, plan.pair
     rule = seed_rule(tc)
     family = family_size(tc)
-    corpus = open_corpus(cfg.data)
-    measured_baseline = baseline_from(cfg, arch)
-    params_baseline = _params(quality_arch(cfg, measured_baseline))
-    own = _arm(cfg, rows.base, arch, rows.base["variant"], corpus, params_baseline)
-    ref = _arm(cfg, rows.base, measured_baseline, str(cfg.baseline.name), corpus, params_baseline)
+    corpus = open_corpus(plan.data)
+    params_baseline = _params(plan.baseline)
+    own = _arm(tc, rows.base, pair.arch, plan.arch, rows.base["variant"], corpus, params_baseline)
+    ref = _arm(tc, rows.base, pair.baseline, plan.baseline, pair.baseline_name, corpus, params_baseline)
     source = (f"; corpus: {corpus.source}, {len(corpus.train)} B train, {len(corpus.val)} B validation"
               if corpus.unit == "byte" else f"; corpus: {corpus.source}")
     own.note += source
@@ -120,9 +117,9 @@ def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.devi
     stopped, tried = None, 0
     for seed in rule.seeds:
         tried += 1
-        _seed(own, seed, cfg, corpus, spans, device, ledger, rows)
+        _seed(own, seed, tc, corpus, spans, device, ledger, rows)
         if paired:
-            _seed(ref, seed, cfg, corpus, spans, device, ledger, rows)
+            _seed(ref, seed, tc, corpus, spans, device, ledger, rows)
         if not rule.sequential:
             stopped = rule.stop(tried, None, family)
         elif not paired:
@@ -136,24 +133,25 @@ def _run_seeds(cfg: DictConfig, arch: ArchConfig, rows: Rows, device: torch.devi
     for row in rows.rows:  # the point's own final losses say how its seeds ended
         if row.get("arm") == own.id and row["metric"] == "val_loss" and row["mode"] == "final":
             row.update(stopped=stopped, looks=len(rule.looks), target_mde=rule.target_mde)
-    if tc.get("budgets"):
-        _budgets(ref, curve_seeds(tc, rule.seeds[:tried]), cfg, corpus, spans, device, ledger, rows)
-    if tc.get("lr_check"):
-        _lr_check(own, rule.seeds[0], cfg, corpus, spans, device, ledger, rows)
+    if tc.budgets:
+        _budgets(ref, curve_seeds(tc, rule.seeds[:tried]), tc, corpus, spans, device, ledger, rows)
+    if tc.lr_check:
+        _lr_check(own, rule.seeds[0], tc, corpus, spans, device, ledger, rows)
     return "failed" if "failed" in (own.status, ref.status) else "ok"
 
 
-def _seed(arm: _Arm, seed: int, cfg: DictConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
-          ledger: Ledger, rows: Rows, tc: DictConfig | None = None, extras: bool = True) -> list[dict]:
-    """One seed of one arm, from the ledger or trained now; its rows are appended to the point's. ``extras``: also
-    the extrapolation's rows (a budget run needs its final loss only)."""
-    tc = tc if tc is not None else cfg.train
-    aid = arm.id if tc is cfg.train else arm_id(arm.q, tc, corpus.sha256)
+def _seed(arm: _Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
+          ledger: Ledger, rows: Rows, tc: TrainConfig | None = None, extras: bool = True) -> list[dict]:
+    """One seed of one arm, from the ledger or trained now; its rows are appended to the point's. ``protocol``: the
+    point's training settings; ``tc``: another's (a budget run, the learning-rate check). ``extras``: also the
+    extrapolation's rows (a budget run needs its final loss only)."""
+    tc = tc if tc is not None else protocol
+    aid = arm.id if tc is protocol else arm_id(arm.q, tc, corpus.sha256)
     found = ledger.get(aid, seed)
     if found is None:
         seeded = Rows(base=dict(arm.base, seed=int(seed), arm=aid, lr=float(tc.lr)))
         label = f"quality {arm.base['variant']} seed {seed}" + (
-            "" if tc is cfg.train else f" at {tc.steps} steps" if tc.steps != cfg.train.steps else f" at lr {tc.lr:g}")
+            "" if tc is protocol else f" at {tc.steps} steps" if tc.steps != protocol.steps else f" at lr {tc.lr:g}")
         try:
             began = time.perf_counter()
             result = train(arm.q, corpus, tc, int(seed), device, spans, functools.partial(log.info, f"{label} %s"))
@@ -172,52 +170,51 @@ def _seed(arm: _Arm, seed: int, cfg: DictConfig, corpus: Corpus, spans: torch.Te
         found = [dict(r, point=arm.base["point"]) for r in found]
     rows.rows.extend(found)
     for r in found:
-        if r["metric"] == "val_loss" and r["mode"] == "final" and r.get("status") == "ok" and tc is cfg.train:
+        if r["metric"] == "val_loss" and r["mode"] == "final" and r.get("status") == "ok" and tc is protocol:
             arm.finals[int(seed)] = float(r["value"])
     return found
 
 
-def budget_train(tc: DictConfig, factor: float) -> DictConfig:
+def budget_train(tc: TrainConfig, factor: float) -> TrainConfig:
     """``tc`` at ``factor`` x its steps, a full schedule: warm-up and cosine decay stretched with it, validation only
     at the start and the end (the curve needs the final loss alone)."""
     steps = max(1, round(int(tc.steps) * float(factor)))
     warmup = min(steps - 1, round(int(tc.warmup) * steps / int(tc.steps)))
-    return OmegaConf.merge(tc, {"steps": steps, "warmup": warmup, "eval_interval": steps,
-                                "log_interval": min(int(tc.log_interval), steps)})
+    return replace(tc, steps=steps, warmup=warmup, eval_interval=steps, log_interval=min(int(tc.log_interval), steps))
 
 
-def curve_seeds(tc: DictConfig, used: tuple[int, ...] | list[int]) -> list[int]:
+def curve_seeds(tc: TrainConfig, used: tuple[int, ...] | list[int]) -> list[int]:
     """The seeds the baseline's budget curve is trained on: the first ``budget_seeds`` of those the point used."""
-    n = tc.get("budget_seeds")
+    n = tc.budget_seeds
     return list(used if n is None else used[: int(n)])
 
 
-def _budgets(ref: _Arm, seeds: list[int], cfg: DictConfig, corpus: Corpus, spans: torch.Tensor,
+def _budgets(ref: _Arm, seeds: list[int], protocol: TrainConfig, corpus: Corpus, spans: torch.Tensor,
              device: torch.device, ledger: Ledger, rows: Rows) -> None:
     """The baseline at each ``train.budgets`` multiple of the steps, per curve seed: the loss-versus-compute curve
     the compute multiplier is read from (``ablations.quality.multiplier``). Scored on the same validation bytes."""
     for seed in seeds:
-        for factor in sorted(float(b) for b in cfg.train.budgets):
+        for factor in sorted(float(b) for b in protocol.budgets):
             if factor == 1:
                 continue  # the seed itself
-            tc = budget_train(cfg.train, factor)
+            tc = budget_train(protocol, factor)
             labels = dict(mode="budget", budget=factor, point=ref.base.get("point"))
-            for r in _seed(ref, seed, cfg, corpus, spans, device, ledger, Rows(base={}), tc, extras=False):
+            for r in _seed(ref, seed, protocol, corpus, spans, device, ledger, Rows(base={}), tc, extras=False):
                 if r["metric"] in ("val_loss", "train_wall_time") and r.get("mode") in ("final", "quality"):
                     rows.rows.append(dict(r, metric=BUDGET_METRICS[r["metric"]], **labels))
                 elif r["metric"] == "error":
                     rows.rows.append(dict(r, **labels))
 
 
-def _lr_check(arm: _Arm, seed: int, cfg: DictConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
+def _lr_check(arm: _Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
               ledger: Ledger, rows: Rows) -> None:
     """One seed at ``LR_FACTORS`` x ``train.lr``: whether the shared rate suits this arm (the report flags one
     whose best rate is another). The factor 1 run is the seed itself."""
     for factor in LR_FACTORS:
         if factor == 1:
             continue
-        tc = OmegaConf.merge(cfg.train, {"lr": float(cfg.train.lr) * factor})
-        for r in _seed(arm, seed, cfg, corpus, spans, device, ledger, Rows(base={}), tc):
+        tc = replace(protocol, lr=float(protocol.lr) * factor)
+        for r in _seed(arm, seed, protocol, corpus, spans, device, ledger, Rows(base={}), tc):
             if r["metric"] == "val_loss" and r["mode"] == "final":
                 rows.rows.append(dict(r, metric="lr_check_loss", mode="lr_check", point=arm.base["point"]))
 
@@ -231,7 +228,7 @@ def _failed(seeded: Rows, rows: Rows, error: str, label: str) -> str:
     return "failed"
 
 
-def _result_rows(rows: Rows, result: TrainResult, tc: DictConfig, spans: torch.Tensor, note: str,
+def _result_rows(rows: Rows, result: TrainResult, tc: TrainConfig, spans: torch.Tensor, note: str,
                  unit: str, extras: bool = True) -> None:
     nats, per_byte = f"nats/{unit}", unit == "byte"
     for metric, step, value in result.curve:

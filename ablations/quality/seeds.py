@@ -32,9 +32,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from omegaconf import DictConfig
 
 from ablations.config.looks import planned_looks
+from ablations.config.schema import TrainConfig
 from ablations.quality.inference import ALPHA, RUNG_SWEEP, PairedTest, holm, minimum_detectable_effect
 from components.config import ConfigError
 
@@ -91,11 +91,11 @@ class SeedRule:
         return BUDGET if tried >= len(self.seeds) else None
 
 
-def seed_rule(tc: DictConfig) -> SeedRule:
+def seed_rule(tc: TrainConfig) -> SeedRule:
     """The rule of ``train``: fixed ``train.seeds``, or with ``target_mde`` the seeds ``train.seeds`` then the next
     integers up to ``max_seeds``, looked at from ``min_seeds``. Bad settings are one ``ConfigError`` line."""
     seeds = [int(s) for s in tc.seeds]
-    target, low, high = tc.get("target_mde"), tc.get("min_seeds"), tc.get("max_seeds")
+    target, low, high = tc.target_mde, tc.min_seeds, tc.max_seeds
     if target is None:
         if low is not None or high is not None:
             raise ConfigError("train.min_seeds and train.max_seeds apply with train.target_mde (e.g. 0.02 nats/byte); "
@@ -121,10 +121,10 @@ def family_of(sweep: str, compared: int) -> int:
     return compared + (max(0, compared - 1) if sweep == RUNG_SWEEP else 0)
 
 
-def family_size(tc: DictConfig) -> int:
+def family_size(tc: TrainConfig) -> int:
     """The comparisons of the running sweep (``train.family``, which the run's start sets for every point, also in a
     launcher's worker processes); 1 for a point run on its own or in a test."""
-    return max(1, int(tc.get("family") or 1))
+    return max(1, int(tc.family or 1))
 
 
 def simulate(rule: SeedRule, effect: float, family: int, sweeps: int, seed: int) -> dict[str, float]:

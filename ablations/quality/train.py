@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
-from omegaconf import DictConfig
 
+from ablations.config.schema import TrainConfig
 from ablations.quality import distributed
 from ablations.quality.data import Corpus, chunk_spans, eval_spans, train_starts, windows
 from components import ArchConfig, LanguageModel, build_lm, common_random_init
@@ -69,7 +69,7 @@ class TailAverage:
             p.copy_(total / self.count)
 
 
-def lr_at(step: int, tc: DictConfig) -> float:
+def lr_at(step: int, tc: TrainConfig) -> float:
     """Linear warm-up over ``warmup`` steps, then cosine decay to ``lr * lr_min_ratio`` at the last step."""
     if step < tc.warmup:
         return tc.lr * (step + 1) / tc.warmup
@@ -78,7 +78,7 @@ def lr_at(step: int, tc: DictConfig) -> float:
     return floor + 0.5 * (tc.lr - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-def make_optimizer(model: torch.nn.Module, tc: DictConfig) -> torch.optim.Optimizer:
+def make_optimizer(model: torch.nn.Module, tc: TrainConfig) -> torch.optim.Optimizer:
     # Decay matrices and embeddings only; norms' weights and biases are scales and offsets (GPT-2/nanoGPT).
     decay = [p for p in model.parameters() if p.ndim >= 2]
     other = [p for p in model.parameters() if p.ndim < 2]
@@ -86,7 +86,7 @@ def make_optimizer(model: torch.nn.Module, tc: DictConfig) -> torch.optim.Optimi
     return torch.optim.AdamW(groups, lr=tc.lr, betas=(0.9, 0.95), eps=1e-8)
 
 
-def validation_spans(corpus: Corpus, tc: DictConfig) -> torch.Tensor:
+def validation_spans(corpus: Corpus, tc: TrainConfig) -> torch.Tensor:
     """The fixed final validation spans: ``final_eval_batches`` x ``batch`` windows of ``context`` bytes at the
     training length, grouped into spans long enough for the longest extrapolation length."""
     longest = max(tc.extrapolation)
@@ -94,12 +94,12 @@ def validation_spans(corpus: Corpus, tc: DictConfig) -> torch.Tensor:
     return eval_spans(corpus.val, n_spans, longest * tc.context + 1)
 
 
-def final_batches(tc: DictConfig) -> int:
+def final_batches(tc: TrainConfig) -> int:
     """The final score's batches: ``final_eval_batches``, never fewer than the curve's ``eval_batches``."""
-    return max(int(tc.get("final_eval_batches") or tc.eval_batches), int(tc.eval_batches))
+    return max(int(tc.final_eval_batches or tc.eval_batches), int(tc.eval_batches))
 
 
-def curve_spans(spans: torch.Tensor, tc: DictConfig) -> torch.Tensor:
+def curve_spans(spans: torch.Tensor, tc: TrainConfig) -> torch.Tensor:
     """The curve's (and the extrapolation's) spans: ``eval_batches`` x ``batch`` windows' worth, every k-th of the
     final spans, so they spread over the same split at a fraction of the cost."""
     want = max(1, tc.eval_batches * tc.batch // max(tc.extrapolation))
@@ -145,16 +145,16 @@ def loss_by_position(model: LanguageModel, rows: torch.Tensor, batch: int,
 AUTOCAST = {"bfloat16": torch.bfloat16}
 
 
-def autocast(tc: DictConfig, device: torch.device) -> contextlib.AbstractContextManager:
+def autocast(tc: TrainConfig, device: torch.device) -> contextlib.AbstractContextManager:
     """The forward's precision: ``torch.autocast`` at ``train.autocast`` on ``device``, or nothing (fp32)."""
-    dtype = AUTOCAST.get(tc.get("autocast") or "")
+    dtype = AUTOCAST.get(tc.autocast or "")
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
-def training_forward(model: LanguageModel, tc: DictConfig) -> Callable[[torch.Tensor], torch.Tensor]:
+def training_forward(model: LanguageModel, tc: TrainConfig) -> Callable[[torch.Tensor], torch.Tensor]:
     """The model as the training steps call it: ``torch.compile``d with ``train.compile`` (one shape, so it compiles
     once); evaluation calls the eager model, whose lengths vary."""
-    return torch.compile(model) if tc.get("compile") else model
+    return torch.compile(model) if tc.compile else model
 
 
 def to_device(rows: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -166,7 +166,7 @@ def to_device(rows: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 
 def training_step(model: LanguageModel, forward: Callable[[torch.Tensor], torch.Tensor], opt: torch.optim.Optimizer,
-                  w: torch.Tensor, tc: DictConfig, device: torch.device) -> float:
+                  w: torch.Tensor, tc: TrainConfig, device: torch.device) -> float:
     """One optimizer step on the windows ``w`` (batch, context + 1 ids): the forward (``forward``, from
     ``training_forward``) under ``autocast``, next-id cross-entropy, backward, gradient clipping at ``train.clip``,
     the optimizer's step. Returns the loss (under torchrun averaged over the ranks); a NaN or infinite one returns
@@ -187,12 +187,12 @@ def training_step(model: LanguageModel, forward: Callable[[torch.Tensor], torch.
     return value
 
 
-def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: torch.device,
+def train(arch: ArchConfig, corpus: Corpus, tc: TrainConfig, seed: int, device: torch.device,
           spans: torch.Tensor | None = None, progress: Callable[[str], None] | None = None) -> TrainResult:
     """Train the quality model ``arch`` for ``tc.steps`` steps of ``tc.batch`` x ``tc.context`` bytes."""
     torch.manual_seed(seed)
     model = build_lm(arch, device=device)
-    if tc.get("common_init", False):
+    if tc.common_init:
         common_random_init(model, seed)
     result = TrainResult(model)
     forward = training_forward(model, tc)
@@ -217,7 +217,7 @@ def train(arch: ArchConfig, corpus: Corpus, tc: DictConfig, seed: int, device: t
             return False
         return True
 
-    span = round(tc.steps * float(tc.get("average_last") or 0.0))
+    span = round(tc.steps * float(tc.average_last or 0.0))
     averaged = TailAverage(span) if span > 0 else None
     model.train()
     if not evaluate(0):

@@ -57,9 +57,10 @@ def _without_neutral(config: type, group: dict[str, Any]) -> dict[str, Any]:
 
 
 def point_identity(cfg: DictConfig) -> dict[str, Any]:
-    resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    identity = {k: v for k, v in resolved.items()
-                if k not in IDENTITY_EXCLUDES and not (k in NEUTRAL_RUN_SETTINGS and NEUTRAL_RUN_SETTINGS[k] == v)}
+    # Resolved without the excluded keys: Hydra's node has values only a running job has (hydra.job.num).
+    kept = OmegaConf.masked_copy(cfg, [k for k in cfg if k not in IDENTITY_EXCLUDES])
+    resolved = OmegaConf.to_container(kept, resolve=True, enum_to_str=True)
+    identity = {k: v for k, v in resolved.items() if not (k in NEUTRAL_RUN_SETTINGS and NEUTRAL_RUN_SETTINGS[k] == v)}
     for key, neutral in (("profile", NEUTRAL_PROFILE_SETTINGS), ("train", NEUTRAL_TRAIN_SETTINGS),
                          ("data", NEUTRAL_DATA_SETTINGS)):
         if isinstance(identity.get(key), dict):

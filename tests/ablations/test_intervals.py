@@ -12,8 +12,8 @@ import re
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 
+from ablations.config.schema import ProfileConfig
 from ablations.measure.intervals import Precision, fewest_rounds, median_interval, precision_of
 from ablations.measure.timing import time_paired
 from components.config import ConfigError
@@ -94,14 +94,13 @@ def test_done_and_stopped_on():
 def test_profile_settings_are_checked(profile, message):
     base = {"rounds": 8, "target_halfwidth": None, "min_rounds": None, "max_rounds": None}
     with pytest.raises(ConfigError, match=re.escape(message)):
-        precision_of(OmegaConf.create({**base, **profile}))
+        precision_of(ProfileConfig(name="test", **{**base, **profile}))
 
 
 def test_profile_rule():
-    fixed = precision_of(OmegaConf.create({"rounds": 8, "target_halfwidth": None, "min_rounds": None,
-                                           "max_rounds": None}), fixed_rounds=16)
+    fixed = precision_of(ProfileConfig(name="test", rounds=8), fixed_rounds=16)
     assert fixed.looks == [16] and fixed.stopped_on([1.0] * 16) == "fixed"
-    seq = precision_of(OmegaConf.create({"rounds": 8, "target_halfwidth": 0.02, "min_rounds": 8, "max_rounds": 48}))
+    seq = precision_of(ProfileConfig(name="test", rounds=8, target_halfwidth=0.02, min_rounds=8, max_rounds=48))
     assert seq.looks[0] == 8 and seq.max_rounds == 48 and seq.target_halfwidth == 0.02
 
 
@@ -113,14 +112,14 @@ def test_paired_timing_stops_when_asked():
 
 def test_the_target_holds_at_the_headline_unless_the_scope_is_every():
     settings = {"rounds": 8, "target_halfwidth": 0.03, "min_rounds": 8, "max_rounds": 48}
-    headline_scope = OmegaConf.create({**settings, "precision_scope": "headline"})
+    headline_scope = ProfileConfig(name="test", **{**settings, "precision_scope": "headline"})
     assert precision_of(headline_scope, headline=True).target_halfwidth == 0.03
     other = precision_of(headline_scope, fixed_rounds=16, headline=False)
     assert other.looks == [16] and other.target_halfwidth is None
-    every = OmegaConf.create({**settings, "precision_scope": "every"})
+    every = ProfileConfig(name="test", **{**settings, "precision_scope": "every"})
     assert precision_of(every, headline=False).max_rounds == 48
     with pytest.raises(ConfigError, match=re.escape("profile.precision_scope=some is not one of headline, every")):
-        precision_of(OmegaConf.create({**settings, "precision_scope": "some"}))
+        precision_of(ProfileConfig(name="test", **{**settings, "precision_scope": "some"}))
 
 
 def test_a_point_spends_its_target_on_the_headline_shape_and_decode_only(monkeypatch):

@@ -9,14 +9,12 @@ import pytest
 import torch
 
 from ablations import runner
-from ablations.config.variants import baseline_from
 from ablations.measure import quality_step as qs
 from ablations.quality import train as train_module
-from ablations.quality.arch import quality_arch
 from ablations.quality.data import load_corpus
 from ablations.results.rows import Rows
 from ablations.results.store import collect
-from ablations.runner import check_point
+from ablations.runner import plan_point
 from tests.ablations.jobs import job_config
 from tests.quality.helpers import composed
 
@@ -45,7 +43,8 @@ def _measured(monkeypatch: pytest.MonkeyPatch, *overrides: str) -> tuple[object,
 
     monkeypatch.setattr(qs, "paired_with", spy)
     rows = Rows(base={"sweep": "test", "variant": "v", "seed": 0})
-    qs.measure_quality_step(cfg, check_point(cfg), CPU, rows)
+    plan = plan_point(cfg)
+    qs.measure_quality_step(plan.timing, plan.quality, rows)
     return cfg, rows.rows, timed
 
 
@@ -70,10 +69,10 @@ def test_the_rows_are_the_paired_ratio_at_the_training_shape(monkeypatch, overri
 
 def test_the_timed_calls_are_optimizer_steps_of_the_two_quality_models(monkeypatch):
     cfg, _, timed = _measured(monkeypatch, "norm=rmsnorm")
-    arch = check_point(cfg)
+    quality = plan_point(cfg).quality
     a, b = timed["a"], timed["b"]
     # The variant's and the baseline's quality model, on one shared batch of train.batch x (train.context + 1) ids.
-    assert a.arch == quality_arch(cfg, arch) and b.arch == quality_arch(cfg, baseline_from(cfg, arch))
+    assert a.arch == quality.arch and b.arch == quality.baseline
     assert a.arch.norm.name == "rmsnorm" and b.arch.norm.name == "layernorm"
     assert a.w is b.w and tuple(a.w.shape) == (cfg.train.batch, cfg.train.context + 1)
     assert a.w.dtype == torch.int64 and 0 <= int(a.w.min()) and int(a.w.max()) < a.arch.model.vocab_size
@@ -82,7 +81,7 @@ def test_the_timed_calls_are_optimizer_steps_of_the_two_quality_models(monkeypat
         assert calls >= cfg.profile.rounds + 1  # at least the warm-up and a call a round
         counts = {int(s["step"]) for s in arm.opt.state.values()}
         assert counts == {1 + calls}
-        fresh = qs.QualityStep(arm.arch, cfg.train, int(cfg.seed), arm.w, CPU)
+        fresh = qs.QualityStep(arm.arch, quality.train, int(cfg.seed), arm.w, CPU)
         moved = [not torch.equal(p, q) for p, q in zip(arm.model.parameters(), fresh.model.parameters(), strict=True)]
         assert all(moved)
         assert all(torch.isfinite(p).all() for p in arm.model.parameters())
@@ -102,16 +101,17 @@ def test_the_step_is_the_one_train_runs(monkeypatch):
     monkeypatch.setattr(qs, "training_step", counted)
     cfg = composed("train.steps=3", "train.warmup=1", "train.eval_interval=3")
     torch.set_num_threads(1)
-    result = train_module.train(quality_arch(cfg, check_point(cfg)), load_corpus(), cfg.train, 0, CPU)
+    quality = plan_point(cfg).quality
+    result = train_module.train(quality.arch, load_corpus(), quality.train, 0, CPU)
     assert len(calls) == 3 and all(m is result.model for m in calls)
-    step = qs.quality_steps(cfg, check_point(cfg), CPU)[0]
+    step = qs.quality_steps(plan_point(cfg).quality, CPU)[0]
     loss = step()
     assert math.isfinite(loss) and len(calls) == 4 and calls[-1] is step.model
 
 
 def test_a_loss_that_is_not_finite_stops_the_measurement():
     cfg = composed()
-    step = qs.quality_steps(cfg, check_point(cfg), CPU)[0]
+    step = qs.quality_steps(plan_point(cfg).quality, CPU)[0]
     with torch.no_grad():
         next(step.model.parameters()).fill_(math.nan)
     with pytest.raises(FloatingPointError, match="quality model"):
@@ -128,8 +128,8 @@ def test_a_point_times_the_quality_step_where_it_trains_and_is_timed(tmp_path, a
     # The measurement and the quality runs are stubbed: this is the runner's decision only.
     called = []
     monkeypatch.setattr(runner, "measure_point", lambda *a, **k: None)
-    monkeypatch.setattr(runner, "measure_quality_step", lambda cfg, arch, device, rows: (
-        called.append(arch), rows.add("quality_step_latency_ratio", 1.0, "x", mode="quality_step")))
+    monkeypatch.setattr(runner, "measure_quality_step", lambda timing, quality, rows: (
+        called.append(quality.arch), rows.add("quality_step_latency_ratio", 1.0, "x", mode="quality_step")))
     monkeypatch.setattr("ablations.quality.run.run_quality", lambda *a, **k: "ok")
     cfg = job_config(tmp_path, *overrides)
     as_job(cfg)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ablations.config.checks import check_run
 from ablations.measure import point
 from ablations.measure.timing import PairedTiming
 from ablations.results.rows import Rows
+from ablations.runner import plan_point
 from tests.quality.helpers import composed
 
 LATENCY = 2e-3  # the variant's per-call seconds every paired round reports
@@ -27,5 +27,7 @@ def point_rows(*overrides: str, variant: str = "point") -> list[dict]:
     """The rows one point of ``profile=smoke model=tiny <overrides>`` writes, timing on (with ``untimed`` set)."""
     cfg = composed(*overrides)
     rows = Rows(base={"variant": variant})
-    point.measure_point(cfg, check_run(cfg), torch.device("cpu"), torch.float32, rows, timing=True)
+    plan = plan_point(cfg).timing
+    assert plan.machine.device == torch.device("cpu") and plan.machine.dtype == torch.float32 and plan.timed
+    point.measure_point(plan, rows)
     return rows.rows

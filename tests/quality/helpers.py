@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from ablations.cli import CONF_DIR
 from ablations.quality.run import run_quality
 from ablations.results.rows import Rows
-from ablations.runner import check_point as check_run
+from ablations.runner import plan_point
 
 
 def composed(*overrides: str) -> DictConfig:
@@ -47,5 +47,5 @@ def quality_rows(*overrides: str, baseline: bool = False) -> tuple[str, list[dic
     cfg = composed(*overrides)
     torch.set_num_threads(1)
     rows = Rows(base={"sweep": "test", "variant": "v", "seed": 0})
-    status = run_quality(cfg, check_run(cfg), rows, torch.device("cpu"))
+    status = run_quality(plan_point(cfg).quality, rows, torch.device("cpu"))
     return status, [r for r in rows.rows if baseline or r["variant"] == "v"]

@@ -14,10 +14,9 @@ import torch.multiprocessing as mp
 from ablations.cli import prevalidate
 from ablations.config.errors import UsageError
 from ablations.quality import distributed
-from ablations.quality.arch import quality_arch
 from ablations.quality.data import load_corpus
 from ablations.quality.train import train
-from ablations.runner import check_point
+from ablations.runner import plan_point
 from tests.quality import ranks
 from tests.quality.helpers import composed
 
@@ -35,7 +34,7 @@ def test_two_gloo_ranks_give_the_one_rank_loss_curve(tmp_path):
     path = tmp_path / "text.txt"
     path.write_bytes(TEXT)
     cfg = composed(f"data.path={path}", *STEPS)
-    arch = quality_arch(cfg, check_point(cfg))
+    arch = plan_point(cfg).quality.arch
     torch.set_num_threads(1)
     alone = train(arch, load_corpus(str(path)), cfg.train, 0, torch.device("cpu"))
     ctx = mp.get_context("spawn")

@@ -14,12 +14,11 @@ from ablations.cli import prevalidate
 from ablations.config.errors import UsageError
 from ablations.config.paths import conf_entry
 from ablations.predict.quality_seed import evaluations, run, seed_time
-from ablations.quality.arch import quality_arch
 from ablations.quality.ledger import arm_id
 from ablations.quality.train import autocast, to_device, training_forward
 from ablations.results.identity import NEUTRAL_ARM_SETTINGS
 from ablations.roofline.hardware import Hardware
-from ablations.runner import check_point
+from ablations.runner import plan_point
 from components import build_lm
 from tests.quality.helpers import composed, quality_rows
 
@@ -47,9 +46,9 @@ def test_an_unknown_precision_is_one_line():
 
 def test_compile_wraps_the_training_forward_only_when_asked():
     cfg = composed()
-    model = build_lm(quality_arch(cfg, check_point(cfg)))
-    assert training_forward(model, cfg.train) is model
-    compiled = training_forward(model, composed("train.compile=true").train)
+    model = build_lm(plan_point(cfg).quality.arch)
+    assert training_forward(model, plan_point(cfg).quality.train) is model
+    compiled = training_forward(model, plan_point(composed("train.compile=true")).quality.train)
     assert isinstance(compiled, torch._dynamo.eval_frame.OptimizedModule) and compiled._orig_mod is model
 
 
@@ -65,19 +64,25 @@ def test_a_bf16_seed_trains_and_its_rows_say_so():
     assert frame.loc[frame["metric"] == "val_loss", "value"].notna().all()
 
 
+# Arm ids the seed ledgers hold, written before these switches existed (and before the typed configs): a switch at
+# its default, or a change of how the settings reach ``arm_id``, must leave every one of them unchanged.
+LEDGER_ARMS = {(): "4b9f2cd4f438", ("norm=rmsnorm",): "2e2e55724a94",
+               ("attn=gqa", "train.lr_check=true"): "f6f462e5e5f6"}
+
+
 def test_the_new_switches_at_their_defaults_keep_the_seed_ledgers_arms():
-    cfg = composed()
-    q = quality_arch(cfg, check_point(cfg))
-    before = OmegaConf.create({k: v for k, v in OmegaConf.to_container(cfg.train).items()
-                               if k not in NEUTRAL_ARM_SETTINGS})
-    assert arm_id(q, cfg.train, "sha") == arm_id(q, before, "sha")
-    assert arm_id(q, composed("train.autocast=bfloat16").train, "sha") != arm_id(q, cfg.train, "sha")
+    for overrides, arm in LEDGER_ARMS.items():
+        quality = plan_point(composed(*overrides)).quality
+        assert {k: getattr(quality.train, k) for k in NEUTRAL_ARM_SETTINGS} == NEUTRAL_ARM_SETTINGS
+        assert arm_id(quality.arch, quality.train, "sha") == arm
+    bf16 = plan_point(composed("train.autocast=bfloat16")).quality
+    assert arm_id(bf16.arch, bf16.train, "sha") != LEDGER_ARMS[()]
 
 
 def test_the_predicted_seed_is_its_steps_and_evaluations():
     hw = Hardware.from_dict(OmegaConf.to_container(OmegaConf.load(conf_entry("hardware", "h100_sxm"))))
     cfg = composed("train=gpu")
-    q = quality_arch(cfg, check_point(cfg))
+    q = plan_point(cfg).quality.arch
     full, half = seed_time(q, cfg.train, hw), seed_time(q, composed("train=gpu", "train.steps=2500").train, hw)
     assert full.training == pytest.approx(2 * half.training) and full.seconds > full.training > 0
     assert evaluations(cfg.train) == (1 + 4999 // 250) * 20 + 64  # step 0 and every 250 before 5000, the final

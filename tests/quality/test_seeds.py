@@ -9,11 +9,9 @@ import math
 import pandas as pd
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 import ablations.quality.run as quality_run
-from ablations.config.variants import baseline_from
-from ablations.quality.arch import quality_arch
+from ablations.config.schema import TrainConfig
 from ablations.quality.inference import PairedTest
 from ablations.quality.ledger import arm_id
 from ablations.quality.seeds import BOUNDED, BUDGET, FOUND, SeedRule, family_of, family_size, seed_rule, simulate
@@ -22,7 +20,7 @@ from ablations.results.identity import point_identity
 from ablations.results.rows import Rows
 from ablations.results.store import write_point
 from ablations.results.table import collect
-from ablations.runner import check_point
+from ablations.runner import check_point, plan_point
 from components import build_lm, common_random_init
 from components.config import ConfigError
 from tests.quality.helpers import composed
@@ -33,7 +31,7 @@ SEQUENTIAL = ("train.target_mde=0.05", "train.min_seeds=3", "train.max_seeds=5",
 
 def _quality_model(*overrides: str):
     cfg = composed(*overrides)
-    return quality_arch(cfg, check_point(cfg))
+    return plan_point(cfg).quality.arch
 
 
 def _shared(a: torch.nn.Module, b: torch.nn.Module) -> dict[str, bool]:
@@ -124,14 +122,14 @@ def test_the_looks_and_levels():
     ({"target_mde": 0.02, "min_seeds": 3, "max_seeds": 3, "seeds": [0, 1, 2, 3]}, "more seeds than"),
 ])
 def test_bad_seed_settings_are_one_line(settings, needle):
-    tc = OmegaConf.create({"seeds": [0, 1, 2], **settings})
+    tc = TrainConfig(name="test", **{"seeds": [0, 1, 2], **settings})
     with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace(")", r"\)")) as err:
         seed_rule(tc)
     assert "\n" not in str(err.value)
 
 
 def test_seeds_continue_after_the_listed_ones():
-    rule = seed_rule(OmegaConf.create({"seeds": [5, 2], "target_mde": 0.02, "min_seeds": 3, "max_seeds": 5}))
+    rule = seed_rule(TrainConfig(name="test", seeds=[5, 2], target_mde=0.02, min_seeds=3, max_seeds=5))
     assert rule.seeds == (5, 2, 6, 7, 8)
 
 
@@ -144,9 +142,8 @@ def test_fixed_seeds_keep_the_point_identity_of_before():
 
 
 def _point(cfg, variant: str, folder, trained: list) -> tuple[str, list[dict]]:
-    arch = check_point(cfg)
     rows = Rows(base={"sweep": "test", "variant": variant, "point": variant, "seed": 0, "baseline": "gpt2"})
-    status = quality_run.run_quality(cfg, arch, rows, torch.device("cpu"), folder)
+    status = quality_run.run_quality(plan_point(cfg).quality, rows, torch.device("cpu"), folder)
     write_point(rows.rows, folder / "points" / f"{variant}.csv")
     return status, rows.rows
 
@@ -212,7 +209,7 @@ def test_baseline_rows_from_the_ledger_equal_the_trained_ones(tmp_path, counted)
     _, base_rows = _point(composed(*SEQUENTIAL), "gpt2", tmp_path, counted)
     cfg = composed(*SEQUENTIAL, "norm=rmsnorm", "train.target_mde=1e-6", "train.max_seeds=3")
     _, rows = _point(cfg, "rmsnorm", tmp_path, counted)
-    ref = quality_arch(cfg, baseline_from(cfg, check_point(cfg)))
+    ref = plan_point(cfg).quality.baseline
     assert ref.norm.name == "layernorm"
     mine = {(r["seed"], r["step"]): r["value"] for r in base_rows if r["metric"] == "val_loss"}
     copied = {(r["seed"], r["step"]): r["value"] for r in rows if r["metric"] == "val_loss" and r["variant"] == "gpt2"}
@@ -240,10 +237,11 @@ def test_the_run_counts_the_family_and_hands_it_to_every_point_in_its_config(arg
     cli.main(argv)
     assert handed == [[*argv, f"train.family={family}", f"hydra.callbacks.collect.expected_points={run.points}"]]
     cfg = composed("norm=rmsnorm", f"train.family={family}")
-    assert family_size(cfg.train) == family and family_size(composed("norm=rmsnorm").train) == 1
+    trains = plan_point(cfg).quality.train, plan_point(composed("norm=rmsnorm")).quality.train
+    assert family_size(trains[0]) == family and family_size(trains[1]) == 1
     # The sweep's, not the point's: a point's identity and its arms are the same in any family.
     assert point_identity(cfg) == point_identity(composed("norm=rmsnorm"))
-    assert arm_id(check_point(cfg), cfg.train, "corpus") == arm_id(check_point(cfg), composed().train, "corpus")
+    assert arm_id(check_point(cfg), trains[0], "corpus") == arm_id(check_point(cfg), trains[1], "corpus")
 
 
 def test_a_sequential_sweep_end_to_end(tmp_path, as_job, monkeypatch):
@@ -274,7 +272,7 @@ def test_the_learning_rate_check_trains_one_seed_at_half_and_twice_the_rate_and_
     torch.set_num_threads(1)
     cfg = composed("train.steps=6", "train.eval_interval=6", "train.extrapolation=[1]", "train.lr_check=true")
     rows = Rows(base={"sweep": "test", "variant": "gpt2", "point": "gpt2", "seed": 0, "baseline": "gpt2"})
-    assert quality_run.run_quality(cfg, check_point(cfg), rows, torch.device("cpu"), tmp_path) == "ok"
+    assert quality_run.run_quality(plan_point(cfg).quality, rows, torch.device("cpu"), tmp_path) == "ok"
     table = pd.DataFrame(rows.rows)
     check = table[table["metric"] == "lr_check_loss"]
     lr = float(cfg.train.lr)

@@ -14,9 +14,10 @@ from hydra.types import RunMode
 from ablations.cli import CONF_DIR, expand_jobs, prevalidate
 from ablations.config.errors import UsageError
 from ablations.config.variants import match_params, variant_label
-from ablations.quality.arch import map_kv_heads, quality_arch
+from ablations.quality.arch import map_kv_heads
 from ablations.quality.stats import _rung, summarize
 from ablations.runner import check_point as check_run
+from ablations.runner import plan_point
 from components import (
     ArchConfig,
     AttnConfig,
@@ -56,10 +57,10 @@ def test_interaction_sweeps_compose_with_unique_labels(sweep, expected):
 
 def test_the_llama2_quality_model_is_llama2s_block_without_biases_and_with_an_untied_head():
     cfg = composed("variant=llama2")
-    lm = build_lm(quality_arch(cfg, check_run(cfg)), device="meta")
+    lm = build_lm(plan_point(cfg).quality.arch, device="meta")
     assert not [n for n, _ in lm.named_parameters() if n.endswith("bias")]
     assert lm.head.weight is not lm.embed.weight
-    gpt2 = build_lm(quality_arch(composed(), check_run(composed())), device="meta")
+    gpt2 = build_lm(plan_point(composed()).quality.arch, device="meta")
     assert gpt2.head.weight is gpt2.embed.weight
     assert {n.rsplit(".", 2)[-2] for n, _ in gpt2.named_parameters() if n.endswith("bias")} == {
         "q", "k", "v", "out", "up", "down", "norm1", "norm2", "norm"}
@@ -115,7 +116,8 @@ def test_mla_with_match_params_is_matched_in_the_measurement_and_the_quality_mod
     arch, unmatched = check_run(cfg), check_run(plain)
     assert arch == match_params(unmatched) != unmatched
     assert variant_label(arch, matched=True) == "mla-matched"
-    assert quality_arch(cfg, arch) == match_params(quality_arch(plain, unmatched)) != quality_arch(plain, unmatched)
+    matched, alone = plan_point(cfg).quality.arch, plan_point(plain).quality.arch
+    assert matched == match_params(alone) != alone
 
 
 def test_kv_heads_keep_query_heads_per_kv_head():
@@ -125,9 +127,9 @@ def test_kv_heads_keep_query_heads_per_kv_head():
 
 def test_learned_table_is_exactly_the_training_context():
     cfg = composed()
-    assert quality_arch(cfg, check_run(cfg)).model.max_seq_len == 32
+    assert plan_point(cfg).quality.arch.model.max_seq_len == 32
     cfg = composed("pos=rope")
-    assert quality_arch(cfg, check_run(cfg)).model.max_seq_len == 128
+    assert plan_point(cfg).quality.arch.model.max_seq_len == 128
 
 
 @pytest.mark.parametrize("args,expected", [

@@ -17,11 +17,10 @@ from ablations.callbacks import finish
 from ablations.cli import hydra_main, prevalidate
 from ablations.config.errors import UsageError
 from ablations.quality.__main__ import report as quality_report
-from ablations.quality.arch import quality_arch
 from ablations.quality.data import data_format, open_corpus, vocab_of, windows
 from ablations.quality.tokens import GPT2_VOCAB, LLMC_HEADER_INTS, LLMC_MAGIC, LLMC_VERSION, MAX_VOCAB, open_tokens
 from ablations.results.identity import point_identity
-from ablations.runner import check_point
+from ablations.runner import plan_point
 from components import build_lm, count_parameters
 from tests.ablations.jobs import job_config
 from tests.quality.helpers import composed, quality_rows
@@ -94,9 +93,9 @@ def test_bytes_stay_the_default_and_keep_their_identity():
 @pytest.mark.parametrize("fmt", ["nanogpt", "llmc"])
 def test_the_vocabulary_reaches_the_quality_model_and_its_parameters(tmp_path, fmt):
     cfg = composed(*pair(tmp_path, fmt))
-    q = quality_arch(cfg, check_point(cfg))
+    q = plan_point(cfg).quality.arch
     assert q.model.vocab_size == VOCAB
-    as_bytes = quality_arch(composed(), check_point(composed()))
+    as_bytes = plan_point(composed()).quality.arch
     # Embedding and untied head both change by (256 - VOCAB) x d_model; nothing else does.
     per_row = 1 if q.model.tie_embeddings else 2
     assert count_parameters(build_lm(as_bytes, device="meta")) - count_parameters(build_lm(q, device="meta")) \

@@ -5,19 +5,18 @@ from __future__ import annotations
 import math
 
 import torch
-from omegaconf import OmegaConf
 
-from ablations.quality.arch import quality_arch
+from ablations.config.schema import TrainConfig
 from ablations.quality.data import load_corpus, train_starts
 from ablations.quality.train import lr_at, train
-from ablations.runner import check_point as check_run
+from ablations.runner import plan_point
 from tests.quality.helpers import composed, quality_rows
 
 
 def _train(seed: int, *overrides: str):
     cfg = composed(*overrides)
     torch.set_num_threads(1)
-    arch = quality_arch(cfg, check_run(cfg))
+    arch = plan_point(cfg).quality.arch
     return train(arch, load_corpus(), cfg.train, seed, torch.device("cpu"))
 
 
@@ -44,7 +43,7 @@ def test_data_order_depends_on_the_seed_only():
 
 
 def test_warmup_then_cosine_to_the_floor():
-    tc = OmegaConf.create({"lr": 1.0, "lr_min_ratio": 0.1, "warmup": 10, "steps": 110})
+    tc = TrainConfig(name="test", lr=1.0, lr_min_ratio=0.1, warmup=10, steps=110)
     assert lr_at(0, tc) == 0.1 and lr_at(9, tc) == 1.0
     assert math.isclose(lr_at(60, tc), 0.55) and math.isclose(lr_at(110, tc), 0.1)
     assert all(lr_at(s, tc) >= lr_at(s + 1, tc) for s in range(10, 110))

@@ -10,18 +10,16 @@ import pandas as pd
 import pytest
 
 from ablations.config.generated import transfer_rungs
-from ablations.config.variants import arch_from
-from ablations.quality.arch import quality_arch
 from ablations.quality.transfer import cells, consistency_rate, per_choice, trend
 from ablations.roofline.work import lm_params, mode_work
+from ablations.runner import plan_point
 from tests.quality.helpers import composed
 
 
 def _rung(name: str) -> tuple[float, float]:
     """(tokens per parameter, training FLOPs) of the baseline's quality model at a rung."""
-    cfg = composed(f"train={name}")
-    t = cfg.train
-    q = quality_arch(cfg, arch_from(cfg))
+    quality = plan_point(composed(f"train={name}")).quality
+    t, q = quality.train, quality.arch
     tokens = t.steps * t.batch * t.context
     flops = mode_work(q, "train", t.batch, t.context, lm_head=True).flops * t.steps
     return tokens / lm_params(q), flops

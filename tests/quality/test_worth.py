@@ -12,7 +12,7 @@ import torch
 from ablations.quality.run import run_quality
 from ablations.quality.worth import AA, TWICE, worth
 from ablations.results.rows import Rows
-from ablations.runner import check_point
+from ablations.runner import plan_point
 from tests.quality.helpers import composed
 
 CURVE = ("train.budgets=[0.5,2,4]", "train.seeds=[0,1,2,3]")
@@ -23,7 +23,7 @@ def _point(variant: str, *overrides: str) -> tuple[str, tuple[dict, ...]]:
     cfg = composed(*CURVE, *overrides)
     torch.set_num_threads(1)
     rows = Rows(base={"sweep": "test", "variant": variant, "point": variant, "seed": 0})
-    return run_quality(cfg, check_point(cfg), rows, torch.device("cpu")), tuple(rows.rows)
+    return run_quality(plan_point(cfg).quality, rows, torch.device("cpu")), tuple(rows.rows)
 
 
 def _table() -> pd.DataFrame:

@@ -1,0 +1,108 @@
+"""A sweep point as the stages take it: the composed config checked and resolved once, at the door
+(``ablations.runner.plan_point``), into these typed objects. No stage reads the Hydra config.
+
+    Plan
+    ├── pair      the block measured and the block it is paired with (``Pair``)
+    ├── machine   device, dtype, threads, compile, launcher (``Machine``)
+    ├── timing    the block's measurement: the profile, timed or not (``TimingPlan``; None: ``measure=false``)
+    ├── quality   the quality runs: both small models, the training settings, the data (``QualityPlan``; None:
+    │             ``train.enabled=false``)
+    └── output    the folder, the point's file, the tracker (``Output``)
+
+The profile, training and data settings are the schema's own dataclasses (``ablations.config.schema``), filled by
+OmegaConf from the composed config (``OmegaConf.to_object``), so a stage reads ``plan.quality.train.steps`` with a
+type an editor can follow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ablations.config.schema import DataConfig, LoggerConfig, ProfileConfig, TrainConfig
+from components import ArchConfig
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The block a point measures (``arch``, named ``variant``) and the block it is paired with, in timing and in
+    quality (``baseline``, named ``baseline_name``: ``gpt2`` or ``llama2``), at the measurement's sizes."""
+
+    variant: str
+    arch: ArchConfig
+    baseline_name: str
+    baseline: ArchConfig
+    # match_params: the variant's FFN was resized to its MHA version's parameters.
+    matched: bool = False
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where the point's tensors run; every row records it (``ablations.results.provenance``)."""
+
+    device: torch.device
+    dtype: torch.dtype
+    threads: int
+    compile: bool
+    # Hydra's launcher: ``basic`` runs one point at a time; another runs points side by side.
+    launcher: str = "basic"
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    """The block's measurement: every family ``profile`` enables, on ``machine``, with ``seed``'s weights and inputs.
+
+    ``untimed`` says why latency is not timed here (points or processes side by side would time each other); empty
+    when it is. FLOPs, memory and parameters run either way."""
+
+    pair: Pair
+    machine: Machine
+    profile: ProfileConfig
+    seed: int
+    untimed: str = ""
+
+    @property
+    def timed(self) -> bool:
+        return not self.untimed
+
+
+@dataclass(frozen=True)
+class QualityPlan:
+    """The quality runs: the small language models of the point's pair (``arch`` and ``baseline``: ``pair``'s blocks at
+    the quality sizes ``train`` sets), trained on ``data`` with ``train``'s protocol, seed by seed."""
+
+    pair: Pair
+    arch: ArchConfig
+    baseline: ArchConfig
+    train: TrainConfig
+    data: DataConfig
+    # The quality step's timing (``ablations.measure.quality_step``) draws its batch from this seed.
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where the point's rows go: ``point`` inside ``folder``; ``logger``: the tracker a finished sweep is also
+    logged to, with ``record`` (the resolved config) as the point's parameters."""
+
+    folder: Path
+    point: Path
+    logger: LoggerConfig | None = None
+    record: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One sweep point, checked: what each stage takes."""
+
+    sweep: str
+    profile: str
+    seed: int
+    pair: Pair
+    machine: Machine
+    timing: TimingPlan | None
+    quality: QualityPlan | None
+    output: Output
