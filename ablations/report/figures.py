@@ -432,7 +432,8 @@ FIGURES: list[Kind] = [
          "x: the quality model's train-step time, variant over baseline, paired in one process (95% interval); y: "
          "the multiplier in steps (95% interval). On a dashed line the variant reaches the baseline's final loss "
          "that many times sooner in wall time; up and to the left is better."),
-    Kind("scale", "Validation loss and each effect against parameters", "summary", scale_effects,
+    Kind("scale", "Validation loss and each effect against parameters", "summary",
+         scale_effects,
          "Left: each variant's mean over seeds with its 95% Student-t interval at each quality-model width. Right: "
          "the variant minus the baseline trained at the same width, paired by seed, with the interval at the level "
          "Holm holds it to (it excludes 0 exactly when the verdict names a difference). x is each variant's own "
