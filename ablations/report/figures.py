@@ -106,8 +106,7 @@ def ratio_vs_seq(s: pd.DataFrame) -> Figure | str:
     """Paired latency ratio against sequence length per variant and batch; forward and train side by side.
 
     Ratios, never absolute times: each sweep point is timed minutes after the last, and the machine's speed
-    drifts between points by more than most effects (a fresh norm sweep timed every call of the gpt2 point at
-    19.1 ms and every call of the rmsnorm point at 23.8 ms, both sides of each pairing: ratio 1.003).
+    drifts between points by more than most effects, while both sides of one pairing drift together.
     """
     rows = s[(s["metric"] == "latency_ratio") & s["mode"].isin(("forward", "train"))]
     if rows.empty:
