@@ -58,8 +58,8 @@ def _build(cls: type[nn.Module], cfg: ArchConfig, device: torch.device | str, dt
 
 class _NoFillsOnMeta(TorchFunctionMode):
     """Skips the in-place fills (``nn.init``'s and the tensor methods they call) of meta tensors, which hold no values
-    to fill, while a model is built to be counted: each runs torch's Python decompositions (about two seconds for the
-    published presets). A mode like ``torch.device``'s own, so it holds only inside the ``with`` on this thread."""
+    to fill, while a model is built to be counted: each runs torch's Python decompositions, which would make counting
+    slow for nothing. A mode like ``torch.device``'s own, so it holds only inside the ``with`` on this thread."""
 
     # The ``nn.init`` functions that answer to a mode, and the tensor methods the others (``ones_``, ``zeros_``) call.
     FILLS = frozenset({nn.init.uniform_, nn.init.normal_, nn.init.constant_, nn.init.kaiming_uniform_,

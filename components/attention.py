@@ -36,7 +36,7 @@ class AttnConfig:
     #   kv0 kv1 kv2 kv3       [ kv0 ] [ kv1 ]       [     kv0     ]
     n_kv_heads: int | None = None
     # Sliding window (Mistral): each query sees only its last ``window`` keys, its own included. None: every
-    # earlier key. Neutral: a point without a window keeps the identity it had before windows existed.
+    # earlier key. Neutral: a point without a window keeps the identity of one written without this setting.
     window: int | None = field(default=None, metadata={"neutral": True})
     # MLA (DeepSeek-V2) sizes; None derives each from head_dim in DeepSeek-V2's proportions (``components.mla``).
     kv_lora_rank: int | None = field(default=None, metadata={"neutral": True})

@@ -5,7 +5,7 @@ How attention and the FFN join the residual stream is a hook too (``block``): GP
 block of GPT-J and GPT-NeoX). A residual class states how many norms it needs, its forward and its work; its
 forward gets the two branches as functions, ``attend`` and ``feed``, so that what the ``branch`` hook puts on their
 outputs (Gemma-2's post-norms) applies under any residual. A block no ``branch`` choice touches passes its ``ffn``
-itself as ``feed`` and builds nothing more: the same modules, init draws and forward as before the hook.
+itself as ``feed`` and builds nothing more: the same modules, init draws and forward as a block without the hook.
 """
 
 from __future__ import annotations
@@ -74,8 +74,9 @@ class Block(nn.Module):
     def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
         super().__init__()
         self.residual = residual_of(cfg)
-        # Registered in this order (norm1, attn, norm2, ffn) so that init draws its numbers as it always has. A
-        # residual decides where its norms go (before each branch, after it, after the add); one may take none.
+        # Registered in this order (norm1, attn, norm2, ffn): init without common random numbers draws from one
+        # stream in registration order, so the order fixes the weights each seed gives. A residual decides where its
+        # norms go (before each branch, after it, after the add); one may take none.
         norms = self.residual.norms(cfg)
         if norms > 0:
             self.norm1 = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)

@@ -34,6 +34,12 @@ class ConfigError(ValueError):
     """An architecture setting that cannot be built; the message names the key and what is allowed."""
 
 
+def require_positive(key: str, value: float) -> None:
+    """Raise ``ConfigError`` naming ``key`` in its dotted form (``norm.eps``) unless ``value`` is > 0."""
+    if value <= 0:
+        raise ConfigError(f"{key}={value} must be > 0")
+
+
 @dataclass
 class ModelConfig:
     """Sizes and the settings that are not design choices (kept fixed within a sweep)."""
@@ -131,8 +137,7 @@ class ArchConfig:
                 raise ConfigError(f"model.{key}={value!r} must be a positive integer")
         if m.d_model % m.n_heads:
             raise ConfigError(f"model.d_model={m.d_model} must be divisible by model.n_heads={m.n_heads}")
-        if m.init_std <= 0:
-            raise ConfigError(f"model.init_std={m.init_std} must be > 0")
+        require_positive("model.init_std", m.init_std)
         for c in declared():
             cfg = getattr(self, c.group)
             if not is_dataclass(cfg) or cfg.name not in c.registry:

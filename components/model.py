@@ -111,7 +111,7 @@ def init_weights(module: nn.Module, cfg: ArchConfig, seed: int | None = None) ->
     adjust = hook_modules(cfg, "init")  # each ``init`` choice's adjustment, applied to every parameter drawn here
     for name, p in module.named_parameters():
         leaf = name.rsplit(".", 1)[-1]
-        if p.is_meta:  # a model built to be counted has no values to set (and each call costs ~1 ms there)
+        if p.is_meta:  # a model built to be counted has no values to set, and drawing them would only cost time
             continue
         if p.ndim >= 2:
             is_residual = name.endswith(("attn.out.weight", "ffn.down.weight"))

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from components.choice import Choice, Claim, declare
-from components.config import ConfigError
+from components.config import require_positive
 from components.registry import Registry
 from components.work import Step, Work, norm
 
@@ -26,8 +26,7 @@ class NormConfig:
     eps: float = 1e-5
 
     def check(self, arch: ArchConfig) -> None:
-        if self.eps <= 0:
-            raise ConfigError(f"norm.eps={self.eps} must be > 0")
+        require_positive("norm.eps", self.eps)
 
 
 @NORMS.register("layernorm")

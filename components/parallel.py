@@ -8,10 +8,10 @@ calls an oversight against GPT-J's tied norm. Why: the two branches no longer wa
 projections can be fused into one matrix product (PaLM: roughly 15% faster training at large scales), at a small
 quality cost at 8B and none measured at 62B.
 
-``block=sequential`` builds nothing, so ``Block`` keeps its own ``SequentialResidual`` exactly as before (same
-modules, same init draws). With a shared norm the block has no ``norm2``: one norm's parameters fewer per layer,
-and ``Block.work`` counts one norm pass fewer through ``norms``. This harness runs the two branches one after the
-other and does not fuse their matrices: it measures the structure, not PaLM's fused kernels.
+``block=sequential`` builds nothing, so ``Block`` keeps its own ``SequentialResidual``: the same modules and init draws
+as a block without this choice. With a shared norm the block has no ``norm2``: one norm's parameters fewer per layer,
+and ``Block.work`` counts one norm pass fewer through ``norms``. This harness runs the two branches one after the other
+and does not fuse their matrices: it measures the structure, not PaLM's fused kernels.
 """
 
 from __future__ import annotations

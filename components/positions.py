@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from components.choice import Choice, Claim, declare
-from components.config import ArchConfig, ConfigError
+from components.config import ArchConfig, ConfigError, require_positive
 from components.registry import Registry
 from components.work import Step, Work
 
@@ -46,8 +46,7 @@ class PosConfig:
             raise ConfigError(f"pos=rope needs an even head size, but model.d_model/model.n_heads={arch.head_dim}")
         if self.layout not in ("half", "interleaved"):
             raise ConfigError(f"pos.layout={self.layout!r} is not allowed; choose one of: half, interleaved")
-        if self.theta <= 0:
-            raise ConfigError(f"pos.theta={self.theta} must be > 0")
+        require_positive("pos.theta", self.theta)
 
 
 class Rotation(NamedTuple):

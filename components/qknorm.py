@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from components.choice import Choice, Claim, declare
-from components.config import ConfigError
+from components.config import require_positive
 from components.norms import RMSNorm
 from components.registry import Registry
 from components.work import Step, Work, norm
@@ -35,8 +35,7 @@ class QKNormConfig:
     eps: float = 1e-6
 
     def check(self, arch: ArchConfig) -> None:
-        if self.eps <= 0:
-            raise ConfigError(f"qknorm.eps={self.eps} must be > 0")
+        require_positive("qknorm.eps", self.eps)
 
 
 @QKNORMS.register("on")

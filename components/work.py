@@ -41,7 +41,9 @@ class Step:
 
 @dataclass(frozen=True)
 class Work:
-    """One call's FLOPs and elements moved, by the part of the model that moves them."""
+    """One call's FLOPs and elements moved, by the part of the model that moves them.
+
+    Parts add field by field and repeat by a count: the decoder's is ``positions + n_layers * block + final``."""
 
     linear_flops: int = 0
     attention_flops: int = 0

@@ -117,10 +117,9 @@ def all_sweep() -> list[str]:
     return [BASELINE, *(flip_name(c, c.llama2) for c in ladder_choices()), LLAMA2]
 
 
-# What +sweep=modern measures per point, to fit its seven points in half an hour on 2 cores: the kv sweep's decode
-# contexts at batch 1, one forward/train shape, the default rounds, three quality seeds of 150 steps. Measured alone
-# on the 2-core machine: at the default 250 steps its first point took 299 s (53 s measuring, about 80 s a seed), 35
-# minutes for seven; at 180 steps all seven took 32 minutes (MLA's quality model the slowest, 278 s for 3 seeds).
+# What +sweep=modern measures per point: less than the default sweeps, so that its seven points fit in about half an
+# hour on 2 cores. The kv sweep's decode contexts at batch 1, one forward/train shape, the default rounds, and quality
+# seeds of 150 steps: the default 250 steps would take it past the half hour. docs/run_times.md has its measured times.
 MODERN_SETTINGS: dict[str, Any] = {"profile": {"shapes": ["1x512"], "decode_batch_sizes": [1]},
                                    "train": {"steps": 150}}
 

@@ -109,7 +109,8 @@ class TrainConfig:
     # superset of the curve's spread over the same split, so its own sampling noise is well below the seeds'.
     final_eval_batches: int | None = None
     # Common random numbers: each weight drawn by its name from the seed, so a seed's arms start every module
-    # they share identical. false: one global stream from the seed (the protocol before 2026-12-03).
+    # they share identical. false: one global stream from the seed, the earlier protocol, which points written
+    # without this setting followed (conf/train/default.yaml sets true).
     common_init: bool = False
     # Score the mean of the weights over this last fraction of the steps (tail averaging); 0: the last step's.
     average_last: float = 0.0
@@ -265,11 +266,11 @@ def share_config_store() -> None:
     """Let Hydra's copies of its config repository share the one ConfigStore instead of deep-copying it.
 
     Hydra 1.3 deep-copies its whole repository, the ConfigStore and every node stored in it, each time it builds a
-    ``CachingConfigRepository``: once per composed job, and once per config group when it writes ``--help`` (124
-    groups here: 5 s of the help's 6). The copy exists so that ``initialize_sources`` cannot mutate the delegate's
-    sources (hydra PR 1541); it never mutates the store, whose ``load`` already hands out a deep copy of each node it
-    returns, and Hydra's later releases fetch the live singleton instead (hydra PR 2928; hydra-zen issue 769 reports
-    the same cost in sweeps). So a copy of the store may be the store."""
+    ``CachingConfigRepository``: once per composed job, and once per config group when it writes ``--help`` (over a
+    hundred groups here: most of the help's time). The copy exists so that ``initialize_sources`` cannot mutate the
+    delegate's sources (hydra PR 1541); it never mutates the store, whose ``load`` already hands out a deep copy of each
+    node it returns, and Hydra's later releases fetch the live singleton instead (hydra PR 2928; hydra-zen issue 769
+    reports the same cost in sweeps). So a copy of the store may be the store."""
     ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
 
 

@@ -133,8 +133,8 @@ class Case:
     @property
     def counted(self) -> bool:
         """Also counted in instructions under callgrind: the norms' and positions' forward and attention's decode
-        step, the calls of a few MFLOP. Matrix products run at about 20 MFLOP/s under valgrind (one FFN forward
-        at d=512 takes about a minute), so cases made of them are timed only."""
+        step, the calls of a few MFLOP. Matrix products run far too slowly under valgrind to count, so cases made of
+        them are timed only."""
         return (self.component in ("norm", "pos") and self.mode == "forward") or (
             self.component == "attn" and self.mode == "decode")
 

@@ -106,8 +106,7 @@ def ratio_vs_seq(s: pd.DataFrame) -> Figure | str:
     """Paired latency ratio against sequence length per variant and batch; forward and train side by side.
 
     Ratios, never absolute times: each sweep point is timed minutes after the last, and the machine's speed
-    drifts between points by more than most effects (a fresh norm sweep timed every call of the gpt2 point at
-    19.1 ms and every call of the rmsnorm point at 23.8 ms, both sides of each pairing: ratio 1.003).
+    drifts between points by more than most effects, while both sides of one pairing drift together.
     """
     rows = s[(s["metric"] == "latency_ratio") & s["mode"].isin(("forward", "train"))]
     if rows.empty:
@@ -432,7 +431,8 @@ FIGURES: list[Kind] = [
          "x: the quality model's train-step time, variant over baseline, paired in one process (95% interval); y: "
          "the multiplier in steps (95% interval). On a dashed line the variant reaches the baseline's final loss "
          "that many times sooner in wall time; up and to the left is better."),
-    Kind("scale", "Validation loss and each effect against parameters", "summary", scale_effects,
+    Kind("scale", "Validation loss and each effect against parameters", "summary",
+         scale_effects,
          "Left: each variant's mean over seeds with its 95% Student-t interval at each quality-model width. Right: "
          "the variant minus the baseline trained at the same width, paired by seed, with the interval at the level "
          "Holm holds it to (it excludes 0 exactly when the verdict names a difference). x is each variant's own "

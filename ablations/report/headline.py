@@ -31,9 +31,17 @@ def _rows(table: pd.DataFrame, sweep: str) -> pd.DataFrame:
     return table[table["sweep"].isin([sweep, transfer.SWEEP])]
 
 
-def headline_table(table: pd.DataFrame, sweep: str = SWEEP) -> str:
+def multipliers_of(table: pd.DataFrame, sweep: str = SWEEP) -> pd.DataFrame:
+    """The compute multipliers (``worth``) of the sweep's and the transfer sweep's comparisons, with their
+    calibration rows; an empty frame where neither trained."""
+    rows = _rows(table, sweep)
+    return worth(rows) if not split(rows)[1].empty else pd.DataFrame()
+
+
+def headline_table(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
     """The markdown table: cost (parameters, FLOPs, train-step and decode ratios, KV bytes per token) and quality
-    (Δ loss, compute multiplier, time to loss measured and predicted, transfer, the published verdict) per flip."""
+    (Δ loss, compute multiplier, time to loss measured and predicted, transfer, the published verdict) per flip.
+    ``multipliers``: ``multipliers_of(table, sweep)``, when the caller has it already."""
     rows = _rows(table, sweep)
     measured, quality, _ = split(rows[rows["sweep"] == sweep])
     if measured.empty:
@@ -45,7 +53,8 @@ def headline_table(table: pd.DataFrame, sweep: str = SWEEP) -> str:
     if base["decode_ctx"].isna().all():
         raise ReportError(f"sweep {sweep!r} has no decode rows: the headline's decode column needs them")
     summary = summarize_quality(rows)[0] if not split(rows)[1].empty else None
-    multipliers = worth(rows) if summary is not None else pd.DataFrame()
+    if multipliers is None:
+        multipliers = multipliers_of(table, sweep)
     _, verdicts = transfer_lines(summary, rows, multipliers)
     frame = buys_frame(rows, cmp, summary, multipliers, verdicts)
     frame = frame[frame["sweep"] == sweep]
@@ -54,15 +63,18 @@ def headline_table(table: pd.DataFrame, sweep: str = SWEEP) -> str:
     return markdown_table(frame.drop(columns=["sweep", "variant", "order"]))
 
 
-def baseline_line(table: pd.DataFrame, sweep: str = SWEEP) -> str:
+def baseline_line(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
     """The known answers: the baseline against itself (its time intervals must hold 1) and, where the sweep trained
-    the baseline's curve, the multiplier's A/A and 2x rows (which must hold 1 and 2)."""
+    the baseline's curve, the multiplier's A/A and 2x rows (which must hold 1 and 2). ``multipliers``:
+    ``multipliers_of(table, sweep)``, when the caller has it already."""
     rows = _rows(table, sweep)
     cmp = comparison(split(rows[rows["sweep"] == sweep])[0])
     b = cmp[cmp["variant"] == BASELINE]
     line = f"fwd+bwd {headline_cells(b, 'train')[0]}, decode {headline_cells(b, 'decode')[0]}"
-    quality = rows[rows["sweep"] == sweep]
-    cal = worth(quality) if not split(quality)[1].empty else pd.DataFrame()
+    if multipliers is None:
+        multipliers = multipliers_of(table, sweep)
+    # The transfer sweep's rows are in the frame too (for the table's transfer column): this line is the sweep's.
+    cal = multipliers[multipliers["sweep"] == sweep] if not multipliers.empty else multipliers
     if not cal.empty:
         cal = cal[cal["expected"].notna()].sort_values("expected")
         line += "".join(f"; compute multiplier, must read {e:g}×: {text}"
@@ -79,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         table = pd.concat([load_table(f) for f in args.folders], ignore_index=True)
-        print(headline_table(table, args.sweep))
-        print(f"\nKnown answers: {baseline_line(table, args.sweep)}")
+        multipliers = multipliers_of(table, args.sweep)
+        print(headline_table(table, args.sweep, multipliers))
+        print(f"\nKnown answers: {baseline_line(table, args.sweep, multipliers)}")
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

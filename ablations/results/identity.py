@@ -1,12 +1,11 @@
 """A point's identity: every setting that can change its numbers, and nothing that cannot.
 
-The identity is the resolved config less where and how to run (``out``, ``figures``, ``allow_parallel_timing``,
-Hydra's own node) and less what a newer harness added at a setting that changes nothing: a choice group that
-neither GPT-2 nor Llama-2 varies (``gpt2 == llama2`` in its declaration, e.g. QK-norm) at its default config, any choice
-setting declared ``field(metadata={"neutral": True})`` at its default, the sequential-rounds profile settings
-when off, and the quality protocol's newer train settings at the values that train as before. So adding such a
-group or setting leaves the identity of every existing point unchanged, and run folders written before it stay
-reusable.
+The identity is the resolved config less where and how to run (``out``, ``figures``, ``allow_parallel_timing``, Hydra's
+own node) and less what a newer harness added at a setting that changes nothing: a choice group that neither GPT-2 nor
+Llama-2 varies (``gpt2 == llama2`` in its declaration, e.g. QK-norm) at its default config, any choice setting declared
+``field(metadata={"neutral": True})`` at its default, the sequential-rounds profile settings when off, and the quality
+protocol's newer train settings at the values that train as points without them did. So adding such a group or setting
+leaves the identity of every existing point unchanged, and run folders written before it stay reusable.
 
 A plugin (``components.plugins``) enters the identity, as ``plugins: {name: version}``, only where it shapes the
 point: the point takes a value it registered, or moves a group it declared off GPT-2's value. So a new version of
@@ -29,13 +28,13 @@ IDENTITY_EXCLUDES = ("out", "figures", "allow_parallel_timing", "hydra", "logger
 NEUTRAL_RUN_SETTINGS = {"baseline": {"name": "gpt2"}}
 # Profile settings added after points were first written, at the value that changes nothing (fixed rounds).
 NEUTRAL_PROFILE_SETTINGS = {"target_halfwidth": None, "min_rounds": None, "max_rounds": None,
-                            # before the scope existed a target held everywhere; a point the headline scope
-                            # skips is then one measured more precisely than asked, never less
+                            # a point written without the scope held its target everywhere: where the headline
+                            # scope skips, it was measured more precisely than asked, never less
                             "precision_scope": "headline",
-                            # a newer measurement family, on: a point written before it lacks only its rows
+                            # a newer measurement family, on: a point written without it lacks only its rows
                             "quality_step": True}
-# Train settings added after points were first written, at the value that trains as before (fixed seeds, one global
-# init stream, the final loss on the curve's windows, no learning-rate check).
+# Train settings added after points were first written, at the value that trains as points without them did (fixed
+# seeds, one global init stream, the final loss on the curve's windows, no learning-rate check).
 # Train settings added after the seed ledger's arms were first named: left out of an arm's id at these values too
 # (ablations.quality.ledger), so a resumed sweep finds its seeds.
 NEUTRAL_ARM_SETTINGS = {"autocast": None, "compile": False}
@@ -45,9 +44,9 @@ NEUTRAL_TRAIN_SETTINGS = {"target_mde": None, "min_seeds": None, "max_seeds": No
 # Train settings the run sets from its whole sweep rather than from the point (the family of comparisons its seeds'
 # stopping rule is held to): never part of a point's identity, at any value.
 SWEEP_TRAIN_SETTINGS = ("family",)
-# Data settings added after points were first written, at the value that reads the same bytes as before (auto is
-# bytes for every file but an llm.c shard, which no earlier point could have trained on as tokens; the stdlib corpus
-# is what an empty data.path read before data.corpus existed).
+# Data settings added after points were first written, at the value that reads the bytes points without them read
+# (auto is bytes for every file but an llm.c shard, which no such point could have trained on as tokens; the stdlib
+# corpus is what an empty data.path read without data.corpus).
 NEUTRAL_DATA_SETTINGS = {"format": "auto", "val_path": "", "vocab_size": None, "corpus": "stdlib"}
 
 

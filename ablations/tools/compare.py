@@ -40,6 +40,10 @@ class Rule:
     threshold: float  # percent worse, in the metric's own direction, that counts as a regression
 
 
+# The rules several metrics share, one per row of docs/results.md's threshold table.
+RATE = Rule(LOWER_IS_WORSE, 40.0)  # throughput, FLOP rate, utilisation
+COUNT = Rule(HIGHER_IS_WORSE, 1.0)  # FLOPs, parameters, bytes: the same code counts the same
+LOSS = Rule(HIGHER_IS_WORSE, 2.0)
 # First matching pattern wins. Each threshold sits above the largest change between reruns of the same code on a
 # shared machine: paired ratios cancel machine drift and are tight; decode steps are short and memory-bound, so
 # noisier; absolute times carry every load change between two runs. A 2x slowdown exceeds every timing threshold.
@@ -48,15 +52,9 @@ DEFAULT_RULES: list[tuple[str, Rule]] = [
     ("*latency_ratio", Rule(HIGHER_IS_WORSE, 15.0)),
     ("*latency", Rule(HIGHER_IS_WORSE, 60.0)),
     ("first_call_time", Rule(HIGHER_IS_WORSE, 100.0)),
-    ("*throughput", Rule(LOWER_IS_WORSE, 40.0)),
-    ("flop_rate", Rule(LOWER_IS_WORSE, 40.0)),
-    ("utilisation", Rule(LOWER_IS_WORSE, 40.0)),
-    ("flops", Rule(HIGHER_IS_WORSE, 1.0)),
-    ("params", Rule(HIGHER_IS_WORSE, 1.0)),
-    ("*_bytes", Rule(HIGHER_IS_WORSE, 1.0)),
-    ("*loss*", Rule(HIGHER_IS_WORSE, 2.0)),
-    ("*perplexity*", Rule(HIGHER_IS_WORSE, 2.0)),
-    ("*ppl*", Rule(HIGHER_IS_WORSE, 2.0)),
+    ("*throughput", RATE), ("flop_rate", RATE), ("utilisation", RATE),
+    ("flops", COUNT), ("params", COUNT), ("*_bytes", COUNT),
+    ("*loss*", LOSS), ("*perplexity*", LOSS), ("*ppl*", LOSS),
 ]
 # Properties of the machine, not of the code: reported when they moved, never a regression.
 MACHINE_METRICS = ("matmul_peak", "memory_bandwidth", "call_overhead")

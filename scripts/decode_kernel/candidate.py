@@ -1,7 +1,7 @@
 """The candidate decode-attention kernel (``decode_attention.cpp``) built and called the way the harness calls
 attention: ``decode(q, k, v, start)`` with q (batch, heads, 1, 64) and K/V (batch, kv_heads, keys, 64), one new
 token attending to every key. Compiled on first use with ``torch.utils.cpp_extension.load_inline`` (needs g++
-and ``pip install ninja``; about 30 s, then cached by torch)."""
+and ``pip install ninja``; compiled once, then cached by torch)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """A candidate C++ decode-attention kernel against SDPA (issue 16, item 4): is the 90% goal within reach?
 
-``decode_attention.cpp`` (one pass over each KV head's cache for its whole query group, online softmax) is
-compiled with ``torch.utils.cpp_extension.load_inline`` (needs g++ and ``pip install ninja``; about 30 s) and timed
-paired against MHA through SDPA and against MHA through itself, every call on the next of caches spanning
-512 MiB (``ablations.measure.kv_streams``). The model does not use this kernel: for a fair kv sweep MHA would
-have to run it too. Numerically checked against ``components.kernels.reference_sdpa`` before timing.
+``decode_attention.cpp`` (one pass over each KV head's cache for its whole query group, online softmax) is compiled with
+``torch.utils.cpp_extension.load_inline`` (needs g++ and ``pip install ninja``; once, then cached by torch) and timed
+paired against MHA through SDPA and against MHA through itself, every call on the next of caches spanning 512 MiB
+(``ablations.measure.kv_streams``). The model does not use this kernel: for a fair kv sweep MHA would have to run it
+too. Numerically checked against ``components.kernels.reference_sdpa`` before timing.
 
     python scripts/decode_kernel/measure.py --threads 2
 """
