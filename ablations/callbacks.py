@@ -14,12 +14,21 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ablations.config.errors import Fault, os_error_line
+from ablations.config.plan import SweepEnd, logger_of, settings_of
 
 log = logging.getLogger("ablations")
 
 
-def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> None:
-    """Write the collected table, print the summary, and make the last line the folder's path.
+def sweep_end(config: DictConfig, folder: Path) -> SweepEnd:
+    """What the sweep's end needs of the composed config (Hydra hands the callbacks the config, not a plan)."""
+    logger = logger_of(config)
+    return SweepEnd(folder, str(config.get("sweep_name", "adhoc")), bool(config.get("figures", True)), logger,
+                    settings_of(config) if logger is not None else {})
+
+
+def finish(end: SweepEnd, statuses: list[str]) -> None:
+    """Write the collected table, build REPORT.md where no point failed, log to the tracker, print the summary, and
+    make the last line the folder's path.
 
     A table or report that cannot be written (a full disk), or a report that fails, is a ``Fault``: Hydra
     turns a callback's exception into a warning and exit status 0. The point files and the table stay, and a
@@ -29,14 +38,15 @@ def finish(folder: Path, statuses: list[str], cfg: DictConfig | None = None) -> 
     if not is_writer():  # under torchrun rank 0 writes the table and says how the sweep went
         return
     try:
-        _finish(folder, statuses, cfg)
+        _finish(end, statuses)
     except OSError as exc:
         raise Fault(os_error_line(exc)) from None
 
 
-def _finish(folder: Path, statuses: list[str], cfg: DictConfig | None) -> None:
+def _finish(end: SweepEnd, statuses: list[str]) -> None:
     from ablations.results.store import write_table
 
+    folder = end.folder
     table, written = write_table(folder)
     if not statuses and len(table):
         # The jobs ran in other processes (joblib, submitit), so their callbacks fired there: read each
@@ -47,10 +57,10 @@ def _finish(folder: Path, statuses: list[str], cfg: DictConfig | None) -> None:
         f"{len(statuses)} point(s): {statuses.count('ok')} ok, {failed} failed, "
         f"{statuses.count('skipped')} skipped (already measured); {len(table)} rows in {written[0].name}"
     )
-    if cfg is not None and failed == 0:
-        _build_report(folder, draw_figures=cfg.get("figures", True))
-    if cfg is not None and cfg.get("logger") is not None:
-        summary += f"; logged to {_track(folder, cfg)}"
+    if failed == 0:
+        _build_report(folder, draw_figures=end.figures)
+    if end.logger is not None:
+        summary += f"; logged to {_track(end)}"
     print(summary, file=sys.stderr)
     print(folder.resolve())
     sys.stdout.flush()
@@ -73,19 +83,19 @@ def _build_report(folder: Path, draw_figures: bool = True) -> None:
                     f"{folder / 'results.csv'}: rebuild with blockbench report {folder}") from None
 
 
-def _track(folder: Path, cfg: DictConfig) -> str:
+def _track(end: SweepEnd) -> str:
     """Log the finished sweep to ``+logger``'s tracker (``ablations.track``); a tracker that fails is one line and
     exit 1, the results folder (the source of truth) already whole."""
     try:
         from ablations.track import log_sweep
 
-        return log_sweep(folder, cfg)
+        return log_sweep(end)
     except OSError:
         raise
     except Exception as exc:
         reason = " ".join(str(exc).split())
-        raise Fault(f"logger={cfg.logger.name} failed ({type(exc).__name__}: {reason}); the results are whole in "
-                    f"{folder / 'results.csv'}") from None
+        raise Fault(f"logger={end.logger.name} failed ({type(exc).__name__}: {reason}); the results are whole in "
+                    f"{end.folder / 'results.csv'}") from None
 
 
 class SweepCallback(Callback):
@@ -126,10 +136,10 @@ class SweepCallback(Callback):
         if single and job_return.status == JobStatus.COMPLETED and status != "skipped":
             from ablations.runner import output_folder
 
-            finish(output_folder(config), [status], config)
+            finish(sweep_end(config, output_folder(config)), [status])
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.bar is not None:
             self.bar.close()
         folder = Path(config.out) if config.get("out") else Path(config.hydra.sweep.dir)
-        finish(folder, self.statuses, config)
+        finish(sweep_end(config, folder), self.statuses)

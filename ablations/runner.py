@@ -1,6 +1,7 @@
-"""One Hydra job = one sweep point: measure it, write its rows atomically, never take the sweep down for the
-point's own failure. An OSError (a full disk, a corpus gone) is the environment's: it escapes, and the CLI stops
-the run with one line."""
+"""One Hydra job = one sweep point: ``run_job`` checks the composed config once and resolves it into a ``Plan``
+(``plan_point``, the door: no stage reads the config), measures the block, trains the quality models, and writes
+the point's rows atomically; never takes the sweep down for the point's own failure. An OSError (a full disk, a
+corpus gone) is the environment's: it escapes, and the CLI stops the run with one line."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from ablations.config.checks import check_run, resolve_device, resolve_dtype
 from ablations.config.columns import row_values
 from ablations.config.errors import Fault
-from ablations.config.plan import Machine, Output, Pair, Plan, QualityPlan, TimingPlan
+from ablations.config.plan import Machine, Output, Pair, Plan, QualityPlan, TimingPlan, logger_of, settings_of
 from ablations.config.variants import baseline_from, variant_label
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import measure_point
@@ -38,82 +39,17 @@ from components.config import ConfigError
 log = logging.getLogger("ablations")
 
 
-def output_folder(cfg: DictConfig) -> Path:
-    """Where the running job's points and table go: ``out=`` if given, else Hydra's sweep folder (or run folder)."""
-    if cfg.get("out"):
-        return Path(cfg.out)
-    hc = HydraConfig.get()
-    return Path(hc.sweep.dir if hc.mode == RunMode.MULTIRUN else hc.runtime.output_dir)
-
-
-def launcher_name() -> str:
-    if not HydraConfig.initialized():
-        return "basic"
-    return HydraConfig.get().runtime.choices.get("hydra/launcher", "basic") or "basic"
-
-
-def check_point(cfg: DictConfig) -> ArchConfig:
-    """Every rule for one point (``plan_point``); the architecture it measures."""
-    return plan_point(cfg).pair.arch
-
-
-def plan_point(cfg: DictConfig, folder: Path | None = None) -> Plan:
-    """The door: every rule for one point, one line naming the key (the measurement's, the data's and the quality
-    run's), and the composed config resolved into the typed objects the stages take. ``folder``: where the point
-    goes (``run_job``: the job's ``output_folder``); by default ``out=``, else the working folder."""
-    arch = check_run(cfg)
-    profile, train, data = (OmegaConf.to_object(cfg[key]) for key in ("profile", "train", "data"))
-    precision_of(profile)  # the rounds rule's settings, refused here before any work
-    check_logger(cfg)
-    device = resolve_device(cfg)
-    machine = Machine(device, resolve_dtype(cfg, device), cfg.threads or os.cpu_count() or 1, bool(cfg.compile),
-                      launcher_name())
-    matched = bool(cfg.match_params)
-    pair = Pair(variant_label(arch, matched), arch, str(cfg.baseline.name), baseline_from(cfg, arch), matched)
-    timing = TimingPlan(pair, machine, profile, int(cfg.seed),
-                        untimed_because(machine.launcher, bool(cfg.allow_parallel_timing))) if cfg.measure else None
-    quality = None
-    if train.enabled:
-        ranks = distributed.requested()
-        if train.batch % ranks:
-            raise ConfigError(f"train.batch={train.batch} must divide evenly among the {ranks} torchrun processes "
-                              "(each rank trains an equal shard of the global batch)")
-        check_data(data, train.context, max(train.extrapolation))  # first: its vocabulary is the quality model's
-        check_train(train, device)
-        models = quality_pair(train, data, arch, pair.baseline, matched)
-        quality = QualityPlan(pair, *models, train, data, int(cfg.seed))
-    folder = Path(cfg.get("out") or ".") if folder is None else folder
-    logger = OmegaConf.to_object(cfg.logger) if cfg.get("logger") is not None else None
-    # What a tracker logs as the point's parameters: the resolved config, Hydra's node left out.
-    record = {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) if OmegaConf.is_config(cfg[k])
-              else cfg[k] for k in cfg if k != "hydra"} if logger is not None else None
-    output = Output(folder, point_path(folder, pair.variant, config_hash(point_identity(cfg))), logger, record)
-    return Plan(str(cfg.sweep_name), str(cfg.profile.name), int(cfg.seed), pair, machine, timing, quality, output)
-
-
-def untimed_because(launcher: str, allow_parallel_timing: bool) -> str:
-    """Why latency is not timed at a point: other points or processes run beside it and would be timed too."""
-    if distributed.world_size() > 1:
-        return (f"torchrun runs {distributed.world_size()} processes side by side, so their timings would measure "
-                "each other: latency, throughput and decode timing are SKIPPED (FLOPs, memory and parameters still "
-                "run); time with one process.")
-    if launcher != "basic" and not allow_parallel_timing:
-        return (f"launcher {launcher} runs points side by side, so their timings would measure each other: latency, "
-                "throughput and decode timing are SKIPPED (FLOPs, memory and parameters still run). Use the basic "
-                "launcher for timing, or allow_parallel_timing=true to time anyway.")
-    return ""
-
-
 def run_job(cfg: DictConfig) -> str:
     """One sweep point: measure the block against its baseline, train both quality models, write the rows once.
     Returns ``ok``, ``failed`` or ``skipped`` (measured before)."""
-    plan = plan_point(cfg, output_folder(cfg))  # the config stops here
+    # The config stops here. Under torchrun rank 0's folder is every rank's (its clock named the folder).
+    plan = plan_point(cfg, distributed.from_writer(output_folder(cfg)))
     torch.set_num_threads(plan.machine.threads)
     if plan.timing is not None and not plan.timing.timed:
         log.warning("%s", plan.timing.untimed)
     out = plan.output
     if out.logger is not None and distributed.is_writer():  # its run's parameters, also for a point done before
-        save_point_config(out.folder, out.point.stem, out.record)
+        save_point_config(out.folder, out.point.stem, out.settings)
     if distributed.from_writer(point_done(out.point)):
         log.info("point %s already measured in %s: skipped", plan.pair.variant, out.point)
         return "skipped"
@@ -133,17 +69,36 @@ def run_job(cfg: DictConfig) -> str:
     return status
 
 
-def point_columns(plan: Plan) -> dict[str, Any]:
-    """What every row of the point carries: what it is (its choices, sizes, seed, profile) and where it ran."""
-    arch, m = plan.pair.arch, plan.machine
-    return {
-        "sweep": plan.sweep, "variant": plan.pair.variant, "point": plan.output.point.stem,
-        "baseline": plan.pair.baseline_name,
-        **{k: v for c in choices() for k, v in row_values(c, arch).items()},
-        "tie_embeddings": arch.model.tie_embeddings, "d_model": arch.model.d_model, "n_layers": arch.model.n_layers,
-        "n_heads": arch.model.n_heads, "ffn_hidden": arch.ffn_hidden, "seed": plan.seed, "profile": plan.profile,
-        **provenance(m.device, m.dtype, m.threads, m.compile, m.launcher),
-    }
+def plan_point(cfg: DictConfig, folder: Path | None = None) -> Plan:
+    """The door: every rule for one point, one line naming the key (the measurement's, the data's and the quality
+    run's), and the composed config resolved into the typed objects the stages take. ``folder``: where the point
+    goes (``run_job``: the job's ``output_folder``); by default ``out=``, else the working folder."""
+    arch = check_run(cfg)
+    profile, train, data = (OmegaConf.to_object(cfg[key]) for key in ("profile", "train", "data"))
+    precision_of(profile)  # the rounds rule's settings, refused here before any work
+    check_logger(logger_of(cfg))
+    device = resolve_device(cfg)
+    machine = Machine(device, resolve_dtype(cfg, device), cfg.threads or os.cpu_count() or 1, bool(cfg.compile),
+                      launcher_name())
+    matched = bool(cfg.match_params)
+    pair = Pair(variant_label(arch, matched), arch, str(cfg.baseline.name), baseline_from(cfg, arch), matched)
+    timing = TimingPlan(pair, machine, profile, int(cfg.seed),
+                        untimed_because(machine.launcher, bool(cfg.allow_parallel_timing))) if cfg.measure else None
+    quality = None
+    if train.enabled:
+        ranks = distributed.requested()
+        if train.batch % ranks:
+            raise ConfigError(f"train.batch={train.batch} must divide evenly among the {ranks} torchrun processes "
+                              "(each rank trains an equal shard of the global batch)")
+        check_data(data, train.context, max(train.extrapolation))  # first: its vocabulary is the quality model's
+        check_train(train, device)
+        models = quality_pair(train, data, arch, pair.baseline, matched)
+        quality = QualityPlan(pair, *models, train, data, int(cfg.seed))
+    folder = Path(cfg.get("out") or ".") if folder is None else folder
+    logger = logger_of(cfg)
+    output = Output(folder, point_path(folder, pair.variant, config_hash(point_identity(cfg))), logger,
+                    settings_of(cfg) if logger is not None else {})
+    return Plan(str(cfg.sweep_name), str(cfg.profile.name), int(cfg.seed), pair, machine, timing, quality, output)
 
 
 def measure(timing: TimingPlan, quality: QualityPlan | None, rows: Rows) -> str:
@@ -170,3 +125,48 @@ def train_quality(quality: QualityPlan, rows: Rows, device: torch.device, folder
         return "failed" if run_quality(quality, rows, device, folder) == "failed" else None
     except distributed.RankLost as exc:  # the points before it are written; this one cannot finish
         raise Fault(f"point {quality.pair.variant} failed: {exc}; the points before it are in {folder}") from None
+
+
+def point_columns(plan: Plan) -> dict[str, Any]:
+    """What every row of the point carries: what it is (its choices, sizes, seed, profile) and where it ran."""
+    arch, m = plan.pair.arch, plan.machine
+    return {
+        "sweep": plan.sweep, "variant": plan.pair.variant, "point": plan.output.point.stem,
+        "baseline": plan.pair.baseline_name,
+        **{k: v for c in choices() for k, v in row_values(c, arch).items()},
+        "tie_embeddings": arch.model.tie_embeddings, "d_model": arch.model.d_model, "n_layers": arch.model.n_layers,
+        "n_heads": arch.model.n_heads, "ffn_hidden": arch.ffn_hidden, "seed": plan.seed, "profile": plan.profile,
+        **provenance(m.device, m.dtype, m.threads, m.compile, m.launcher),
+    }
+
+
+def untimed_because(launcher: str, allow_parallel_timing: bool) -> str:
+    """Why latency is not timed at a point: other points or processes run beside it and would be timed too."""
+    if distributed.world_size() > 1:
+        return (f"torchrun runs {distributed.world_size()} processes side by side, so their timings would measure "
+                "each other: latency, throughput and decode timing are SKIPPED (FLOPs, memory and parameters still "
+                "run); time with one process.")
+    if launcher != "basic" and not allow_parallel_timing:
+        return (f"launcher {launcher} runs points side by side, so their timings would measure each other: latency, "
+                "throughput and decode timing are SKIPPED (FLOPs, memory and parameters still run). Use the basic "
+                "launcher for timing, or allow_parallel_timing=true to time anyway.")
+    return ""
+
+
+def output_folder(cfg: DictConfig) -> Path:
+    """Where the running job's points and table go: ``out=`` if given, else Hydra's sweep folder (or run folder)."""
+    if cfg.get("out"):
+        return Path(cfg.out)
+    hc = HydraConfig.get()
+    return Path(hc.sweep.dir if hc.mode == RunMode.MULTIRUN else hc.runtime.output_dir)
+
+
+def launcher_name() -> str:
+    if not HydraConfig.initialized():
+        return "basic"
+    return HydraConfig.get().runtime.choices.get("hydra/launcher", "basic") or "basic"
+
+
+def check_point(cfg: DictConfig) -> ArchConfig:
+    """Every rule for one point (``plan_point``); the architecture it measures."""
+    return plan_point(cfg).pair.arch

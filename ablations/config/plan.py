@@ -9,6 +9,8 @@
     │             ``train.enabled=false``)
     └── output    the folder, the point's file, the tracker (``Output``)
 
+    SweepEnd      what the sweep's end does: the table, REPORT.md, the tracker (``ablations.callbacks.finish``)
+
 The profile, training and data settings are the schema's own dataclasses (``ablations.config.schema``), filled by
 OmegaConf from the composed config (``OmegaConf.to_object``), so a stage reads ``plan.quality.train.steps`` with a
 type an editor can follow.
@@ -16,11 +18,12 @@ type an editor can follow.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+from omegaconf import DictConfig, OmegaConf
 
 from ablations.config.schema import DataConfig, LoggerConfig, ProfileConfig, TrainConfig
 from components import ArchConfig
@@ -86,12 +89,12 @@ class QualityPlan:
 @dataclass(frozen=True)
 class Output:
     """Where the point's rows go: ``point`` inside ``folder``; ``logger``: the tracker a finished sweep is also
-    logged to, with ``record`` (the resolved config) as the point's parameters."""
+    logged to, with ``settings`` (``settings_of``) as the point's parameters."""
 
     folder: Path
     point: Path
     logger: LoggerConfig | None = None
-    record: dict[str, Any] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -106,3 +109,27 @@ class Plan:
     timing: TimingPlan | None
     quality: QualityPlan | None
     output: Output
+
+
+@dataclass(frozen=True)
+class SweepEnd:
+    """The end of a sweep: the table collected in ``folder``, REPORT.md (drawing its figures unless ``figures`` is
+    off), and ``logger``'s tracker, if any, with ``settings`` as the sweep's parameters."""
+
+    folder: Path
+    sweep: str = "adhoc"
+    figures: bool = True
+    logger: LoggerConfig | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def settings_of(cfg: DictConfig) -> dict[str, Any]:
+    """The composed config resolved key by key, less Hydra's node (whose values only a running job has): a run's
+    parameters as a tracker logs them."""
+    return {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) if OmegaConf.is_config(cfg[k])
+            else cfg[k] for k in cfg if k != "hydra"}
+
+
+def logger_of(cfg: DictConfig) -> LoggerConfig | None:
+    """``+logger=NAME``'s settings; None without one."""
+    return OmegaConf.to_object(cfg.logger) if cfg.get("logger") is not None else None

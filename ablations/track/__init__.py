@@ -12,16 +12,15 @@ import importlib
 import importlib.util
 from pathlib import Path
 
-from omegaconf import DictConfig
-
+from ablations.config.plan import SweepEnd
+from ablations.config.schema import LoggerConfig
 from ablations.config.trackers import TRACKERS
 from ablations.results.table import TABLE
 from components.config import ConfigError
 
 
-def check_logger(cfg: DictConfig) -> None:
+def check_logger(logger: LoggerConfig | None) -> None:
     """One line before any work when ``+logger=NAME`` asks for a package that is not installed."""
-    logger = cfg.get("logger")
     if logger is None:
         return
     package = TRACKERS[str(logger.name)].package
@@ -38,11 +37,12 @@ def artifacts(folder: Path) -> list[Path]:
     return [p for p in found if p.is_file()]
 
 
-def log_sweep(folder: Path, cfg: DictConfig) -> str:
-    """Log the finished sweep in ``folder`` to the tracker ``cfg.logger`` names; returns where it went."""
+def log_sweep(end: SweepEnd) -> str:
+    """Log the finished sweep in ``end.folder`` to the tracker ``end.logger`` names; returns where it went."""
     from ablations.results.table import load
     from ablations.track.plan import sweep_plan
 
-    plan = sweep_plan(folder, load(folder), cfg, artifacts(folder))
-    writer = importlib.import_module(TRACKERS[str(cfg.logger.name)].module)  # the tracker's package only now
-    return writer.log_config(plan, folder, cfg.logger, str(cfg.sweep_name))
+    assert end.logger is not None, "log_sweep needs a logger"
+    plan = sweep_plan(end.folder, load(end.folder), end.sweep, end.settings, artifacts(end.folder))
+    writer = importlib.import_module(TRACKERS[str(end.logger.name)].module)  # the tracker's package only now
+    return writer.log_config(plan, end.folder, end.logger, end.sweep)

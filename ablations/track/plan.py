@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
 from ablations.results.durable import make_folder, write_atomic
 
@@ -43,15 +42,11 @@ class Run:
     children: list[Run] = field(default_factory=list)
 
 
-def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, str]:
-    """A config as ``{"train.lr": "0.002", ...}``, Hydra's own node left out; lists stay one value."""
-    if isinstance(cfg, DictConfig):  # resolved key by key: Hydra's node has values only a job has (hydra.job.num)
-        tree = {k: OmegaConf.to_container(v, resolve=True, enum_to_str=True) if OmegaConf.is_config(v) else v
-                for k, v in ((k, cfg[k]) for k in cfg if k != "hydra")}
-    else:
-        tree = cfg
+def flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """A run's settings (``ablations.config.plan.settings_of``) as ``{"train.lr": "0.002", ...}``; lists stay one
+    value."""
     out: dict[str, str] = {}
-    for key, value in tree.items():
+    for key, value in settings.items():
         if isinstance(value, dict):
             out.update(flatten(value, f"{prefix}{key}."))
         else:
@@ -59,10 +54,10 @@ def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, str]:
     return out
 
 
-def save_point_config(folder: Path, stem: str, cfg: DictConfig) -> None:
-    """The point's flattened config beside its rows (``configs/<point>.json``), for its run's parameters."""
+def save_point_config(folder: Path, stem: str, settings: dict[str, Any]) -> None:
+    """The point's flattened settings beside its rows (``configs/<point>.json``), for its run's parameters."""
     make_folder(folder / CONFIGS_DIR)
-    text = json.dumps(flatten(cfg), indent=1, sort_keys=True)
+    text = json.dumps(flatten(settings), indent=1, sort_keys=True)
     write_atomic(folder / CONFIGS_DIR / f"{stem}.json", lambda f: f.write(text.encode()))
 
 
@@ -124,12 +119,14 @@ def _point_configs(folder: Path) -> dict[str, dict[str, str]]:
     return configs
 
 
-def sweep_plan(folder: Path, table: pd.DataFrame, cfg: DictConfig | None, artifacts: list[Path]) -> Run:
-    """The runs to log for the sweep in ``folder`` whose table is ``table``."""
+def sweep_plan(folder: Path, table: pd.DataFrame, sweep: str | None, settings: dict[str, Any],
+               artifacts: list[Path]) -> Run:
+    """The runs to log for the sweep ``sweep`` (None: named by its folder's parent) in ``folder`` whose table is
+    ``table``, with ``settings`` as the sweep's parameters."""
     folder = folder.resolve()
-    name = str(cfg.sweep_name) if cfg is not None else folder.parent.name
-    sweep = Run(f"sweep {name} ({folder.name})", params=flatten(cfg) if cfg is not None else {},
-                tags={"blockbench.folder": str(folder), "blockbench.kind": "sweep"}, artifacts=artifacts)
+    name = sweep or folder.parent.name
+    sweep_run = Run(f"sweep {name} ({folder.name})", params=flatten(settings),
+                    tags={"blockbench.folder": str(folder), "blockbench.kind": "sweep"}, artifacts=artifacts)
     configs = _point_configs(folder)
     for point, rows in table.groupby("point", sort=True):
         own = rows[rows["arm"].isna()] if "arm" in rows else rows
@@ -145,5 +142,5 @@ def sweep_plan(folder: Path, table: pd.DataFrame, cfg: DictConfig | None, artifa
                                     tags={"blockbench.variant": str(seed_variant), "blockbench.seed": str(int(seed)),
                                           "blockbench.arm": str(seed_rows["arm"].iloc[0]),
                                           "blockbench.kind": "seed"}))
-        sweep.children.append(run)
-    return sweep
+        sweep_run.children.append(run)
+    return sweep_run

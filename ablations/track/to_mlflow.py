@@ -13,8 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from omegaconf import DictConfig
-
+from ablations.config.schema import LoggerConfig
 from ablations.track.plan import Run
 
 PARENT = "mlflow.parentRunId"
@@ -26,7 +25,7 @@ def default_uri(folder: Path) -> str:
     return f"sqlite:///{(folder / 'mlflow.db').resolve()}"
 
 
-def log_config(plan: Run, folder: Path, logger: DictConfig, sweep_name: str) -> str:
+def log_config(plan: Run, folder: Path, logger: LoggerConfig, sweep_name: str) -> str:
     """``+logger=mlflow``: log ``plan`` to ``logger.tracking_uri`` (empty: a SQLite store in the sweep folder),
     experiment ``logger.experiment`` (empty: the sweep's name); returns the store's URI."""
     uri = str(logger.tracking_uri) or default_uri(folder)

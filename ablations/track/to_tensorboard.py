@@ -9,8 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from omegaconf import DictConfig
-
+from ablations.config.schema import LoggerConfig
 from ablations.track.plan import Run
 
 SWEEP_DIR = "sweep"
@@ -24,7 +23,7 @@ def _config_text(params: dict[str, str]) -> str:
     return "\n".join(f"    {k} = {v}" for k, v in sorted(params.items()))
 
 
-def log_config(plan: Run, folder: Path, logger: DictConfig, sweep_name: str) -> str:
+def log_config(plan: Run, folder: Path, logger: LoggerConfig, sweep_name: str) -> str:
     """``+logger=tensorboard``: write ``plan`` under ``logger.log_dir``; returns that folder."""
     return str(log(plan, folder, str(logger.log_dir)))
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from omegaconf import OmegaConf
 
 from ablations import cli
 from ablations.config.errors import Fault, error_line
+from ablations.config.plan import SweepEnd
 from ablations.config.schema import ProfileConfig, TrainConfig
 from ablations.results import durable
 from ablations.results.store import point_done
@@ -291,7 +291,7 @@ def test_a_report_that_fails_is_one_line_exit_1_and_keeps_the_table(tmp_path, mo
 
     monkeypatch.setattr(markdown, "build_report", broken)
     with pytest.raises(Fault) as stop:
-        callbacks.finish(tmp_path, ["ok"], cfg=OmegaConf.create({"figures": True}))
+        callbacks.finish(SweepEnd(tmp_path), ["ok"])
     assert stop.value.code == 1 and stop.value.message == (
         f"the report could not be built (ValueError: no column 'x' in the table); the measurements "
         f"are in {tmp_path / 'results.csv'}: rebuild with blockbench report {tmp_path}")

@@ -11,9 +11,9 @@ import logging
 
 import pandas as pd
 import pytest
-from omegaconf import OmegaConf
 
 from ablations import callbacks, runner
+from ablations.config.plan import SweepEnd
 from tests.ablations.jobs import job_config
 
 TIMED = {"latency", "latency_ratio", "decode_latency", "prefill_latency", "throughput"}
@@ -54,7 +54,7 @@ def test_the_parent_of_a_parallel_sweep_reads_each_points_outcome_from_its_file(
         as_job(cfg)
         runner.run_job(cfg)
     # The parent saw no job end (joblib's workers ran the callbacks), so it has no statuses of its own.
-    callbacks.finish(tmp_path, [], OmegaConf.merge(cfg, {"figures": False}))
+    callbacks.finish(SweepEnd(tmp_path, figures=False), [])
     err = capsys.readouterr().err
     assert "2 point(s): 2 ok, 0 failed, 0 skipped" in err
     assert set(pd.read_csv(tmp_path / "results.csv")["variant"]) == {"gpt2", "rmsnorm"}

@@ -30,7 +30,7 @@ def events(monkeypatch) -> Iterator[list[str]]:
         def emit(self, record: logging.LogRecord) -> None:
             said.append(record.getMessage())
 
-    monkeypatch.setattr(callbacks, "finish", lambda folder, statuses, cfg=None: said.append(f"finish({folder})"))
+    monkeypatch.setattr(callbacks, "finish", lambda end, statuses: said.append(f"finish({end.folder})"))
     handler, logger = Record(logging.INFO), logging.getLogger("ablations")
     level = logger.level
     logger.addHandler(handler)

@@ -247,7 +247,7 @@ def test_the_run_counts_the_family_and_hands_it_to_every_point_in_its_config(arg
 def test_a_sequential_sweep_end_to_end(tmp_path, as_job, monkeypatch):
     """A norm sweep with a target, point by point as the command line runs it (tests/ablations/jobs.py), its rows and
     its report. The sweep's family of one comparison is what the run's start passes (``train.family``)."""
-    from ablations.callbacks import finish
+    from ablations.callbacks import finish, sweep_end
     from ablations.cli import hydra_main
     from tests.ablations.jobs import job_config
 
@@ -257,7 +257,7 @@ def test_a_sequential_sweep_end_to_end(tmp_path, as_job, monkeypatch):
                          "figures=false", "train.family=1", *SEQUENTIAL, num=num)
         as_job(cfg)
         assert hydra_main(cfg) == "ok"
-    finish(out, ["ok", "ok"], cfg)
+    finish(sweep_end(cfg, out), ["ok", "ok"])
     table = pd.read_csv(out / "results.csv")
     final = table[(table["metric"] == "val_loss") & (table["mode"] == "final")]
     rms = final[final["variant"] == "rmsnorm"]

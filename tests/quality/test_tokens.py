@@ -16,6 +16,7 @@ import torch
 from ablations.callbacks import finish
 from ablations.cli import hydra_main, prevalidate
 from ablations.config.errors import UsageError
+from ablations.config.plan import SweepEnd
 from ablations.quality.__main__ import report as quality_report
 from ablations.quality.data import data_format, open_corpus, vocab_of, windows
 from ablations.quality.tokens import GPT2_VOCAB, LLMC_HEADER_INTS, LLMC_MAGIC, LLMC_VERSION, MAX_VOCAB, open_tokens
@@ -186,7 +187,7 @@ def test_a_point_on_a_nanogpt_pair_end_to_end(tmp_path, as_job, capsys):
                      "train.eval_interval=3", "figures=false", *pair(tmp_path, "nanogpt"))
     as_job(cfg)
     assert hydra_main(cfg) == "ok"
-    finish(folder, ["ok"], cfg)
+    finish(SweepEnd(folder, figures=False), ["ok"])
     table = pd.read_csv(folder / "results.csv")
     # A point run alone is a comparison: it trains its baseline's seeds beside its own.
     assert set(table["variant"]) == {"llama2", "gpt2"} and set(table["status"]) == {"ok"}

@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
+from ablations.callbacks import sweep_end
 from ablations.cli import prevalidate
 from ablations.config.errors import UsageError
+from ablations.config.plan import settings_of
 from ablations.results.identity import point_identity
 from ablations.results.store import COLUMNS
 from ablations.track import check_logger, log_sweep
@@ -37,7 +39,7 @@ def test_the_plan_nests_seeds_under_their_point_and_names_each_measurement():
              seq_len=64, position=16, value=2.5),
         _row(point="p1", variant="rmsnorm", seed=0, arm="a-rmsnorm", metric="val_loss", mode="final", value=1.0),
     ]
-    plan = sweep_plan(Path("sweep"), pd.DataFrame(rows, columns=COLUMNS), None, [])
+    plan = sweep_plan(Path("sweep"), pd.DataFrame(rows, columns=COLUMNS), None, {}, [])
     (point,) = plan.children
     assert point.tags["blockbench.variant"] == "rmsnorm"
     assert sorted((m.key, m.value) for m in point.metrics) == [("2048x2048_2048x2048/matmul_peak", 1e12),
@@ -53,7 +55,7 @@ def test_the_plan_nests_seeds_under_their_point_and_names_each_measurement():
 
 def test_the_config_is_flattened_without_hydra_and_the_logger_is_not_part_of_a_points_identity():
     cfg = composed("+logger=mlflow")
-    flat = flatten(cfg)
+    flat = flatten(settings_of(cfg))
     assert flat["train.steps"] == str(cfg.train.steps) and flat["logger.name"] == "mlflow"
     assert json.loads(flat["train.extrapolation"]) == list(cfg.train.extrapolation)
     assert not any(k.startswith("hydra.") for k in flat)
@@ -69,7 +71,7 @@ def test_a_tracker_that_is_not_installed_is_one_line_before_any_work(monkeypatch
         prevalidate(["profile=smoke", "+logger=mlflow"])
     assert info.value.message == ('logger=mlflow needs the mlflow package, which is not installed here: '
                                   'pip install -e ".[track]"')
-    check_logger(composed())  # no logger: nothing asked
+    check_logger(None)  # no logger: nothing asked
 
 
 def test_each_declared_tracker_has_its_config_and_writer_and_nothing_else_does():
@@ -108,7 +110,8 @@ def test_mlflow_holds_one_run_per_point_with_its_seeds_nested(mlflow_sweep):
     assert own.data.tags["mlflow.parentRunId"] == sweep.info.run_id
     assert seed.data.tags["mlflow.parentRunId"] == own.info.run_id
     # The point's config, with the quality family the run's start adds (one comparison: this point's).
-    assert own.data.params == flatten(composed(*SMOKE, "variant=llama2", "+logger=mlflow", "train.family=1"))
+    assert own.data.params == flatten(settings_of(composed(*SMOKE, "variant=llama2", "+logger=mlflow",
+                                                           "train.family=1")))
     # The point's own seed (its file also holds its baseline's seed 0, logged as a seed run of its own).
     assert runs["gpt2 seed 0"].data.tags["mlflow.parentRunId"] == own.info.run_id
     curve = table[(table["metric"] == "val_loss") & (table["mode"] == "curve") & (table["variant"] == "llama2")]
@@ -130,7 +133,7 @@ def test_logging_a_folder_again_replaces_its_runs(mlflow_sweep, tmp_path):
     client = MlflowClient(tracking_uri=f"sqlite:///{folder.resolve()}/mlflow.db")
     experiment = client.get_experiment_by_name("adhoc").experiment_id
     for _ in range(2):
-        log_sweep(folder, cfg)
+        log_sweep(sweep_end(cfg, folder))
         runs = client.search_runs([experiment], filter_string=f"tags.`blockbench.folder` = '{folder}'")
         # The point, its own seed and its baseline's (a point run alone trains both), the sweep.
         assert sorted(r.data.tags["blockbench.kind"] for r in runs) == ["point", "seed", "seed", "sweep"]
@@ -143,7 +146,7 @@ def test_tensorboard_writes_a_run_per_point_and_seed(mlflow_sweep, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     cfg = composed("+logger=tensorboard", f"logger.log_dir={tmp_path / 'tb'}")
-    assert log_sweep(mlflow_sweep, cfg) == str(tmp_path / "tb")
+    assert log_sweep(sweep_end(cfg, mlflow_sweep)) == str(tmp_path / "tb")
     (point,) = set(pd.read_csv(mlflow_sweep / "results.csv")["point"])
     seed = EventAccumulator(str(tmp_path / "tb" / point / "llama2_seed0")).Reload()
     assert [e.step for e in seed.Scalars("val_loss")] == [0, 3, 6]
