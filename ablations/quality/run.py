@@ -71,11 +71,11 @@ def run_quality(plan: QualityPlan, rows: Rows, device: torch.device, folder: Pat
 class _Arm:
     """One side of the point's comparison: its quality model, the rows' identity, and its final loss per seed."""
 
-    q: ArchConfig
-    base: dict
-    id: str
+    q: ArchConfig  # the quality model
+    base: dict  # what every row of the arm carries (its choices, sizes, corpus)
+    id: str  # the seed ledger's key (``arm_id``): two points with the same arm share its seeds
     note: str
-    finals: dict[int, float] = field(default_factory=dict)
+    finals: dict[int, float] = field(default_factory=dict)  # seed -> final validation loss
     status: str = "ok"
 
 
