@@ -184,8 +184,7 @@ def skip_the_basic_sweepers_second_check() -> None:
     """Hydra's basic sweeper composes every job of a batch before it launches it (``validate_batch_is_legal``), to
     fail before any job runs; ``prevalidate`` has just composed and checked those very jobs (``expand_jobs`` splits
     the overrides as the basic sweeper does) and more strictly, and each job is composed once more at its launch.
-    So that check is a third composition of every point for nothing (0.15-0.3 s each on 2 cores). Other sweepers
-    keep their checks."""
+    So that check is a third composition of every point for nothing. Other sweepers keep their checks."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
     BasicSweeper.validate_batch_is_legal = lambda self, batch: None  # type: ignore[method-assign]

@@ -1,5 +1,5 @@
-"""glibc's allocator returns and refaults large buffers between calls, which moved memory-bound timings by up
-to 4x on the 2-core reference machine (to see it on another: run a sweep with ``BLOCKBENCH_MALLOC=off`` and
+"""glibc's allocator returns and refaults large buffers between calls, which makes memory-bound timings measure the
+page faults instead of the kernels (to see what it does on a machine: run a sweep with ``BLOCKBENCH_MALLOC=off`` and
 without, then ``blockbench compare OFF_RUN TUNED_RUN``). It reads its tunables only at start-up, so a
 timing command sets them and starts itself once more; ``BLOCKBENCH_MALLOC=off`` keeps the default allocator
 (the setting is recorded per row)."""

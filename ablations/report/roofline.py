@@ -188,6 +188,27 @@ def roofline_section(s: pd.DataFrame) -> list[str]:
     return lines
 
 
+def baseline_drift(pts: pd.DataFrame) -> pd.Series:
+    """How far the baseline's own time moved between the sweep's points, per shape timed at two or more points (each
+    point times the baseline beside its variant): max / min − 1 of its median latency there."""
+    timed = pts.dropna(subset=["baseline_latency"]) if "baseline_latency" in pts else pts.iloc[0:0]
+    # The same baseline call: its block at the same sizes, dtype and device, at one shape.
+    same = [k for k in ("sweep", "base_case", "d_model", "n_layers", "dtype", "device", "mode", "batch", "seq_len")
+            if k in timed]
+    groups = timed.groupby(same, dropna=False)["baseline_latency"]
+    spread = groups.max() / groups.min() - 1
+    return spread[groups.count() >= 2]
+
+
+def drift_text(pts: pd.DataFrame) -> str:
+    """``baseline_drift`` as a parenthesis for the report's sentence; empty where no shape was timed twice."""
+    drift = baseline_drift(pts)
+    if drift.empty:
+        return ""
+    return (f" (in this run the baseline's own time at one shape moved by a median {100 * drift.median():.0f}% and "
+            f"up to {100 * drift.max():.0f}% between points, over {len(drift)} shapes)")
+
+
 def validation_section(measured: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
     """The prediction against every measured point, and the frame for the figure."""
     hw = calibration()
@@ -203,8 +224,8 @@ def validation_section(measured: pd.DataFrame) -> tuple[list[str], pd.DataFrame]
         f"{'' if hw.attention_overlapped else ' (attention: its products and its cache reads one after the other)'}"
         f", plus per-call overhead. Error = predicted / measured − 1. Ratios are paired measurements (the "
         f"baseline's A/A spread in the speed table is their noise floor); absolute times move with machine load "
-        f"between points (by about 25% on a quiet run of this 2-core machine) and between the run and the "
-        f"calibration, and the time errors include that drift.", "", markdown_table(error_summary(v)), "",
+        f"between points{drift_text(pts)} and between the run and the calibration, and the time errors include that "
+        f"drift.", "", markdown_table(error_summary(v)), "",
     ]
     worst = v.loc[v["ratio_error"].abs().sort_values(ascending=False).index].head(8)
     lines += ["Largest ratio errors:", "", markdown_table(pd.DataFrame({

@@ -98,3 +98,17 @@ def test_a_utilisation_above_one_is_flagged_in_every_column_never_shown_bare(mea
     assert ("| decode | gqa2 | 2x64 | 0.800× [0.792, 0.808] | 0.600× | memory | 130% (ceiling under-measured) | "
             "118% (ceiling under-measured) |") in text
     assert "| 2 x 64 | 130% (ceiling under-measured) | 130% (ceiling under-measured) |" in text
+
+
+def test_the_drift_between_points_is_the_baselines_own_time_measured_at_each():
+    from ablations.report.roofline import baseline_drift, drift_text
+
+    shape = dict(sweep="kv", base_case="gpt2", mode="decode", batch=1, seq_len=64)
+    pts = pd.DataFrame([dict(shape, baseline_latency=s) for s in (1.0, 1.1, 1.25)]
+                       + [dict(shape, seq_len=128, baseline_latency=s) for s in (2.0, 2.1)]
+                       + [dict(shape, mode="forward", baseline_latency=3.0)])  # timed at one point: no drift
+    drift = baseline_drift(pts)
+    assert sorted(drift.round(6)) == [0.05, 0.25]
+    assert drift_text(pts) == (" (in this run the baseline's own time at one shape moved by a median 15% and up to "
+                               "25% between points, over 2 shapes)")
+    assert drift_text(pts.iloc[-1:]) == ""
