@@ -178,3 +178,16 @@ def test_the_checks_catch_a_cycle_and_forbidden_imports(broken_tree: Path):
     assert f"{paths} -> {checks}: {paths} must import nothing of ablations but ['{errors}']" in found
     assert "ablations.config.paths -> ablations.config.errors" not in found
     assert "ablations.results.table" not in found
+
+
+# The composed Hydra config stops at the door: the runner resolves it into typed plans (``ablations.config.plan``),
+# and only these modules read it: the entry points, the config package's rules and plan, a point's identity (its
+# hash is of the resolved config), and the predictor, which composes its own.
+DOOR = {"ablations.cli", "ablations.runner", "ablations.callbacks", "ablations.config.checks",
+        "ablations.config.variants", "ablations.config.plan", "ablations.results.identity",
+        "ablations.predict.__main__", "ablations.predict.quality_seed"}
+
+
+def test_the_composed_config_stops_at_the_door():
+    readers = {module_name(f, ROOT) for f in ROOT.rglob("*.py") if "DictConfig" in f.read_text()}
+    assert readers <= DOOR, sorted(readers - DOOR)
