@@ -76,7 +76,8 @@ def plan_point(cfg: DictConfig, folder: Path | None = None) -> Plan:
     arch = check_run(cfg)
     profile, train, data = (OmegaConf.to_object(cfg[key]) for key in ("profile", "train", "data"))
     precision_of(profile)  # the rounds rule's settings, refused here before any work
-    check_logger(logger_of(cfg))
+    logger = logger_of(cfg)
+    check_logger(logger)
     device = resolve_device(cfg)
     machine = Machine(device, resolve_dtype(cfg, device), cfg.threads or os.cpu_count() or 1, bool(cfg.compile),
                       launcher_name())
@@ -95,7 +96,6 @@ def plan_point(cfg: DictConfig, folder: Path | None = None) -> Plan:
         models = quality_pair(train, data, arch, pair.baseline, matched)
         quality = QualityPlan(pair, *models, train, data, int(cfg.seed))
     folder = Path(cfg.get("out") or ".") if folder is None else folder
-    logger = logger_of(cfg)
     output = Output(folder, point_path(folder, pair.variant, config_hash(point_identity(cfg))), logger,
                     settings_of(cfg) if logger is not None else {})
     return Plan(str(cfg.sweep_name), str(cfg.profile.name), int(cfg.seed), pair, machine, timing, quality, output)

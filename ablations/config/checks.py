@@ -88,7 +88,7 @@ def _adds(override: str, key: str) -> bool:
 def check_run(cfg: DictConfig) -> ArchConfig:
     """Every cross-field rule of the measurement for one point; raises ``ConfigError`` with one line naming the key.
 
-    The ``train.``/``data.`` rules belong to ``ablations.quality``; ``ablations.runner.check_point`` runs both.
+    The ``train.``/``data.`` rules belong to ``ablations.quality``; ``ablations.runner.plan_point`` runs both.
     """
     arch = arch_from(cfg).validate()
     baseline_from(cfg, arch).validate()

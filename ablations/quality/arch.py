@@ -115,6 +115,7 @@ def quality_pair(tc: TrainConfig, data: DataConfig, arch: ArchConfig, baseline: 
     """The point's block and its baseline at the quality sizes, checked; an error names the ``train.`` keys."""
     vocab = vocab_of(data)
     try:
-        return tuple(quality_arch(tc, vocab, a, matched).validate() for a in (arch, baseline))  # type: ignore
+        return (quality_arch(tc, vocab, arch, matched).validate(),
+                quality_arch(tc, vocab, baseline, matched).validate())
     except ConfigError as exc:  # the keys it names are the quality model's, i.e. train.*
         raise ConfigError(f"the quality model (train.d_model/n_heads/n_layers): {exc}") from None

@@ -92,8 +92,8 @@ def _stdlib_files(root: Path) -> tuple[Path, ...]:
 
 
 def corpus_of(dc: DataConfig) -> str:
-    """``data.corpus`` (``stdlib`` where a config predates the key)."""
-    return str(dc.corpus or STDLIB)
+    """``data.corpus``: the text an empty ``data.path`` reads."""
+    return str(dc.corpus)
 
 
 def english_texts_dir() -> Path | None:
