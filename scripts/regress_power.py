@@ -74,7 +74,10 @@ def width_for(pct: float) -> int:
 
 
 def check(worktree: Path, out: Path, extra: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "ablations.regress", "HEAD", "--out", str(out), *extra]
+    # One process's rounds are what this script reads at every threshold: the same code is timed although its source
+    # is the base's (--time-identical), and a regression is not timed again in a fresh process (--no-confirm).
+    cmd = [sys.executable, "-m", "ablations.regress", "HEAD", "--time-identical", "--no-confirm", "--out", str(out),
+           *extra]
     started = time.monotonic()
     proc = subprocess.run(cmd, cwd=worktree, capture_output=True, text=True)
     wall = time.monotonic() - started

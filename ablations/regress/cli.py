@@ -12,7 +12,9 @@ rounds pooled, which sees a slowdown of shared code that one case's rounds canno
 and attention decode's cases are also counted in instructions under callgrind. A case whose settings the base does
 not implement is ``not compared``, with the reason (``ablations.regress.comparable``); one whose interval is wider
 than the band between 1 - threshold and 1 + threshold, and past neither edge, is ``not judged``, with the rounds
-that would judge it (``ablations.regress.paired.judge``): neither a regression nor a pass. The summary counts cases
+that would judge it (``ablations.regress.paired.judge``): neither a regression nor a pass. A time regression stands
+only when a fresh process, timing it again, flags it too (``ablations.regress.confirm``); two sides whose timed
+packages have byte-identical source are not timed at all (``--time-identical`` times them). The summary counts cases
 (a case regressed if any of its signals did), then the signals. Exit status: 0 no regression, 1 a regression (one
 line per case, group and signal), 2 a setup problem (unknown revision, a tree that does not import, a filter that
 matches nothing), decided before any timing.
@@ -34,9 +36,10 @@ from ablations.config.errors import UsageError, command, prog
 from ablations.measure.intervals import Precision
 from ablations.regress import callgrind, comparable, paired, summary
 from ablations.regress.cases import CASE_SETS, Case, Subject, all_cases, arch, select, split_overrides
+from ablations.regress.confirm import confirm
 from ablations.regress.paired import case_confidence, decided, judge, pooled_rows, tests_in, time_case
 from ablations.regress.plugin_trees import load_head_plugin, plugin_root, plugin_trees
-from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree, resolve
+from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree, identical_source, resolve
 from ablations.results.provenance import malloc_setting
 from components.plugins import PluginError
 
@@ -77,6 +80,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=2, help="calls of each side before timing (default 2)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--no-callgrind", action="store_true", help="timing only")
+    p.add_argument("--no-confirm", action="store_true",
+                   help="let one process's rounds decide: do not time a case or group that regressed by time again "
+                        "in a fresh process (by default a regression stands only when that process flags it too)")
+    p.add_argument("--time-identical", action="store_true",
+                   help="time the cases even when head and base have byte-identical source in the timed packages "
+                        "(a same-code calibration run); by default such a check times nothing and passes")
     p.add_argument("--honour-marker", action="store_true",
                    help=f"a head commit whose message has {INTENDED_MARKER} reports regressions but exits 0")
     p.add_argument("--out", type=Path, help=f"folder for the reports (default {DEFAULT_OUT}/<time>)")
@@ -275,6 +284,9 @@ def run_check(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
         sides = (f"{summary.head_text(head.revision)} against "
                  f"{summary.base_text({'revision': base.revision, 'asked': args.base, 'merge_base_of': of})}")
+        same = 0 if args.time_identical else identical_source(base, head)
+        if same:
+            return report_identical(args, base, head, of, same, out, started)
         each = f"{args.rounds}" if args.min_rounds is None else f"{args.min_rounds} to {args.rounds}"
         print(f"{PROG}: {len(cases)} case(s), {sides.replace('`', '')}, {each} paired rounds each",
               file=sys.stderr)
@@ -289,6 +301,10 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"[{i}/{len(cases)}] {case.name}: {shown} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
         note = count_instructions(rows, base, head, args, out)
     groups = pooled_rows(rows, args.threshold / 100, confidence, first=args.min_rounds)
+    again = 0 if args.no_confirm else confirm(args, base.revision, rows, groups, out / "confirmation")
+    if again:
+        print(f"{PROG}: {summary.plural(again, 'time regression')} timed again in a fresh process: "
+              f"{summary.confirmed_text(rows, groups)}", file=sys.stderr)
     marked = intended(head) if args.honour_marker else None
     report = {
         "base": {"asked": args.base, "revision": base.revision, "merge_base_of": of},
@@ -298,7 +314,8 @@ def run_check(args: argparse.Namespace) -> int:
         "min_run_time": args.min_run_time,
         "warmup": args.warmup, "threads": args.threads,
         "torch": torch.__version__, "malloc": malloc_setting(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "callgrind_note": note, "cases": rows, "groups": groups, "wall_s": time.monotonic() - started,
+        "callgrind_note": note, "confirm": not args.no_confirm, "cases": rows, "groups": groups,
+        "wall_s": time.monotonic() - started,
         "intended_note": f"regressions intended: {INTENDED_MARKER} in commit {marked}" if marked else "",
     }
     report["regressions"] = summary.regression_lines(report)
@@ -318,6 +335,24 @@ def run_check(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 0
     return 1 if report["regressions"] else 0
+
+
+def report_identical(args: argparse.Namespace, base: Tree, head: Tree, of: str | None, files: int, out: Path,
+                     started: float) -> int:
+    """The check of two sides whose timed packages have the same bytes: nothing to time, no regression possible;
+    the report says so (and which revisions) instead of timing noise."""
+    report = {
+        "base": {"asked": args.base, "revision": base.revision, "merge_base_of": of},
+        "head": {"revision": head.revision}, "machine": summary.machine(), "threshold_pct": args.threshold,
+        "identical_source": {"files": files, "packages": sorted({k.split(".")[0] for k in head.modules})},
+        "torch": torch.__version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cases": [], "groups": [],
+        "wall_s": time.monotonic() - started, "regressions": [], "verdict": "ok",
+    }
+    summary.write_all(report, {}, out)
+    print(summary.markdown(report))
+    print(f"{PROG}: {summary.identical_text(report)}", file=sys.stderr)
+    print(f"{PROG}: reports in {out}", file=sys.stderr)
+    return 0
 
 
 def with_plugin(args: argparse.Namespace) -> None:

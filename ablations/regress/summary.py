@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ablations.measure.intervals import Interval
+from ablations.regress.confirm import NOT_CONFIRMED
 from ablations.regress.paired import NOT_JUDGED, even, rounds_to_judge
 
 REPORT_JSON = "regress.json"
@@ -108,8 +109,8 @@ def counts(report: dict) -> dict:
     """The check counted by case, not by signal: a case regressed if any of its signals did (its time, its
     instructions); a failed case is one the head cannot run; a case not judged is neither a regression nor a pass
     (unless its instructions regressed); the rest passed. Groups are counted apart, and the signals besides."""
-    out = {"cases": len(report["cases"]), "compared": 0, "regressed": 0, "passed": 0, "not_judged": 0, "failed": 0,
-           "not_compared": 0, "signals": {"time": 0, "instructions": 0}}
+    out = {"cases": len(report["cases"]), "compared": 0, "regressed": 0, "passed": 0, "not_judged": 0,
+           "not_confirmed": 0, "failed": 0, "not_compared": 0, "signals": {"time": 0, "instructions": 0}}
     for c in report["cases"]:
         verdict = c.get("verdict")
         if verdict == "not compared":
@@ -121,12 +122,14 @@ def counts(report: dict) -> dict:
         out["signals"]["time"] += time_signal
         out["signals"]["instructions"] += count_signal
         kind = ("failed" if verdict == "failure" else "regressed" if time_signal or count_signal else
-                "not_judged" if verdict == NOT_JUDGED else "passed")
+                "not_judged" if verdict == NOT_JUDGED else "not_confirmed" if verdict == NOT_CONFIRMED else "passed")
         out[kind] += 1
     groups = report.get("groups", [])
     out["groups"] = {"groups": len(groups), "regressed": sum(g["verdict"] == "regression" for g in groups),
-                     "not_judged": sum(g["verdict"] == NOT_JUDGED for g in groups)}
-    out["groups"]["passed"] = len(groups) - out["groups"]["regressed"] - out["groups"]["not_judged"]
+                     "not_judged": sum(g["verdict"] == NOT_JUDGED for g in groups),
+                     "not_confirmed": sum(g["verdict"] == NOT_CONFIRMED for g in groups)}
+    out["groups"]["passed"] = (len(groups) - out["groups"]["regressed"] - out["groups"]["not_judged"]
+                               - out["groups"]["not_confirmed"])
     return out
 
 
@@ -136,6 +139,42 @@ def regressed_cases_text(n: dict) -> str:
     said = (f" ({plural(sum(signals.values()), 'signal')}: {', '.join(f'{v} {k}' for k, v in signals.items())})"
             if signals else "")
     return f"{n['regressed']} of {plural(n['compared'], 'case')} regressed{said}"
+
+
+def unconfirmed_text(n: dict) -> str:
+    return f", {n['not_confirmed']} not confirmed" if n.get("not_confirmed") else ""
+
+
+def confirmed_text(rows: list[dict], groups: list[dict]) -> str:
+    """What the fresh process said of the time regressions it timed again: ``1 confirmed, 1 not confirmed``."""
+    again = [r for r in [*rows, *groups] if "confirmation" in r]
+    confirmed = sum(r["verdict"] == "regression" and "ratio" in r["confirmation"] for r in again)
+    unconfirmed = sum(r["verdict"] == NOT_CONFIRMED for r in again)
+    errors = sorted({r["confirmation"]["error"] for r in again if "error" in r["confirmation"]})
+    text = f"{confirmed} confirmed, {unconfirmed} not confirmed"
+    return text + "".join(f"; {e}: the regression stands" for e in errors)
+
+
+def confirmation_clause(c: dict) -> str:
+    """How the fresh process read a time regression: `` (a fresh process: 1.061 [1.032, 1.090] regression)``."""
+    second = c.get("confirmation") or {}
+    if "ratio" in second:
+        return f"; in a fresh process {fmt_interval(second)} {second['verdict']}"
+    return f"; {second['error']}" if "error" in second else ""
+
+
+def not_confirmed_lines(report: dict) -> list[str]:
+    """One line per case and group that regressed by time in this process and not in the fresh one."""
+    return [f"not confirmed: {c['name']}: {fmt_interval(c)} here{confirmation_clause(c)}"
+            for c in [*report["cases"], *report.get("groups", [])] if c.get("verdict") == NOT_CONFIRMED]
+
+
+def identical_text(report: dict) -> str:
+    """The check of two sides with the same source: why nothing was timed and how to time it anyway."""
+    same = report["identical_source"]
+    return (f"no regression: head and base have byte-identical source in the timed packages "
+            f"({plural(same['files'], 'file')} of {', '.join(same['packages'])}), so no case can differ; "
+            "nothing was timed (--time-identical times them anyway)")
 
 
 def failed_text(n: dict) -> str:
@@ -158,10 +197,10 @@ def headline(report: dict) -> str:
     g = n["groups"]
     word = "regression" if regression_lines(report) else "no regression"
     text = (f"**{word}**: {regressed_cases_text(n)}, {n['passed']} passed, {n['not_judged']} not judged"
-            f"{failed_text(n)}")
+            f"{unconfirmed_text(n)}{failed_text(n)}")
     if g["groups"]:
         text += (f"; {g['regressed']} of {plural(g['groups'], 'group')} regressed, {g['passed']} passed, "
-                 f"{g['not_judged']} not judged")
+                 f"{g['not_judged']} not judged{unconfirmed_text(g)}")
     if n["not_compared"]:
         text += f"; {plural(n['not_compared'], 'case')} not compared (below)"
     return text + "."
@@ -181,7 +220,7 @@ def regression_lines(report: dict) -> list[str]:
             lines.append(f"failure: {c['name']}: {c['error']}")
         if c.get("verdict") == "regression":
             lines.append(f"regression: {c['name']}: time head/base {fmt_interval(c)} "
-                         f"(> 1 + {report['threshold_pct']:g}%)")
+                         f"(> 1 + {report['threshold_pct']:g}%){confirmation_clause(c)}")
         cg = c.get("callgrind") or {}
         if cg.get("verdict") == "regression":
             lines.append(f"regression: {c['name']}: instructions head/base {cg['ratio']:.4f} "
@@ -189,14 +228,18 @@ def regression_lines(report: dict) -> list[str]:
     for g in report.get("groups", []):
         if g["verdict"] == "regression":
             lines.append(f"regression: {g['name']} ({g['cases']} cases, {g['rounds']} rounds pooled): time head/base "
-                         f"{fmt_interval(g)} (> 1 + {report['threshold_pct']:g}%)")
+                         f"{fmt_interval(g)} (> 1 + {report['threshold_pct']:g}%){confirmation_clause(g)}")
     return lines
 
 
 def markdown(report: dict) -> str:
+    if report.get("identical_source"):
+        return (f"## Performance check: {head_text(report['head']['revision'])} against {base_text(report['base'])}"
+                f"\n\n**{identical_text(report).replace(': ', '**: ', 1)}.\n")
     groups = report.get("groups", [])
     skipped = not_compared_lines(report)
     unjudged = not_judged_lines(report, widest_first=True)
+    unconfirmed = not_confirmed_lines(report)
     pct = f"{report['threshold_pct']:g}%"
     lines = [
         f"## Performance check: {head_text(report['head']['revision'])} against {base_text(report['base'])}", "",
@@ -231,6 +274,11 @@ def markdown(report: dict) -> str:
                   "nor as a pass. The rounds that would judge each are an estimate at the spread measured, the "
                   "interval narrowing as 1/sqrt(rounds) (`--rounds`); the cases widest first.", "",
                   *[f"- {line}" for line in unjudged]]
+    if unconfirmed:
+        lines += ["", "Not confirmed: a time regression in this process that a fresh process, timing the case (or the "
+                  "group's cases) again with the same settings, did not flag: what one process fixes for all its "
+                  "rounds (memory placement, a neighbour's load) moved it, so it counts neither as a regression nor "
+                  "as a pass (`ablations/regress/confirm.py`).", "", *[f"- {line}" for line in unconfirmed]]
     if skipped:
         lines += ["", "Not compared: the base does not implement what these cases ask for, or cannot run them, so "
                   "their time would compare unlike things; they are never counted as a regression or an "
@@ -317,7 +365,7 @@ def history_figure(table: pd.DataFrame, case: str, threshold_pct: float, path: P
                 ecolor="0.55", capsize=3)
     sns.scatterplot(x=list(x), y=table["ratio"], hue=table["verdict"], ax=ax, s=40, zorder=3,
                     palette={"regression": "#d62728", "improvement": "#2ca02c", "unchanged": "#1f77b4",
-                             NOT_JUDGED: "#7f7f7f"})
+                             NOT_JUDGED: "#7f7f7f", NOT_CONFIRMED: "#ff7f0e"})
     for y, style in ((1.0, "-"), (1 + threshold_pct / 100, "--"), (1 - threshold_pct / 100, "--")):
         ax.axhline(y, color="0.3", lw=0.8, ls=style)
     ax.set_xticks(list(x), [f"{r}\n{h}" for r, h in zip(table["run"], table["head"], strict=True)], fontsize=7,

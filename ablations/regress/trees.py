@@ -11,6 +11,7 @@ call time (``ArchConfig.validate`` imports the registries) resolve to the same t
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import io
 import subprocess
@@ -119,6 +120,33 @@ class Tree:
             sys.path.remove(str(self.root))
             sys.modules.update(saved)
         return self
+
+
+def source_files(tree: Tree) -> dict[str, str]:
+    """Every file of the packages ``tree`` loaded (each top package's folder, compiled files left out), as its path
+    from the package's parent to the SHA-256 of its bytes: what the two sides' code is made of, including modules
+    imported only at call time."""
+    out: dict[str, str] = {}
+    for name, module in tree.modules.items():
+        if "." in name:
+            continue
+        folders = list(getattr(module, "__path__", []))
+        files = [f for folder in folders for f in Path(folder).rglob("*")
+                 if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc"]
+        if not folders and module.__file__:  # a plugin that is one module, not a package
+            files = [Path(module.__file__)]
+        for f in files:
+            key = f"{name}/{f.relative_to(folders[0]).as_posix()}" if folders else f.name
+            out[key] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return dict(sorted(out.items()))
+
+
+def identical_source(base: Tree, head: Tree) -> int:
+    """How many files the two sides share when every file of their timed packages is byte for byte the same (the
+    same names, the same bytes); 0 when any differs. Same source in one process is the same code: timing it
+    measures noise only."""
+    files = source_files(base)
+    return len(files) if files and files == source_files(head) else 0
 
 
 def head_tree(repo: Path = REPO) -> Tree:

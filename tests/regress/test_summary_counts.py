@@ -88,8 +88,10 @@ def test_the_check_prints_and_stores_the_counts(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "intended", lambda head: "c" * 12)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # the test process keeps its threads
     out = tmp_path / "out"
+    # The base is the head's own folder, so the source is the same: --time-identical times it anyway, and the
+    # stand-in timer's regression is read as this process's (--no-confirm: no fresh process to ask).
     status = cli.main(["HEAD", "-k", "norm/*/forward", "--no-callgrind", "--rounds", "6", "--honour-marker",
-                       "--out", str(out)])
+                       "--time-identical", "--no-confirm", "--out", str(out)])
     captured = capsys.readouterr()
     assert status == 0
     first = ("**regression**: 1 of 2 cases regressed (1 signal: 1 time), 0 passed, 1 not judged; 0 of 1 group "
@@ -103,7 +105,7 @@ def test_the_check_prints_and_stores_the_counts(tmp_path, monkeypatch, capsys):
             f"{'c' * 12}: not failing") in err
     report = json.loads((out / summary.REPORT_JSON).read_text())
     assert report["counts"]["regressed"] == 1 and report["counts"]["not_judged"] == 1
-    assert report["counts"]["groups"] == {"groups": 1, "regressed": 0, "not_judged": 1, "passed": 0}
+    assert report["counts"]["groups"] == {"groups": 1, "regressed": 0, "not_judged": 1, "not_confirmed": 0, "passed": 0}
     assert report["not_judged"] == [
         "not judged: norm/layernorm/forward: its 95% interval [0.391, 11.851] is wider than the check can use "
         "(wider than the 0.040 between 1 − 2% and 1 + 2%); about 492,494 rounds would judge it",
