@@ -307,13 +307,9 @@ def run_check(args: argparse.Namespace) -> int:
               f"{summary.confirmed_text(rows, groups)}", file=sys.stderr)
     marked = intended(head) if args.honour_marker else None
     report = {
-        "base": {"asked": args.base, "revision": base.revision, "merge_base_of": of},
-        "head": {"revision": head.revision}, "machine": summary.machine(),
-        "threshold_pct": args.threshold, "callgrind_threshold_pct": args.callgrind_threshold,
+        **sides_of(args, base, head, of), "callgrind_threshold_pct": args.callgrind_threshold,
         "rounds": args.rounds, "min_rounds": args.min_rounds, "case_confidence": confidence,
-        "min_run_time": args.min_run_time,
-        "warmup": args.warmup, "threads": args.threads,
-        "torch": torch.__version__, "malloc": malloc_setting(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "min_run_time": args.min_run_time, "warmup": args.warmup, "threads": args.threads, "malloc": malloc_setting(),
         "callgrind_note": note, "confirm": not args.no_confirm, "cases": rows, "groups": groups,
         "wall_s": time.monotonic() - started,
         "intended_note": f"regressions intended: {INTENDED_MARKER} in commit {marked}" if marked else "",
@@ -337,17 +333,19 @@ def run_check(args: argparse.Namespace) -> int:
     return 1 if report["regressions"] else 0
 
 
+def sides_of(args: argparse.Namespace, base: Tree, head: Tree, of: str | None) -> dict:
+    """What every report opens with: the two sides compared, where, with which torch, when, at what threshold."""
+    return {"base": {"asked": args.base, "revision": base.revision, "merge_base_of": of},
+            "head": {"revision": head.revision}, "machine": summary.machine(), "threshold_pct": args.threshold,
+            "torch": torch.__version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
 def report_identical(args: argparse.Namespace, base: Tree, head: Tree, of: str | None, files: int, out: Path,
                      started: float) -> int:
     """The check of two sides whose timed packages have the same bytes: nothing to time, no regression possible;
     the report says so (and which revisions) instead of timing noise."""
-    report = {
-        "base": {"asked": args.base, "revision": base.revision, "merge_base_of": of},
-        "head": {"revision": head.revision}, "machine": summary.machine(), "threshold_pct": args.threshold,
-        "identical_source": {"files": files, "packages": sorted({k.split(".")[0] for k in head.modules})},
-        "torch": torch.__version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cases": [], "groups": [],
-        "wall_s": time.monotonic() - started, "regressions": [], "verdict": "ok",
-    }
+    report = {**sides_of(args, base, head, of), "identical_source": {"files": files, "packages": list(head.packages)},
+              "cases": [], "groups": [], "wall_s": time.monotonic() - started, "regressions": [], "verdict": "ok"}
     summary.write_all(report, {}, out)
     print(summary.markdown(report))
     print(f"{PROG}: {summary.identical_text(report)}", file=sys.stderr)

@@ -9,8 +9,8 @@ then (``norm/layernorm/train`` of two commits that did not touch ``components/``
 So each case or group that regressed by time is timed again, with the same settings, in a new process
 (``python -m ablations.regress BASE -k NAME ... --no-confirm``): the regression stands when that process flags it too,
 and is ``not confirmed`` otherwise: neither a regression nor a pass, with both intervals in the report. Requiring
-both keeps each side's 95% (a false alarm needs two), and a real slowdown of the size the check resolves is flagged
-by both processes, as the power runs measure (``docs/regression.md``). If the confirmation itself cannot run, the
+both keeps each side's 95% (a false alarm needs two); the price is power where one process's is marginal (about its
+square), which ``tests/regress/test_confirm.py`` measures by simulation. If the confirmation itself cannot run, the
 regression stands: a fault never hides one. Instruction counts (callgrind) are deterministic and not confirmed.
 """
 
@@ -65,11 +65,13 @@ def apply(rows: list[dict], groups: list[dict], again: dict[str, dict] | str) ->
     for r in [*rows, *groups]:
         if r.get("verdict") != "regression":
             continue
-        second = again.get(r["name"]) if isinstance(again, dict) else None
-        if second is None or "ratio" not in second:
-            why = again if isinstance(again, str) else \
-                f"not timed again ({second['verdict']})" if second else "not timed again"
-            r["confirmation"] = {"error": why}
+        if isinstance(again, str):
+            r["confirmation"] = {"error": again}
+            continue
+        second = again.get(r["name"])
+        if second is None or "ratio" not in second:  # missing from its report, or not compared or failed there
+            why = second["verdict"] if second else "missing from its report"
+            r["confirmation"] = {"error": f"not timed again ({why})"}
             continue
         r["confirmation"] = {k: second[k] for k in KEPT if k in second}
         if second["verdict"] != "regression":

@@ -156,7 +156,8 @@ def confirmed_text(rows: list[dict], groups: list[dict]) -> str:
 
 
 def confirmation_clause(c: dict) -> str:
-    """How the fresh process read a time regression: `` (a fresh process: 1.061 [1.032, 1.090] regression)``."""
+    """How the fresh process read a time regression (``; in a fresh process RATIO [LO, HI] VERDICT``), or why it did
+    not (``; not timed again (failure)``); empty for a row it was not asked about."""
     second = c.get("confirmation") or {}
     if "ratio" in second:
         return f"; in a fresh process {fmt_interval(second)} {second['verdict']}"

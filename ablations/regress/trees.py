@@ -130,15 +130,17 @@ def source_files(tree: Tree) -> dict[str, str]:
     for name, module in tree.modules.items():
         if "." in name:
             continue
-        folders = list(getattr(module, "__path__", []))
-        files = [f for folder in folders for f in Path(folder).rglob("*")
-                 if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc"]
-        if not folders and module.__file__:  # a plugin that is one module, not a package
-            files = [Path(module.__file__)]
-        for f in files:
-            key = f"{name}/{f.relative_to(folders[0]).as_posix()}" if folders else f.name
-            out[key] = hashlib.sha256(f.read_bytes()).hexdigest()
+        if not hasattr(module, "__path__"):  # a plugin that is one module, not a package
+            out[f"{name}.py"] = _digest(Path(module.__file__ or ""))
+        for folder in map(Path, getattr(module, "__path__", [])):
+            for f in folder.rglob("*"):
+                if f.is_file() and "__pycache__" not in f.parts:
+                    out[f"{name}/{f.relative_to(folder).as_posix()}"] = _digest(f)
     return dict(sorted(out.items()))
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def identical_source(base: Tree, head: Tree) -> int:
