@@ -37,6 +37,8 @@ COMMANDS = {
     "repeat": Command("ablations.tools.repeat", "do two runs of one sweep quote the same paired ratios?"),
     "regress": Command("ablations.regress.cli", "is the working tree's timed library slower than git revision BASE?",
                        malloc="ablations.regress"),
+    "step": Command("ablations.step_profile", "one point's quality training step against this machine's "
+                    "peak, with the profiler's split"),
     "predict": Command("ablations.predict.__main__", "each choice at full size on named hardware (predicted)"),
     "full-size": Command("ablations.predict.full_size", "the README's \"At full size\" tables (predicted)"),
     "calibrate": Command("ablations.predict.calibrate",

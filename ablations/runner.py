@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from ablations.measure.quality_step import measure_quality_step
 from ablations.quality import distributed
 from ablations.quality.arch import check_train, quality_pair
 from ablations.quality.data import check_data, open_corpus
+from ablations.quality.precision import resolved
 from ablations.results.identity import point_identity
 from ablations.results.provenance import provenance
 from ablations.results.rows import Rows
@@ -57,6 +59,9 @@ def run_job(cfg: DictConfig) -> str:
     if plan.quality is not None:
         # A corpus that cannot be read stops the run (CorpusError) before the measurement's minutes are spent.
         open_corpus(plan.quality.data)
+        # Every ``auto`` of the training step measured once for the process: the timed step and the seeds run alike.
+        plan = replace(plan, quality=resolved(plan.quality, plan.machine.device))
+        log.info("quality step: %s", plan.quality.step_choice)
     status = "ok"
     if plan.timing is not None:
         status = measure(plan.timing, plan.quality, rows)

@@ -19,12 +19,31 @@ never copied per query head: query head i reads KV head ``i // group`` (``fold_q
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 # Longest step that takes the folded path; a prefill past it keeps the reference's causal kernel.
 FOLD_MAX_QUERIES = 16
+# The dtype the attention core runs in when it differs from its inputs' (None: the inputs' own). Set only through
+# ``core_dtype``: under CPU bf16 autocast the products are faster in bf16 while SDPA's bf16 backward can be slower
+# than float32's, so the training step may keep the core in float32 (``ablations.quality.precision`` measures it).
+_CORE_DTYPE: torch.dtype | None = None
+
+
+@contextmanager
+def core_dtype(dtype: torch.dtype | None) -> Iterator[None]:
+    """Run ``attend`` in ``dtype`` inside the block (inputs cast in, the output cast back, autocast off for the
+    core alone); None leaves it in its inputs' dtype."""
+    global _CORE_DTYPE
+    before, _CORE_DTYPE = _CORE_DTYPE, dtype
+    try:
+        yield
+    finally:
+        _CORE_DTYPE = before
 
 
 def causal_mask(t: int, s: int, device: torch.device, window: int | None = None) -> torch.Tensor:
@@ -64,7 +83,12 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor
            window: int | None = None, transforms: nn.ModuleList | None = None) -> torch.Tensor:
     """Each of the step's queries over the keys it sees, with ``bias`` (heads, t, s) added to the scores, a sliding
     ``window``, and the ``scores`` choices' ``transforms``. Only with more keys than the window does a query lose one
-    to it; without a bias, a window that hides a key or a transform, the plain causal paths run."""
+    to it; without a bias, a window that hides a key or a transform, the plain causal paths run. Inside
+    ``core_dtype`` the core runs in that dtype."""
+    dtype = _CORE_DTYPE
+    if dtype is not None and q.dtype != dtype:
+        with torch.autocast(q.device.type, enabled=False):
+            return attend(q.to(dtype), k.to(dtype), v.to(dtype), bias, window, transforms).to(q.dtype)
     t, s = q.shape[2], k.shape[2]
     if window is not None and s <= window:
         window = None

@@ -13,10 +13,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "ablations"
 
-# The top level of ``ablations``: the entry points (``__main__``, ``cli``, ``commands``, and ``callbacks``, which
-# Hydra calls at the sweep's end) and the runner. With each stage's ``__main__`` they are the entry layer, which
-# may import any stage.
-TOP_LEVEL = {"__init__", "__main__", "cli", "commands", "callbacks", "runner"}
+# The top level of ``ablations``: the entry points (``__main__``, ``cli``, ``commands``, ``step_profile``, and
+# ``callbacks``, which Hydra calls at the sweep's end) and the runner. With each stage's ``__main__`` they are the
+# entry layer, which may import any stage.
+TOP_LEVEL = {"__init__", "__main__", "cli", "commands", "callbacks", "runner", "step_profile"}
 # What each stage may import from ``ablations`` (itself always).
 ALLOWED = {
     "config": set(),

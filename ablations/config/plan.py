@@ -18,6 +18,7 @@ type an editor can follow.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,11 @@ class QualityPlan:
     data: DataConfig
     # The quality step's timing (``ablations.measure.quality_step``) draws its batch from this seed.
     seed: int = 0
+    # Set where the run starts (``ablations.quality.precision.resolved``): why the training step runs as ``train``
+    # says (each ``auto`` measured), and the matrix-product peak at its precision (FLOP/s) its efficiency is read
+    # against.
+    step_choice: str = ""
+    peak_flops: float = math.nan
 
 
 @dataclass(frozen=True)

@@ -127,11 +127,16 @@ class TrainConfig:
     d_model: int = 128
     n_layers: int = 4
     n_heads: int = 4
-    # Mixed precision for the quality run: null trains in fp32 (every CPU profile); bfloat16 runs the forward and
-    # loss under torch.autocast with fp32 weights and optimizer (train=gpu). compile: torch.compile the training
-    # forward (evaluation stays eager: its lengths vary).
-    autocast: str | None = None
-    compile: bool = False
+    # The training step (ablations.quality.precision). precision: float32; bfloat16, the forward and loss under
+    # torch.autocast with fp32 weights and optimizer (train=gpu); auto: bfloat16 where this machine's bf16 matrix
+    # products are measured faster at the model's shape, else float32. attention_core, under bfloat16: same (the
+    # products' dtype), float32 (cast in and back), or auto (the faster, measured forward and backward). compile:
+    # torch.compile the training forward (evaluation stays eager: its lengths vary): true, false, or auto (where the
+    # measured saving over the run's steps exceeds the measured compile time; eager if it cannot compile). Every
+    # quality row records what ran and, for auto, why.
+    precision: str = "float32"
+    attention_core: str = "same"
+    compile: typing.Any = False
     # KV heads of the quality model at GQA points; null keeps the point's query heads per KV head where
     # n_heads allows (16 heads, 2 KV -> 8 per KV head -> 4 heads, 1 KV), clamped to [1, n_heads].
     n_kv_heads: int | None = None

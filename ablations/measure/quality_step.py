@@ -2,15 +2,17 @@
 
 Time to loss (``ablations.quality.multiplier``: how much sooner in wall time a variant reaches the baseline's loss) is
 the compute multiplier in steps over this ratio, so the step timed is the one the quality run runs
-(``ablations.quality.train.training_step``): the quality model at ``train``'s sizes and precision (``train.autocast``,
-``train.compile``), a ``train.batch`` x ``train.context`` batch of ids, cross-entropy, backward, clipping at
-``train.clip``, AdamW (``make_optimizer``). Left out: reading the batch from the corpus, the same for both arms,
-and the evaluations, which the step count does not set.
+(``ablations.quality.train.training_step``): the quality model at ``train``'s sizes and precision
+(``train.precision``, ``train.attention_core``, ``train.compile``, as resolved at the run's start), a ``train.batch``
+x ``train.context`` batch of ids, cross-entropy, backward, clipping at ``train.clip``, AdamW (``make_optimizer``).
+Left out: reading the batch from the corpus, the same for both arms, and the evaluations, which the step count does
+not set.
 
 Rows (``add_paired``, prefix ``quality_step_``, mode ``quality_step``, batch x seq_len the training shape): the
 ratio ``quality_step_latency_ratio`` with its quartiles, its 95% interval ``quality_step_ratio_interval`` (the
 profile's headline rule: rounds until it is within ``target_halfwidth``), both latencies and the tokens/s. At the
-baseline's own point it is the A/A ratio, the timing's noise floor the report reads beside the others.
+baseline's own point it is the A/A ratio, the timing's noise floor the report reads beside the others. Then the
+variant's step profiled (``step_split``): ``step_share_<part>`` for each part of ``SPLIT``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ablations.config.plan import QualityPlan, TimingPlan
 from ablations.config.schema import TrainConfig
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import add_paired, paired_with, phase
+from ablations.measure.step_split import SPLIT, SPLIT_CALLS, split_of
 from ablations.measure.timing import time_call
 from ablations.quality.train import make_optimizer, to_device, training_forward, training_step
 from ablations.results.rows import Rows
@@ -85,12 +88,20 @@ def measure_quality_step(timing: TimingPlan, quality: QualityPlan, rows: Rows) -
     p, tc, device = timing.profile, quality.train, timing.machine.device
     shape = Shape(int(tc.batch), int(tc.context))
     with phase(rows, MODE, shape):
+        # The step's rows say how it ran, as the seeds' rows do (``ablations.quality.run``).
+        step_rows = Rows(base=dict(rows.base, step_choice=quality.step_choice,
+                                   attention_core=tc.attention_core if tc.precision != "float32" else None))
         step_a, step_b = quality_steps(quality, device)
         # The first step of each compiles it under train.compile: timed apart, as measure_point does the forward.
         first = [time_call(step, device)[1] for step in (step_a, step_b)]
         if tc.compile:
-            rows.add("first_call_time", first[0], "s", mode=MODE, shape=shape,
-                     note="includes torch.compile of the quality model's training forward")
+            step_rows.add("first_call_time", first[0], "s", mode=MODE, shape=shape,
+                          note="includes torch.compile of the quality model's training forward")
         rule = precision_of(p, headline=True)
         paired = paired_with(rule, step_a, step_b, min_run_time=p.min_run_time, warmup=p.warmup, device=device)
-        add_paired(rows, f"{MODE}_", MODE, shape, paired, shape.batch * shape.seq, rule)
+        add_paired(step_rows, f"{MODE}_", MODE, shape, paired, shape.batch * shape.seq, rule)
+        for part, share in split_of(step_a, device).items():
+            step_rows.add(f"step_share_{part}", share, "ratio", mode=MODE, shape=shape, statistic="share",
+                          note=f"{SPLIT[part]}: share of the variant's step, profiler self time over "
+                               f"{SPLIT_CALLS} steps")
+        rows.rows.extend(step_rows.rows)

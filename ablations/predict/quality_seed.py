@@ -3,7 +3,7 @@ one quality seed on named hardware, for GPT-2's and Llama-2's quality models (th
 
 Predicted, not measured: the roofline (``ablations.roofline``) times ``train.steps`` training steps (forward and
 backward at ``train.batch`` x ``train.context``, LM head included) and the evaluations' forward passes (the curve's
-``eval_batches`` at step 0 and every ``eval_interval``, the final score's batches), in ``train.autocast``'s dtype
+``eval_batches`` at step 0 and every ``eval_interval``, the final score's batches), in ``train.precision``'s dtype
 (fp32 when null). Not modelled: the optimizer step, the extrapolation's longer windows, data loading, and
 ``torch.compile``'s first compilation. Defaults to ``train=gpu`` on ``hardware=h100_sxm``.
 """
@@ -57,7 +57,7 @@ def evaluations(tc: TrainConfig) -> int:
 
 def seed_time(arch: ArchConfig, tc: TrainConfig, hw: Hardware) -> SeedTime:
     """One seed of ``arch`` trained as ``tc`` says, predicted on ``hw``."""
-    elem = ELEMENT_BYTES[tc.autocast or "float32"]
+    elem = ELEMENT_BYTES[tc.precision if tc.precision != "auto" else "float32"]
     batch, context = int(tc.batch), int(tc.context)
 
     def seconds(mode: str) -> float:
@@ -96,7 +96,7 @@ def run(args: list[str]) -> str:
     except (ConfigError, HydraException, OmegaConfBaseException) as exc:  # they describe the overrides
         raise UsageError(" ".join(str(exc).split())) from None
     head = (f"Predicted (not measured): one quality seed of train={tc.name} on {hw.name}, "
-            f"{tc.autocast or 'float32'}: {tc.steps} steps of {tc.batch} x {tc.context}, d={tc.d_model}, "
+            f"{tc.precision}: {tc.steps} steps of {tc.batch} x {tc.context}, d={tc.d_model}, "
             f"{tc.n_layers} layers, vocabulary {q.model.vocab_size}. Not modelled: the optimizer step, the "
             "extrapolation, data loading, torch.compile's first compilation.")
     return "\n".join([head, "", "| block | training | evaluation | seed |", "|---|---|---|---|", *lines])

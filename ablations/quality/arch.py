@@ -14,8 +14,8 @@ import torch
 from ablations.config.schema import DataConfig, TrainConfig
 from ablations.config.variants import match_params
 from ablations.quality.data import vocab_of
+from ablations.quality.precision import check_step_settings
 from ablations.quality.seeds import seed_rule
-from ablations.quality.train import AUTOCAST
 from components import POSITIONS, ArchConfig, ModelConfig
 from components.config import ConfigError
 
@@ -87,11 +87,7 @@ def check_train(tc: TrainConfig, device: torch.device) -> None:
     if curve is not None and (not isinstance(curve, int) or curve < 2):
         raise ConfigError(f"train.budget_seeds={curve!r} must be an integer of at least 2 (a multiplier's interval "
                           "needs two seeds), or null for every seed the point used")
-    precision = tc.autocast
-    if precision is not None and precision not in AUTOCAST:
-        raise ConfigError(f"train.autocast={precision} is not known; allowed: {', '.join(AUTOCAST)} or null (fp32)")
-    if precision == "bfloat16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        raise ConfigError("train.autocast=bfloat16 but this CUDA device does not support bfloat16; use null (fp32)")
+    check_step_settings(tc, device)
     if tc.warmup >= tc.steps:
         raise ConfigError(f"train.warmup={tc.warmup} must be below train.steps={tc.steps}")
     factors = list(tc.extrapolation)

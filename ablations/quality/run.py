@@ -3,13 +3,18 @@
 Quality rows describe the quality model, not the measurement model: their size columns (d_model, n_layers,
 n_heads, n_kv_heads, ffn_hidden, params, params_baseline) are the small model's, ``batch``/``seq_len`` the
 training shape, ``vocab_size`` the data's vocabulary (256 for bytes), ``dtype`` the training's precision
-(``train.autocast``, float32 unless set: a bf16 measurement sweep does not change the losses), ``compile`` true
-only with ``train.compile`` (the top-level ``compile=true`` is the measurement's) and ``corpus`` the sha256 of
-the training data. Losses are in nats per byte, or per token on token files (the ``unit`` says which;
-bits-per-byte rows are the bytes' alone). A failing seed becomes a ``failed`` row and the other seeds still
-run; a diverging seed is a ``diverged`` row, a result rather than a failure (its pair leaves the comparison, and
-a sequential point goes on to its next seed). A corpus that cannot be read is the environment's fault, not the
-point's: ``CorpusError`` stops the run.
+(``train.precision`` as resolved: a bf16 measurement sweep does not change the losses), ``attention_core`` the
+attention core's dtype under bf16, ``compile`` true only with ``train.compile`` (the top-level ``compile=true`` is
+the measurement's), ``step_choice`` why the step runs so (``ablations.quality.precision``) and ``corpus`` the sha256
+of the training data. Each seed's step efficiency: ``train_flops_per_s`` (the work model's training FLOPs per step
+over the median step), ``train_peak_fraction`` (that over the machine's measured matrix-product rate at the step's
+precision), ``train_data_share`` (reading batches) and, compiled, ``compile_time``.
+
+Losses are in nats per byte, or per token on token files (the ``unit`` says which; bits-per-byte rows are the
+bytes' alone). A failing seed becomes a ``failed`` row and the other seeds still run; a diverging seed is a
+``diverged`` row, a result rather than a failure (its pair leaves the comparison, and a sequential point goes on to
+its next seed). A corpus that cannot be read is the environment's fault, not the point's: ``CorpusError`` stops the
+run.
 
 With ``train.target_mde`` the seeds are sequential (``seeds``): the point trains each next seed for itself and
 for its baseline (``arm``: ``ledger``) until its comparison is answered or the budget is spent, and its final
@@ -22,6 +27,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import statistics
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -77,10 +83,11 @@ class _Arm:
     note: str
     finals: dict[int, float] = field(default_factory=dict)  # seed -> final validation loss
     status: str = "ok"
+    peak_flops: float = math.nan  # the machine's matrix-product rate at the step's precision (FLOP/s)
 
 
 def _arm(tc: TrainConfig, point_base: dict, measured: ArchConfig, q: ArchConfig, variant: str, corpus: Corpus,
-         params_baseline: int) -> _Arm:
+         params_baseline: int, step_choice: str = "", peak_flops: float = math.nan) -> _Arm:
     """The arm of ``measured`` (the point's block at the measurement's sizes), trained as ``q`` (at the quality
     sizes)."""
     aid = arm_id(q, tc, corpus.sha256)
@@ -88,13 +95,14 @@ def _arm(tc: TrainConfig, point_base: dict, measured: ArchConfig, q: ArchConfig,
     base.update(variant=variant, tie_embeddings=measured.model.tie_embeddings, d_model=q.model.d_model,
                 n_layers=q.model.n_layers, n_heads=q.model.n_heads, n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden,
                 attn=q.attn.name, params=_params(q), params_baseline=params_baseline,
-                dtype=tc.autocast or "float32", compile=True if tc.compile else None,
+                dtype=tc.precision, compile=True if tc.compile else None,
+                attention_core=tc.attention_core if tc.precision != "float32" else None, step_choice=step_choice,
                 batch=tc.batch, seq_len=tc.context, corpus=corpus.sha256, vocab_size=q.model.vocab_size, arm=aid,
                 train_flops_step=mode_work(q, "train", int(tc.batch), int(tc.context), lm_head=True).flops)
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
             f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {measured.n_kv_heads} of "
             f"{measured.model.n_heads})")
-    return _Arm(q, base, aid, note)
+    return _Arm(q, base, aid, note, peak_flops=peak_flops)
 
 
 def _run_seeds(plan: QualityPlan, rows: Rows, device: torch.device, ledger: Ledger) -> str:
@@ -103,8 +111,9 @@ def _run_seeds(plan: QualityPlan, rows: Rows, device: torch.device, ledger: Ledg
     family = family_size(tc)
     corpus = open_corpus(plan.data)
     params_baseline = _params(plan.baseline)
-    own = _arm(tc, rows.base, pair.arch, plan.arch, rows.base["variant"], corpus, params_baseline)
-    ref = _arm(tc, rows.base, pair.baseline, plan.baseline, pair.baseline_name, corpus, params_baseline)
+    step = (plan.step_choice, plan.peak_flops)
+    own = _arm(tc, rows.base, pair.arch, plan.arch, rows.base["variant"], corpus, params_baseline, *step)
+    ref = _arm(tc, rows.base, pair.baseline, plan.baseline, pair.baseline_name, corpus, params_baseline, *step)
     source = (f"; corpus: {corpus.source}, {len(corpus.train)} B train, {len(corpus.val)} B validation"
               if corpus.unit == "byte" else f"; corpus: {corpus.source}")
     own.note += source
@@ -156,6 +165,7 @@ def _seed(arm: _Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans: to
             began = time.perf_counter()
             result = train(arm.q, corpus, tc, int(seed), device, spans, functools.partial(log.info, f"{label} %s"))
             _result_rows(seeded, result, tc, spans, arm.note, corpus.unit, extras)
+            _efficiency_rows(seeded, result, tc, arm.peak_flops)
             seeded.add("train_wall_time", time.perf_counter() - began, "s", mode="quality",
                        note="the whole seed: build, training, every evaluation and the extrapolation")
         except RankLost:
@@ -226,6 +236,28 @@ def _failed(seeded: Rows, rows: Rows, error: str, label: str) -> str:
     seeded.add("error", None, "", mode="quality", status="failed", error=error)
     rows.rows.extend(seeded.rows)
     return "failed"
+
+
+def _efficiency_rows(rows: Rows, result: TrainResult, tc: TrainConfig, peak_flops: float) -> None:
+    """The seed's training step against the machine: achieved FLOP/s at the median step, its fraction of the
+    measured matrix-product peak, the share of step time spent reading batches and, compiled, the compile time."""
+    if not result.step_seconds:
+        return
+    step = statistics.median(result.step_seconds)
+    flops = float(rows.base.get("train_flops_step") or math.nan)
+    rate = flops / step
+    rows.add("train_step_time", step, "s", mode="quality", statistic="median",
+             note="one optimizer step, batch reading included")
+    rows.add("train_flops_per_s", rate, "FLOP/s", mode="quality", statistic="median",
+             note="the work model's training FLOPs per step over the median step")
+    if math.isfinite(peak_flops) and peak_flops > 0:
+        rows.add("train_peak_fraction", rate / peak_flops, "ratio", mode="quality", statistic="median",
+                 note=f"of {peak_flops / 1e9:.4g} GFLOP/s, this machine's square matrix product in {tc.precision}")
+    rows.add("train_data_share", result.data_seconds / result.train_seconds, "ratio", mode="quality",
+             note="the steps' time spent reading batches")
+    if tc.compile:
+        rows.add("compile_time", max(0.0, result.step_seconds[0] - step), "s", mode="quality",
+                 note="the first step less the median: torch.compile of the training forward and backward")
 
 
 def _result_rows(rows: Rows, result: TrainResult, tc: TrainConfig, spans: torch.Tensor, note: str,

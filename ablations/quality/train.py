@@ -27,6 +27,7 @@ from ablations.config.schema import TrainConfig
 from ablations.quality import distributed
 from ablations.quality.data import Corpus, chunk_spans, eval_spans, train_starts, windows
 from components import ArchConfig, LanguageModel, build_lm, common_random_init
+from components.kernels import core_dtype
 
 log = logging.getLogger("ablations")
 
@@ -42,6 +43,11 @@ class TrainResult:
     reason: str = ""
     train_seconds: float = 0.0
     tokens: int = 0
+    # Each optimizer step's wall time, batch reading included (s), and the part of it spent reading the batch: the
+    # step's efficiency (achieved FLOP/s) is read from their median, and the first step's excess over it is the
+    # compile time under train.compile.
+    step_seconds: list[float] = field(default_factory=list)
+    data_seconds: float = 0.0
     # The final model's mean loss on each final validation window (nats/byte), for the validation set's own
     # sampling noise on a paired difference (scripts/quality_noise.py).
     final_windows: torch.Tensor | None = None
@@ -141,20 +147,55 @@ def loss_by_position(model: LanguageModel, rows: torch.Tensor, batch: int,
     return total / len(rows)
 
 
-# train.autocast's values: the dtype torch.autocast runs the forward in (null: fp32, no autocast).
-AUTOCAST = {"bfloat16": torch.bfloat16}
+# train.precision's concrete values: the dtype torch.autocast runs the forward in (None: float32, no autocast).
+PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
 
 
 def autocast(tc: TrainConfig, device: torch.device) -> contextlib.AbstractContextManager:
-    """The forward's precision: ``torch.autocast`` at ``train.autocast`` on ``device``, or nothing (fp32)."""
-    dtype = AUTOCAST.get(tc.autocast or "")
-    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+    """The forward's precision: ``torch.autocast`` at ``train.precision`` on ``device``, with the attention core in
+    float32 where ``train.attention_core`` says so; nothing (float32) for ``float32``. ``tc`` is resolved
+    (``ablations.quality.precision.resolve``): no ``auto`` reaches here."""
+    if tc.precision not in PRECISIONS:
+        raise ValueError(f"train.precision={tc.precision} reaches the step unresolved: "
+                         "ablations.quality.precision.resolved chooses it at the run's start")
+    dtype = PRECISIONS[tc.precision]
+    if dtype is None:
+        return contextlib.nullcontext()
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.autocast(device.type, dtype=dtype))
+    if tc.attention_core == "float32":
+        stack.enter_context(core_dtype(torch.float32))
+    return stack
+
+
+class CompiledOrEager:
+    """The model's forward through ``torch.compile``; if compiling fails on the first call (no C++ compiler, a
+    backend error), one warning line and the eager model from then on, never a traceback."""
+
+    # Dynamo keeps one compiled entry per block a process trains (a sweep's arms share LanguageModel.forward); past
+    # its default limit of 8 it would run the rest eagerly while the rows said compiled.
+    RECOMPILE_LIMIT = 64
+
+    def __init__(self, model: LanguageModel) -> None:
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, self.RECOMPILE_LIMIT)
+        self.model, self.compiled, self.failed = model, torch.compile(model), ""
+
+    def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
+        if self.failed:
+            return self.model(tokens)
+        try:
+            return self.compiled(tokens)
+        except Exception as exc:  # a compiler missing or refusing: the step is still the same step, eagerly
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            self.failed = f"{type(exc).__name__}: {first}"[:300]
+            log.warning("torch.compile failed (%s): training eagerly", self.failed)
+            return self.model(tokens)
 
 
 def training_forward(model: LanguageModel, tc: TrainConfig) -> Callable[[torch.Tensor], torch.Tensor]:
     """The model as the training steps call it: ``torch.compile``d with ``train.compile`` (one shape, so it compiles
-    once); evaluation calls the eager model, whose lengths vary."""
-    return torch.compile(model) if tc.compile else model
+    once; eager if that fails: ``CompiledOrEager``); evaluation calls the eager model, whose lengths vary."""
+    return CompiledOrEager(model) if tc.compile is True else model
 
 
 def to_device(rows: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -230,6 +271,7 @@ def train(arch: ArchConfig, corpus: Corpus, tc: TrainConfig, seed: int, device: 
         # Under torchrun this rank's shard of the global batch; the loss and the gradients are then averaged over
         # the ranks, which makes the step the single-process one (ablations.quality.distributed).
         w = to_device(windows(corpus.train, distributed.shard(starts[step]), tc.context + 1), device)
+        result.data_seconds += time.perf_counter() - began
         value = training_step(model, forward, opt, w, tc, device)
         if not math.isfinite(value):
             result.diverged_at, result.reason = step, f"training loss became {value} at step {step}"
@@ -238,7 +280,8 @@ def train(arch: ArchConfig, corpus: Corpus, tc: TrainConfig, seed: int, device: 
             averaged.add(model)
             if step == tc.steps - 1:
                 averaged.load_into(model)
-        result.train_seconds += time.perf_counter() - began
+        result.step_seconds.append(time.perf_counter() - began)
+        result.train_seconds += result.step_seconds[-1]
         result.tokens += w.shape[0] * tc.context * distributed.world_size()
         running, since = running + value, since + 1
         done = step + 1

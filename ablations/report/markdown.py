@@ -33,6 +33,7 @@ from ablations.report.sections import (
     variants_table,
     work_table,
 )
+from ablations.report.step_efficiency import step_section
 from ablations.report.tables import SETUP_COLUMNS, baseline_name, combine, load_table, split
 from ablations.results.durable import write_atomic
 from components import choices
@@ -162,7 +163,7 @@ def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
         if grid:
             lines += ["### Latency ratio at every shape", "", grid, ""]
         lines += roofline_section(s)
-    lines += ["### Quality", ""] + quality_section(q, *summary)
+    lines += ["### Quality", ""] + quality_section(q, *summary) + step_section(q, s)
     lines += ["### Figures", ""] + figures + [""]
     return lines
 

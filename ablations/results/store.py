@@ -33,6 +33,9 @@ COLUMNS = [
     # The compute multiplier (ablations.quality.multiplier): a baseline run's budget, as a multiple of the steps,
     # and each arm's training FLOPs per step (the work model's).
     "budget", "train_flops_step",
+    # The quality runs' training step (ablations.quality.precision): the attention core's dtype under bf16 and why
+    # the step runs as it does.
+    "attention_core", "step_choice",
 ]
 
 

@@ -10,6 +10,7 @@ import torch
 
 from ablations import runner
 from ablations.measure import quality_step as qs
+from ablations.measure.step_split import SPLIT_CALLS
 from ablations.quality import train as train_module
 from ablations.quality.data import load_corpus
 from ablations.results.rows import Rows
@@ -76,11 +77,12 @@ def test_the_timed_calls_are_optimizer_steps_of_the_two_quality_models(monkeypat
     assert a.arch.norm.name == "rmsnorm" and b.arch.norm.name == "layernorm"
     assert a.w is b.w and tuple(a.w.shape) == (cfg.train.batch, cfg.train.context + 1)
     assert a.w.dtype == torch.int64 and 0 <= int(a.w.min()) and int(a.w.max()) < a.arch.model.vocab_size
-    # Every timed call was one AdamW step: the optimizer's own count is the first (untimed) call plus the timing's.
-    for arm, calls in zip((a, b), timed["calls"], strict=True):
+    # Every timed call was one AdamW step: the optimizer's own count is the first (untimed) call plus the timing's,
+    # and for the variant the steps its split profiled.
+    for arm, calls, profiled in zip((a, b), timed["calls"], (SPLIT_CALLS, 0), strict=True):
         assert calls >= cfg.profile.rounds + 1  # at least the warm-up and a call a round
         counts = {int(s["step"]) for s in arm.opt.state.values()}
-        assert counts == {1 + calls}
+        assert counts == {1 + calls + profiled}
         fresh = qs.QualityStep(arm.arch, quality.train, int(cfg.seed), arm.w, CPU)
         moved = [not torch.equal(p, q) for p, q in zip(arm.model.parameters(), fresh.model.parameters(), strict=True)]
         assert all(moved)
@@ -143,7 +145,7 @@ def test_under_train_compile_the_first_step_is_timed_apart(monkeypatch):
     # The compiled forward is training_forward's; torch.compile is stood in for (its minutes are not this test's).
     compiled = []
     monkeypatch.setattr(torch, "compile", lambda model: compiled.append(model) or model)
-    _, rows, timed = _measured(monkeypatch, "train.compile=true", "train.autocast=bfloat16")
+    _, rows, timed = _measured(monkeypatch, "train.compile=true", "train.precision=bfloat16")
     assert compiled == [timed["a"].model, timed["b"].model]
     first = [r for r in rows if r["metric"] == "first_call_time"]
     assert len(first) == 1 and first[0]["mode"] == "quality_step" and first[0]["value"] > 0

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 
+from ablations.measure.quality_step import QualityStep
 from ablations.measure.timing import PairedTiming, time_paired
 from ablations.results.rows import Summary
 from components import build_decoder
@@ -99,3 +102,37 @@ def test_llama2_over_gpt2_block_train_ratio_in_band(record_property):
     check_band("llama2_over_gpt2_train", lambda: paired_ratio(*calls, rounds=16, min_run_time=0.1),
                BLOCK_TRAIN_BAND, record_property)
 
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 in hardware (AMX or AVX512-BF16), as /proc/cpuinfo reports it."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return " amx_bf16" in flags or " avx512_bf16" in flags
+
+
+# The quality model's training step as `train.precision=auto` runs it on a CPU with native bf16 (bf16 products, the
+# attention core in float32, compiled) over the float32 eager step, per block, at the default training shape. The
+# issue's target is 1.8x or more (a ratio at most 0.56); repeated runs (scripts/quality_step_table.py, and this
+# check) put it near FAST_STEP_MEASURED, and the band's top catches a loss of about a third of the gain.
+FAST_STEP_BAND = (0.2, 0.70)
+
+
+@pytest.mark.skipif(not native_bf16(), reason="the fast quality step needs a CPU with native bf16 (AMX, AVX512-BF16)")
+@pytest.mark.parametrize("block", ["gpt2", "llama2"])
+def test_the_fast_quality_step_keeps_its_speedup(block, record_property):
+    from scripts.quality_step_table import SETTINGS, quality_of
+
+    quality = quality_of(block)
+    tc = quality.train
+    w = torch.randint(256, (int(tc.batch), int(tc.context) + 1), generator=torch.Generator().manual_seed(0))
+    steps = []
+    for _, precision, core, compiled in (SETTINGS[-1], SETTINGS[0]):
+        step = QualityStep(quality.arch, replace(tc, precision=precision, attention_core=core, compile=compiled), 0,
+                           w, CPU)
+        step()  # compiles, and builds the optimizer's state
+        steps.append(step)
+    check_band(f"fast_quality_step_{block}", lambda: paired_ratio(*steps, rounds=12, min_run_time=0.2),
+               FAST_STEP_BAND, record_property)

@@ -15,7 +15,7 @@ from ablations.config.errors import UsageError
 from ablations.config.paths import conf_entry
 from ablations.predict.quality_seed import evaluations, run, seed_time
 from ablations.quality.ledger import arm_id
-from ablations.quality.train import autocast, to_device, training_forward
+from ablations.quality.train import CompiledOrEager, autocast, to_device, training_forward
 from ablations.results.identity import NEUTRAL_ARM_SETTINGS
 from ablations.roofline.hardware import Hardware
 from ablations.runner import plan_point
@@ -26,13 +26,13 @@ from tests.quality.helpers import composed, quality_rows
 def test_the_gpu_profile_is_nanogpts_character_scale_in_bf16_compiled():
     tc = composed("train=gpu").train
     assert (tc.n_layers, tc.d_model, tc.context, tc.batch, tc.steps) == (6, 384, 256, 64, 5000)
-    assert tc.autocast == "bfloat16" and tc.compile is True
+    assert tc.precision == "bfloat16" and tc.attention_core == "same" and tc.compile is True
     assert prevalidate(["train=gpu", "measure=false"]) == 1  # every rule holds for it
 
 
 def test_autocast_is_bf16_when_asked_and_nothing_otherwise():
     cpu = torch.device("cpu")
-    with autocast(composed("train.autocast=bfloat16").train, cpu):
+    with autocast(composed("train.precision=bfloat16").train, cpu):
         assert torch.get_autocast_dtype("cpu") == torch.bfloat16 and torch.is_autocast_enabled("cpu")
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
     assert isinstance(autocast(composed().train, cpu), contextlib.nullcontext)
@@ -40,8 +40,8 @@ def test_autocast_is_bf16_when_asked_and_nothing_otherwise():
 
 def test_an_unknown_precision_is_one_line():
     with pytest.raises(UsageError) as info:
-        prevalidate(["profile=smoke", "train.autocast=float16"])
-    assert info.value.message == "train.autocast=float16 is not known; allowed: bfloat16 or null (fp32)"
+        prevalidate(["profile=smoke", "train.precision=float16"])
+    assert info.value.message == "train.precision=float16 is not known; allowed: float32, bfloat16, auto"
 
 
 def test_compile_wraps_the_training_forward_only_when_asked():
@@ -49,7 +49,9 @@ def test_compile_wraps_the_training_forward_only_when_asked():
     model = build_lm(plan_point(cfg).quality.arch)
     assert training_forward(model, plan_point(cfg).quality.train) is model
     compiled = training_forward(model, plan_point(composed("train.compile=true")).quality.train)
-    assert isinstance(compiled, torch._dynamo.eval_frame.OptimizedModule) and compiled._orig_mod is model
+    assert isinstance(compiled, CompiledOrEager) and compiled.model is model
+    assert isinstance(compiled.compiled, torch._dynamo.eval_frame.OptimizedModule)
+    assert compiled.compiled._orig_mod is model
 
 
 def test_a_cpu_copy_is_the_rows_themselves():
@@ -58,7 +60,7 @@ def test_a_cpu_copy_is_the_rows_themselves():
 
 
 def test_a_bf16_seed_trains_and_its_rows_say_so():
-    status, rows = quality_rows("train.autocast=bfloat16", "train.steps=6")
+    status, rows = quality_rows("train.precision=bfloat16", "train.steps=6")
     frame = pd.DataFrame(rows)
     assert status == "ok" and set(frame["dtype"]) == {"bfloat16"}
     assert frame.loc[frame["metric"] == "val_loss", "value"].notna().all()
@@ -75,7 +77,7 @@ def test_the_new_switches_at_their_defaults_keep_the_seed_ledgers_arms():
         quality = plan_point(composed(*overrides)).quality
         assert {k: getattr(quality.train, k) for k in NEUTRAL_ARM_SETTINGS} == NEUTRAL_ARM_SETTINGS
         assert arm_id(quality.arch, quality.train, "sha") == arm
-    bf16 = plan_point(composed("train.autocast=bfloat16")).quality
+    bf16 = plan_point(composed("train.precision=bfloat16")).quality
     assert arm_id(bf16.arch, bf16.train, "sha") != LEDGER_ARMS[()]
 
 

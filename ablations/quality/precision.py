@@ -1,0 +1,243 @@
+"""The quality model's training step as this machine runs it fastest: precision, attention core and compilation,
+each chosen by a short measurement where its setting is ``auto``, and the matrix-product peak the step's efficiency
+is read against.
+
+- ``train.precision=auto``: bfloat16 (autocast, float32 weights and optimizer) where bf16 matrix products at the
+  model's FFN shape run at least ``BF16_GAIN`` x float32's (CPUs with AMX or AVX512-BF16, GPUs with bf16); else
+  float32. A CPU without native bf16 emulates it and is slower: it keeps float32.
+- ``train.attention_core=auto`` (under bfloat16): the causal SDPA core's forward and backward at the model's shape
+  timed in bf16 and in float32 (with the casts); the faster runs. On CPUs SDPA's bf16 flash backward can be several
+  times slower than float32's, which would cost more than the products save.
+- ``train.compile=auto``: the baseline's quality model stepped eagerly and compiled; compiled where the measured
+  saving per step times the steps the point plans exceeds the measured compile time, which it pays once per model
+  and process. Where it cannot compile (no C++ compiler), eager.
+
+``resolve`` returns the training settings with every ``auto`` replaced by what was chosen and a one-line ``why``,
+which every quality row of the point records (column ``step_choice``). The measurements are cached for the process,
+so a sweep's points choose alike. ``matmul_peak`` is the machine's square matrix-product rate at a dtype.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
+
+from ablations.config.plan import QualityPlan
+from ablations.config.schema import TrainConfig
+from ablations.quality import distributed
+from ablations.quality.seeds import seed_rule
+from ablations.quality.train import make_optimizer, training_forward, training_step
+from components import ArchConfig, build_lm
+from components.config import ConfigError
+
+log = logging.getLogger("ablations")
+
+PRECISION_VALUES = ("float32", "bfloat16", "auto")
+CORE_VALUES = ("same", "float32", "auto")
+# bf16 products must beat float32's by this much to be chosen: below it the rounding buys too little time.
+BF16_GAIN = 1.25
+# The square product ``matmul_peak`` times, by device type: large enough to reach the machine's rate.
+PEAK_SIZE = {"cpu": 2048, "cuda": 8192}
+
+
+@dataclass(frozen=True)
+class StepChoice:
+    """The resolved training settings, why each ``auto`` chose what it did, and the matrix-product peak at the
+    chosen precision (FLOP/s) the step's achieved rate is read against."""
+
+    train: TrainConfig
+    why: str
+    peak_flops: float
+
+
+def check_step_settings(tc: TrainConfig, device: torch.device) -> None:
+    """``train.precision``, ``train.attention_core`` and ``train.compile``: one line each naming the key."""
+    if tc.precision not in PRECISION_VALUES:
+        raise ConfigError(f"train.precision={tc.precision} is not known; allowed: {', '.join(PRECISION_VALUES)}")
+    if tc.attention_core not in CORE_VALUES:
+        raise ConfigError(f"train.attention_core={tc.attention_core} is not known; allowed: {', '.join(CORE_VALUES)}")
+    if not (tc.compile is True or tc.compile is False or tc.compile == "auto"):
+        raise ConfigError(f"train.compile={tc.compile!r} is not known; allowed: true, false, auto")
+    if tc.precision == "bfloat16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ConfigError("train.precision=bfloat16 but this CUDA device does not support bfloat16; use float32")
+
+
+def resolve(tc: TrainConfig, baseline: ArchConfig, device: torch.device, planned_steps: int) -> StepChoice:
+    """``tc`` with each ``auto`` measured and replaced (module docstring); ``baseline``: the quality model the compile
+    decision steps; ``planned_steps``: the optimizer steps the point plans for one arm."""
+    reasons = []
+    precision = tc.precision
+    if precision == "auto":
+        precision, reason = _choose_precision(tc, device)
+        reasons.append(reason)
+    core = tc.attention_core
+    if precision == "float32":
+        core = "same"  # the core is float32 already
+    elif core == "auto":
+        core, reason = _choose_core(tc, device)
+        reasons.append(reason)
+    chosen = replace(tc, precision=precision, attention_core=core)
+    compiled = tc.compile
+    if compiled == "auto":
+        compiled, reason = _choose_compile(chosen, baseline, device, planned_steps)
+        reasons.append(reason)
+    chosen = replace(chosen, compile=bool(compiled))
+    ran = f"{precision}, attention core {'float32' if core == 'float32' else precision}, " + (
+        "compiled" if compiled else "eager")
+    why = ran + (": " + "; ".join(reasons) if reasons else " (as set)")
+    return StepChoice(chosen, why, matmul_peak(device, precision))
+
+
+def resolved(quality: QualityPlan, device: torch.device) -> QualityPlan:
+    """``quality`` with its training settings resolved (``resolve``), the reason and the peak on it. Under torchrun
+    rank 0 measures and every rank takes its answer, so all ranks train alike."""
+    tc = quality.train
+    planned = planned_steps(tc)
+    choice = distributed.from_writer(resolve(tc, quality.baseline, device, planned) if distributed.is_writer()
+                                     else None)
+    return replace(quality, train=choice.train, step_choice=choice.why, peak_flops=choice.peak_flops)
+
+
+def planned_steps(tc: TrainConfig) -> int:
+    """The optimizer steps the baseline's quality model takes at a point's first look: its seeds and, with
+    ``train.budgets``, its compute curve's (``ablations.quality.run``), which the compile is paid once for."""
+    seeds = seed_rule(tc).looks[0]
+    curve = min(seeds, int(tc.budget_seeds or seeds)) * sum(float(b) for b in tc.budgets or [] if float(b) != 1)
+    return round(int(tc.steps) * (seeds + curve))
+
+
+def median_seconds(fn: Callable[[], object], device: torch.device, repeats: int = 7, warmup: int = 2) -> float:
+    """The median wall time of ``fn`` over ``repeats`` calls after ``warmup``, synchronising CUDA around each."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        began = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - began)
+    return statistics.median(times)
+
+
+@functools.cache
+def matmul_rate(device: torch.device, dtype_name: str, m: int, k: int, n: int) -> float:
+    """FLOP/s of an (m, k) by (k, n) product in ``dtype_name`` on ``device`` (median of repeats)."""
+    dtype = getattr(torch, dtype_name)
+    a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
+    return 2 * m * k * n / median_seconds(lambda: a @ b, device)
+
+
+def matmul_peak(device: torch.device, precision: str) -> float:
+    """This machine's matrix-product rate at ``precision`` (FLOP/s): a square ``PEAK_SIZE`` product, measured."""
+    size = PEAK_SIZE.get(device.type, 2048)
+    return matmul_rate(device, precision, size, size, size)
+
+
+def _choose_precision(tc: TrainConfig, device: torch.device) -> tuple[str, str]:
+    if device.type == "cuda":
+        native = torch.cuda.is_bf16_supported()
+        return ("bfloat16" if native else "float32"), f"precision {'bfloat16' if native else 'float32'}: CUDA " + (
+            "supports bf16" if native else "without bf16")
+    m, k, n = int(tc.batch) * int(tc.context), int(tc.d_model), 4 * int(tc.d_model)
+    gain = matmul_rate(device, "bfloat16", m, k, n) / matmul_rate(device, "float32", m, k, n)
+    chosen = "bfloat16" if gain >= BF16_GAIN else "float32"
+    return chosen, (f"precision {chosen}: bf16 products {gain:.2f}x float32's at {m}x{k}x{n} "
+                    f"({'at least' if chosen == 'bfloat16' else 'below'} {BF16_GAIN}x)")
+
+
+def _choose_core(tc: TrainConfig, device: torch.device) -> tuple[str, str]:
+    shape = (int(tc.batch), int(tc.n_heads), int(tc.context), int(tc.d_model) // int(tc.n_heads))
+    same, f32 = _core_seconds(device, shape, "same"), _core_seconds(device, shape, "float32")
+    chosen = "float32" if f32 < same else "same"
+    return chosen, (f"attention core {'float32' if chosen == 'float32' else 'bfloat16'}: forward+backward "
+                    f"{same * 1e3:.3g} ms in bf16, {f32 * 1e3:.3g} ms in float32 with casts")
+
+
+@functools.cache
+def _core_seconds(device: torch.device, shape: tuple[int, int, int, int], core: str) -> float:
+    q, k, v = (torch.randn(shape, device=device, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    grad = torch.randn(shape, device=device, dtype=torch.bfloat16)
+
+    def step() -> None:
+        a, b, c = (t.float() for t in (q, k, v)) if core == "float32" else (q, k, v)
+        F.scaled_dot_product_attention(a, b, c, is_causal=True).to(torch.bfloat16).backward(grad)
+
+    return median_seconds(step, device, repeats=5)
+
+
+def compiler_available(device: torch.device) -> str:
+    """Why Inductor cannot compile on ``device`` (empty when it can): on a CPU it needs a C++ compiler."""
+    if device.type != "cpu":
+        return ""
+    from torch._inductor import config
+
+    cxx = config.cpp.cxx[-1] if isinstance(config.cpp.cxx, tuple) and config.cpp.cxx[-1] else "g++"
+    return "" if shutil.which(str(cxx)) or shutil.which("c++") else f"no C++ compiler ({cxx}) for torch.compile"
+
+
+def _choose_compile(tc: TrainConfig, baseline: ArchConfig, device: torch.device,
+                    planned_steps: int) -> tuple[bool, str]:
+    missing = compiler_available(device)
+    if missing:
+        return False, f"eager: {missing}"
+    eager, compiled, compile_s, failed = _compile_probe(tc, baseline, device)
+    if failed:
+        return False, f"eager: torch.compile failed ({failed})"
+    saved = eager - compiled
+    pays = saved > 0 and saved * planned_steps > compile_s
+    return pays, (f"{'compiled' if pays else 'eager'}: step {eager * 1e3:.3g} ms eager, {compiled * 1e3:.3g} ms "
+                  f"compiled, compile {compile_s:.3g} s against {planned_steps} planned steps")
+
+
+# The compile probe's answers for this process, by what sets the step's cost (``_compile_probe``).
+_PROBED: dict[str, tuple[float, float, float, str]] = {}
+
+
+def _probe_step(arch: ArchConfig, tc: TrainConfig, w: torch.Tensor, device: torch.device) -> Callable[[], float]:
+    """The training step the run takes (``train.training_step``) on a fresh ``arch``, at a small rate so the probe's
+    few steps stay near the initialisation (as ``ablations.measure.quality_step`` times it); ``.forward`` is its
+    (possibly compiled) forward."""
+    torch.manual_seed(0)
+    model = build_lm(arch, device=device)
+    forward = training_forward(model, tc)
+    opt = make_optimizer(model, tc)
+    for group in opt.param_groups:
+        group["lr"] = 1e-4
+
+    def step() -> float:
+        return training_step(model, forward, opt, w, tc, device)
+
+    step.forward = forward  # type: ignore[attr-defined]
+    return step
+
+
+def _compile_probe(tc: TrainConfig, baseline: ArchConfig, device: torch.device) -> tuple[float, float, float, str]:
+    """The baseline's step eager and compiled (median seconds), the compile time (the first compiled call less a
+    compiled step), and why compiling failed (empty if it did not). Cached by what sets the step's cost."""
+    cost = {k: getattr(tc, k) for k in ("batch", "context", "precision", "attention_core", "clip", "common_init")}
+    key = json.dumps({"arch": baseline.to_dict(), "train": cost, "device": str(device)}, sort_keys=True, default=str)
+    if key not in _PROBED:
+        g = torch.Generator().manual_seed(0)
+        w = torch.randint(baseline.model.vocab_size, (int(tc.batch), int(tc.context) + 1), generator=g).to(device)
+        eager = median_seconds(_probe_step(baseline, replace(tc, compile=False), w, device), device, repeats=5)
+        step = _probe_step(baseline, replace(tc, compile=True), w, device)
+        began = time.perf_counter()
+        step()
+        first = time.perf_counter() - began
+        failed = step.forward.failed  # type: ignore[attr-defined]
+        compiled = median_seconds(step, device, repeats=5) if not failed else math.inf
+        _PROBED[key] = (eager, compiled, max(0.0, first - compiled) if not failed else math.inf, failed)
+    return _PROBED[key]
