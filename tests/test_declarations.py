@@ -139,7 +139,8 @@ def test_every_generated_variant_moves_what_its_name_says():
 # (QK-norm) or a value (ALiBi) since must leave them as they were, so earlier run folders stay reusable.
 FIXED_SEED_PROTOCOL = ["train.target_mde=null", "train.min_seeds=null", "train.max_seeds=null",
                        "train.common_init=false", "train.final_eval_batches=null", "train.budgets=[]",
-                       "train.budget_seeds=null"]
+                       "train.budget_seeds=null", "train.precision=float32", "train.attention_core=same",
+                       "train.compile=false"]
 # The default profile's fixed rounds of that revision (before the headline target): a profile is what is measured,
 # so the default is another identity, and these settings give that revision's back.
 FIXED_ROUNDS_PROFILE = ["profile.rounds=8", "profile.decode_rounds=16", "profile.target_halfwidth=null",
@@ -158,8 +159,9 @@ PINNED = {
 
 @pytest.mark.parametrize("overrides,expected", PINNED.items(), ids=[" ".join(k) or "default" for k in PINNED])
 def test_point_identity_survives_new_choices(overrides, expected):
-    # The quality protocol of that revision (fixed seeds, one init stream, the curve's windows for the final loss):
-    # at those values the newer train settings leave the identity as it was (ablations.results.identity).
+    # The quality protocol of that revision (fixed seeds, one init stream, the curve's windows for the final loss,
+    # the float32 eager step): at those values the newer train settings leave the identity as it was
+    # (ablations.results.identity).
     default_profile = not any(o.startswith("profile=") for o in overrides)
     cfg = compose_cfg([*FIXED_SEED_PROTOCOL, *(FIXED_ROUNDS_PROFILE if default_profile else []), *overrides])
     assert (variant_label(arch_from(cfg)), config_hash(point_identity(cfg))) == expected

@@ -100,11 +100,10 @@ def resolve(tc: TrainConfig, baseline: ArchConfig, device: torch.device, planned
 
 def resolved(quality: QualityPlan, device: torch.device) -> QualityPlan:
     """``quality`` with its training settings resolved (``resolve``), the reason and the peak on it. Under torchrun
-    rank 0 measures and every rank takes its answer, so all ranks train alike."""
+    every rank measures (the compile probe's steps average gradients over the ranks, so all must take them) and
+    every rank takes rank 0's answer, so all ranks train alike."""
     tc = quality.train
-    planned = planned_steps(tc)
-    choice = distributed.from_writer(resolve(tc, quality.baseline, device, planned) if distributed.is_writer()
-                                     else None)
+    choice = distributed.from_writer(resolve(tc, quality.baseline, device, planned_steps(tc)))
     return replace(quality, train=choice.train, step_choice=choice.why, peak_flops=choice.peak_flops)
 
 

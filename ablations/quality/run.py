@@ -164,6 +164,9 @@ def _seed(arm: _Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans: to
         try:
             began = time.perf_counter()
             result = train(arm.q, corpus, tc, int(seed), device, spans, functools.partial(log.info, f"{label} %s"))
+            if result.compile_failed:  # the rows say the steps ran eagerly, and why
+                seeded.base.update(compile=None, step_choice=f"{seeded.base.get('step_choice') or ''}; compile "
+                                   f"failed, trained eagerly: {result.compile_failed}".lstrip("; "))
             _result_rows(seeded, result, tc, spans, arm.note, corpus.unit, extras)
             _efficiency_rows(seeded, result, tc, arm.peak_flops)
             seeded.add("train_wall_time", time.perf_counter() - began, "s", mode="quality",
@@ -255,7 +258,7 @@ def _efficiency_rows(rows: Rows, result: TrainResult, tc: TrainConfig, peak_flop
                  note=f"of {peak_flops / 1e9:.4g} GFLOP/s, this machine's square matrix product in {tc.precision}")
     rows.add("train_data_share", result.data_seconds / result.train_seconds, "ratio", mode="quality",
              note="the steps' time spent reading batches")
-    if tc.compile:
+    if tc.compile and not result.compile_failed:
         rows.add("compile_time", max(0.0, result.step_seconds[0] - step), "s", mode="quality",
                  note="the first step less the median: torch.compile of the training forward and backward")
 

@@ -48,6 +48,8 @@ class TrainResult:
     # compile time under train.compile.
     step_seconds: list[float] = field(default_factory=list)
     data_seconds: float = 0.0
+    # Under train.compile, why compiling failed and the steps ran eagerly (``CompiledOrEager``); empty otherwise.
+    compile_failed: str = ""
     # The final model's mean loss on each final validation window (nats/byte), for the validation set's own
     # sampling noise on a paired difference (scripts/quality_noise.py).
     final_windows: torch.Tensor | None = None
@@ -170,15 +172,18 @@ def autocast(tc: TrainConfig, device: torch.device) -> contextlib.AbstractContex
 
 class CompiledOrEager:
     """The model's forward through ``torch.compile``; if compiling fails on the first call (no C++ compiler, a
-    backend error), one warning line and the eager model from then on, never a traceback."""
+    backend error), one warning line and the eager model from then on, never a traceback. The failure holds for
+    the process: later models go eager at once, without another try or line. ``failed`` says why."""
 
     # Dynamo keeps one compiled entry per block a process trains (a sweep's arms share LanguageModel.forward); past
     # its default limit of 8 it would run the rest eagerly while the rows said compiled.
     RECOMPILE_LIMIT = 64
+    broken = ""  # why compiling failed in this process, once it has
 
     def __init__(self, model: LanguageModel) -> None:
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, self.RECOMPILE_LIMIT)
-        self.model, self.compiled, self.failed = model, torch.compile(model), ""
+        self.model, self.failed = model, CompiledOrEager.broken
+        self.compiled = model if self.failed else torch.compile(model)
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         if self.failed:
@@ -187,7 +192,7 @@ class CompiledOrEager:
             return self.compiled(tokens)
         except Exception as exc:  # a compiler missing or refusing: the step is still the same step, eagerly
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            self.failed = f"{type(exc).__name__}: {first}"[:300]
+            self.failed = CompiledOrEager.broken = f"{type(exc).__name__}: {first}"[:300]
             log.warning("torch.compile failed (%s): training eagerly", self.failed)
             return self.model(tokens)
 
@@ -273,6 +278,8 @@ def train(arch: ArchConfig, corpus: Corpus, tc: TrainConfig, seed: int, device: 
         w = to_device(windows(corpus.train, distributed.shard(starts[step]), tc.context + 1), device)
         result.data_seconds += time.perf_counter() - began
         value = training_step(model, forward, opt, w, tc, device)
+        if step == 0:  # the first call compiles, or fails to
+            result.compile_failed = getattr(forward, "failed", "")
         if not math.isfinite(value):
             result.diverged_at, result.reason = step, f"training loss became {value} at step {step}"
             return result

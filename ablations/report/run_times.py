@@ -45,7 +45,8 @@ def _label(folder: Path, reference: Path) -> str:
 
 
 def _sweep(sweep: str, compiled: pd.Series) -> str:
-    return f"{sweep} (compile=true)" if compiled.astype(str).eq("True").all() else sweep
+    """The sweep's label: ``(compile=true)`` where its timing rows measured compiled."""
+    return f"{sweep} (compile=true)" if len(compiled) and compiled.astype(str).eq("True").all() else sweep
 
 
 def _machine(rows: pd.DataFrame) -> str:
@@ -68,12 +69,15 @@ def runs(reference: Path = REFERENCE) -> pd.DataFrame:
     for folder in run_folders(reference):
         table = load_table(folder)
         timed = table[table["metric"].isin([TIMING, QUALITY, CURVE])]
-        compiled = timed["compile"].astype(str).eq("True")
+        # A sweep measured compiled (``compile=true``) is a run of its own; a quality row's ``compile`` is its
+        # training step's, which does not make its sweep another run.
+        compiled = timed["compile"].astype(str).eq("True") & timed["metric"].eq(TIMING)
         for (sweep, _), rows in timed.groupby([timed["sweep"], compiled], sort=False):
             seconds = rows.groupby("metric")["value"].sum()
             seeds = rows[rows["metric"] == QUALITY].groupby("point")["seed"].nunique()
             out.append({
-                "folder": _label(folder, reference), "sweep": _sweep(sweep, rows["compile"]),
+                "folder": _label(folder, reference),
+                "sweep": _sweep(sweep, rows.loc[rows["metric"] == TIMING, "compile"]),
                 "points timed": rows.loc[rows["metric"] == TIMING, "point"].nunique(),
                 "timing": seconds.get(TIMING, 0.0),
                 "points trained": len(seeds),

@@ -91,6 +91,7 @@ def test_a_compile_that_fails_trains_eagerly_with_one_line(monkeypatch, caplog):
         return call
 
     monkeypatch.setattr(torch, "compile", broken)
+    monkeypatch.setattr(CompiledOrEager, "broken", "")
     model = build_lm(plan_point(composed()).quality.arch)
     forward = CompiledOrEager(model)
     tokens = torch.randint(256, (2, 8))
@@ -100,6 +101,20 @@ def test_a_compile_that_fails_trains_eagerly_with_one_line(monkeypatch, caplog):
     assert torch.equal(out, model(tokens)) and torch.equal(again, out)
     warned = [r.getMessage() for r in caplog.records]
     assert warned == ["torch.compile failed (RuntimeError: InductorError: C++ compile error): training eagerly"]
+    # The failure holds for the process: the next model goes eager without another try or line.
+    caplog.clear()
+    later = CompiledOrEager(model)
+    assert later.failed and later.compiled is model and torch.equal(later(tokens), out) and not caplog.records
+
+
+def test_a_seed_whose_compile_failed_says_it_trained_eagerly(monkeypatch):
+    monkeypatch.setattr(CompiledOrEager, "broken", "")
+    monkeypatch.setattr(torch, "compile", lambda model: lambda tokens: (_ for _ in ()).throw(RuntimeError("no g++")))
+    status, rows = quality_rows("train.compile=true", "train.steps=6")
+    frame = pd.DataFrame(rows)
+    assert status == "ok" and frame["compile"].isna().all()
+    assert frame["step_choice"].str.endswith("compile failed, trained eagerly: RuntimeError: no g++").all()
+    assert "compile_time" not in set(frame["metric"])
 
 
 def test_the_settings_are_refused_in_one_line():
