@@ -175,3 +175,14 @@ def test_the_compiled_gelu_form_is_the_tanh_gelu(monkeypatch):
 def test_the_peak_is_a_measured_rate():
     rate = precision.matmul_rate(CPU, "float32", 64, 64, 64)
     assert math.isfinite(rate) and rate > 0
+
+
+def test_the_step_precision_holds_at_every_use_of_one_context():
+    # Evaluation passes one context to every batch: each ``with`` must enter autocast and the float32 core again.
+    import components.kernels as kernels
+
+    precision = autocast(_train("train.precision=bfloat16", "train.attention_core=float32"), CPU)
+    for _ in range(3):
+        with precision:
+            assert torch.is_autocast_enabled("cpu") and kernels._CORE_DTYPE == torch.float32
+        assert not torch.is_autocast_enabled("cpu") and kernels._CORE_DTYPE is None
