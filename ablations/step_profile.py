@@ -18,13 +18,13 @@ import torch
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from ablations.config.errors import UsageError, command
+from ablations.config.errors import Fault, UsageError, command
 from ablations.measure.quality_step import quality_steps
 from ablations.measure.step_split import SPLIT, split_of
 from ablations.predict.quality_seed import composed
-from ablations.quality.data import open_corpus, train_starts, windows
+from ablations.quality.data import CorpusError, open_corpus, train_starts, windows
 from ablations.quality.precision import median_seconds, resolved
-from ablations.roofline.work import mode_work
+from ablations.quality.train import step_flops
 from ablations.runner import plan_point
 from components.config import ConfigError
 
@@ -41,7 +41,10 @@ def run(args: list[str]) -> str:
     device = plan.machine.device
     quality = resolved(plan.quality, device)
     tc = quality.train
-    corpus = open_corpus(quality.data)
+    try:
+        corpus = open_corpus(quality.data)
+    except CorpusError as exc:  # checked at the door; gone since
+        raise Fault(str(exc)) from None
     starts = train_starts(len(corpus.train), int(tc.context), 8, int(tc.batch), 0)
     read = median_seconds(lambda: windows(corpus.train, starts[0], int(tc.context) + 1), device)
     lines = [f"Quality step of {plan.pair.variant} against {plan.pair.baseline_name}: {tc.batch} x {tc.context} "
@@ -58,7 +61,7 @@ def run(args: list[str]) -> str:
         step()  # the first step builds the optimizer's state and, compiled, compiles
         first = time.perf_counter() - began
         seconds = median_seconds(step, device, repeats=10)
-        flops = mode_work(arch, "train", int(tc.batch), int(tc.context), lm_head=True).flops
+        flops = step_flops(arch, tc)
         split = split_of(step, device)
         lines.append(f"| {name} | {seconds * 1e3:.4g} | {first:.3g} | {flops / 1e9:.4g} | "
                      f"{flops / seconds / 1e9:.4g} | {flops / seconds / quality.peak_flops:.1%} | "

@@ -22,17 +22,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
-from ablations.config.paths import conf_dir
 from ablations.config.plan import QualityPlan
-from ablations.config.schema import register_configs
 from ablations.measure.intervals import median_interval
 from ablations.measure.quality_step import QualityStep
 from ablations.measure.tuned_malloc import reexec_with_tuned_malloc
+from ablations.predict.quality_seed import composed
 from ablations.quality.precision import matmul_peak
-from ablations.roofline.work import mode_work
+from ablations.quality.train import step_flops
 from ablations.runner import plan_point
 
 # (label, train.precision, train.attention_core, train.compile): the first is what every ratio is against.
@@ -54,11 +51,8 @@ def cpu_flags() -> str:
 
 
 def quality_of(block: str) -> QualityPlan:
-    register_configs()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose("config", overrides=[f"variant={block}", "train=default", "measure=false"])
-    OmegaConf.resolve(cfg)
-    return plan_point(cfg).quality
+    """``block``'s quality model and its baseline's at the default training shape, as the main job plans them."""
+    return plan_point(composed([f"variant={block}", "train=default", "measure=false"])).quality
 
 
 def measure(block: str, rounds: int) -> list[dict]:
@@ -83,7 +77,7 @@ def measure(block: str, rounds: int) -> list[dict]:
             began = time.perf_counter()
             steps[i]()
             times[i].append(time.perf_counter() - began)
-    flops = mode_work(quality.arch, "train", int(tc.batch), int(tc.context), lm_head=True).flops
+    flops = step_flops(quality.arch, tc)
     out = []
     for (label, precision, core, compiled), t, first in zip(SETTINGS, times, compile_s, strict=True):
         speedup = median_interval([a / b for a, b in zip(times[0], t, strict=True)])

@@ -17,53 +17,20 @@ variant's step profiled (``step_split``): ``step_share_<part>`` for each part of
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from ablations.config.checks import Shape
 from ablations.config.plan import QualityPlan, TimingPlan
-from ablations.config.schema import TrainConfig
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import add_paired, paired_with, phase
 from ablations.measure.step_split import SPLIT, SPLIT_CALLS, split_of
 from ablations.measure.timing import time_call
-from ablations.quality.train import make_optimizer, to_device, training_forward, training_step
+from ablations.quality.train import TimedStep, to_device
 from ablations.results.rows import Rows
-from components import ArchConfig, LanguageModel, build_lm, common_random_init
 
 MODE = "quality_step"
-# The rate every timed step runs at. Each call is a real optimizer step, so the weights move from call to call (and
-# each arm takes its own number of calls). That does not bias the ratio: what a step costs does not depend on the
-# weights' values (dense kernels, no work that depends on the data, the optimizer's state a fixed size after its first
-# step), so long as they stay finite and normal. A small rate keeps them near their initialisation over the thousands
-# of steps a long measurement takes on its one batch: no divergence, no overflow, no denormals (slow on a CPU). The
-# optimizer's state is created by the first, untimed call, so no timed call pays for it.
-STEP_LR = 1e-4
-
-
-class QualityStep:
-    """One arm: the quality model ``arch`` built as ``train`` builds it (seeded, common init where the run uses it),
-    its own AdamW, and a call that is one training step on the batch ``w``."""
-
-    def __init__(self, arch: ArchConfig, tc: TrainConfig, seed: int, w: torch.Tensor, device: torch.device):
-        torch.manual_seed(seed)
-        self.arch = arch
-        self.model: LanguageModel = build_lm(arch, device=device)
-        if tc.common_init:
-            common_random_init(self.model, seed)
-        self.model.train()
-        self.forward = training_forward(self.model, tc)
-        self.opt = make_optimizer(self.model, tc)
-        for group in self.opt.param_groups:
-            group["lr"] = STEP_LR
-        self.tc, self.w, self.device = tc, w, device
-
-    def __call__(self) -> float:
-        value = training_step(self.model, self.forward, self.opt, self.w, self.tc, self.device)
-        if not math.isfinite(value):  # training_step skipped the update; a timing of that would be no step's
-            raise FloatingPointError(f"the quality model's training loss became {value}")
-        return value
+# One arm of the timing: the step the quality run takes (``ablations.quality.train.TimedStep``).
+QualityStep = TimedStep
 
 
 def quality_batch(quality: QualityPlan, device: torch.device) -> torch.Tensor:

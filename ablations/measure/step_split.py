@@ -30,7 +30,7 @@ def part_of(name: str, under_optimizer: bool) -> str:
         return "optimizer"
     if any(mark in name for mark in ATTENTION_MARKS):
         return "attention"
-    if name in MATMUL_OPS or "mkldnn_matmul" in name or name.startswith("aten::_int_mm"):
+    if name in MATMUL_OPS or "mkldnn_matmul" in name:
         return "matmul"
     return "other"
 

@@ -36,8 +36,8 @@ from ablations.config.plan import QualityPlan
 from ablations.config.schema import TrainConfig
 from ablations.quality import distributed
 from ablations.quality.seeds import seed_rule
-from ablations.quality.train import make_optimizer, training_forward, training_step
-from components import ArchConfig, build_lm
+from ablations.quality.train import CompiledOrEager, TimedStep
+from components import ArchConfig
 from components.config import ConfigError
 
 log = logging.getLogger("ablations")
@@ -177,7 +177,7 @@ def _core_seconds(device: torch.device, shape: tuple[int, int, int, int], core: 
     return median_seconds(step, device, repeats=5)
 
 
-def compiler_available(device: torch.device) -> str:
+def missing_compiler(device: torch.device) -> str:
     """Why Inductor cannot compile on ``device`` (empty when it can): on a CPU it needs a C++ compiler."""
     if device.type != "cpu":
         return ""
@@ -189,7 +189,7 @@ def compiler_available(device: torch.device) -> str:
 
 def _choose_compile(tc: TrainConfig, baseline: ArchConfig, device: torch.device,
                     planned_steps: int) -> tuple[bool, str]:
-    missing = compiler_available(device)
+    missing = missing_compiler(device)
     if missing:
         return False, f"eager: {missing}"
     eager, compiled, compile_s, failed = _compile_probe(tc, baseline, device)
@@ -205,24 +205,6 @@ def _choose_compile(tc: TrainConfig, baseline: ArchConfig, device: torch.device,
 _PROBED: dict[str, tuple[float, float, float, str]] = {}
 
 
-def _probe_step(arch: ArchConfig, tc: TrainConfig, w: torch.Tensor, device: torch.device) -> Callable[[], float]:
-    """The training step the run takes (``train.training_step``) on a fresh ``arch``, at a small rate so the probe's
-    few steps stay near the initialisation (as ``ablations.measure.quality_step`` times it); ``.forward`` is its
-    (possibly compiled) forward."""
-    torch.manual_seed(0)
-    model = build_lm(arch, device=device)
-    forward = training_forward(model, tc)
-    opt = make_optimizer(model, tc)
-    for group in opt.param_groups:
-        group["lr"] = 1e-4
-
-    def step() -> float:
-        return training_step(model, forward, opt, w, tc, device)
-
-    step.forward = forward  # type: ignore[attr-defined]
-    return step
-
-
 def _compile_probe(tc: TrainConfig, baseline: ArchConfig, device: torch.device) -> tuple[float, float, float, str]:
     """The baseline's step eager and compiled (median seconds), the compile time (the first compiled call less a
     compiled step), and why compiling failed (empty if it did not). Cached by what sets the step's cost."""
@@ -231,12 +213,12 @@ def _compile_probe(tc: TrainConfig, baseline: ArchConfig, device: torch.device) 
     if key not in _PROBED:
         g = torch.Generator().manual_seed(0)
         w = torch.randint(baseline.model.vocab_size, (int(tc.batch), int(tc.context) + 1), generator=g).to(device)
-        eager = median_seconds(_probe_step(baseline, replace(tc, compile=False), w, device), device, repeats=5)
-        step = _probe_step(baseline, replace(tc, compile=True), w, device)
+        eager = median_seconds(TimedStep(baseline, replace(tc, compile=False), 0, w, device), device, repeats=5)
+        step = TimedStep(baseline, replace(tc, compile=True), 0, w, device)
         began = time.perf_counter()
         step()
         first = time.perf_counter() - began
-        failed = step.forward.failed  # type: ignore[attr-defined]
+        failed = step.forward.failed if isinstance(step.forward, CompiledOrEager) else ""
         compiled = median_seconds(step, device, repeats=5) if not failed else math.inf
         _PROBED[key] = (eager, compiled, max(0.0, first - compiled) if not failed else math.inf, failed)
     return _PROBED[key]

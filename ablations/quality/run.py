@@ -44,9 +44,8 @@ from ablations.quality.extrapolation import buckets, extrapolate
 from ablations.quality.inference import paired_test
 from ablations.quality.ledger import Ledger, arm_id
 from ablations.quality.seeds import BASELINE, STOPS, family_size, seed_rule
-from ablations.quality.train import TrainResult, curve_spans, train, validation_spans
+from ablations.quality.train import TrainResult, curve_spans, step_flops, train, validation_spans
 from ablations.results.rows import Rows
-from ablations.roofline.work import mode_work
 from components import ArchConfig, build_lm, choices, count_parameters
 
 log = logging.getLogger("ablations")
@@ -98,7 +97,7 @@ def _arm(tc: TrainConfig, point_base: dict, measured: ArchConfig, q: ArchConfig,
                 dtype=tc.precision, compile=True if tc.compile else None,
                 attention_core=tc.attention_core if tc.precision != "float32" else None, step_choice=step_choice,
                 batch=tc.batch, seq_len=tc.context, corpus=corpus.sha256, vocab_size=q.model.vocab_size, arm=aid,
-                train_flops_step=mode_work(q, "train", int(tc.batch), int(tc.context), lm_head=True).flops)
+                train_flops_step=step_flops(q, tc))
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
             f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {measured.n_kv_heads} of "
             f"{measured.model.n_heads})")
@@ -165,8 +164,9 @@ def _seed(arm: _Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans: to
             began = time.perf_counter()
             result = train(arm.q, corpus, tc, int(seed), device, spans, functools.partial(log.info, f"{label} %s"))
             if result.compile_failed:  # the rows say the steps ran eagerly, and why
-                seeded.base.update(compile=None, step_choice=f"{seeded.base.get('step_choice') or ''}; compile "
-                                   f"failed, trained eagerly: {result.compile_failed}".lstrip("; "))
+                eager = f"compile failed, trained eagerly: {result.compile_failed}"
+                chosen = seeded.base.get("step_choice")
+                seeded.base.update(compile=None, step_choice=f"{chosen}; {eager}" if chosen else eager)
             _result_rows(seeded, result, tc, spans, arm.note, corpus.unit, extras)
             _efficiency_rows(seeded, result, tc, arm.peak_flops)
             seeded.add("train_wall_time", time.perf_counter() - began, "s", mode="quality",

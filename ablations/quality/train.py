@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from ablations.config.schema import TrainConfig
 from ablations.quality import distributed
 from ablations.quality.data import Corpus, chunk_spans, eval_spans, train_starts, windows
+from ablations.roofline.work import mode_work
 from components import ArchConfig, LanguageModel, build_lm, common_random_init
 from components.kernels import core_dtype
 
@@ -246,6 +247,47 @@ def training_step(model: LanguageModel, forward: Callable[[torch.Tensor], torch.
         torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
     opt.step()
     return value
+
+
+def step_flops(arch: ArchConfig, tc: TrainConfig) -> float:
+    """The work model's FLOPs of one training step of ``arch`` on a ``train.batch`` x ``train.context`` batch, the LM
+    head included (``ablations.roofline.work``): what a step's achieved rate and the multiplier's FLOPs read."""
+    return mode_work(arch, "train", int(tc.batch), int(tc.context), lm_head=True).flops
+
+
+# The rate every timed step runs at. Each call is a real optimizer step, so the weights move from call to call (and
+# each arm takes its own number of calls). That does not bias a timing: what a step costs does not depend on the
+# weights' values (dense kernels, no work that depends on the data, the optimizer's state a fixed size after its first
+# step), so long as they stay finite and normal. A small rate keeps them near their initialisation over the thousands
+# of steps a long measurement takes on its one batch: no divergence, no overflow, no denormals (slow on a CPU). The
+# optimizer's state is created by the first, untimed call, so no timed call pays for it.
+STEP_LR = 1e-4
+
+
+class TimedStep:
+    """The step ``train`` takes, as a call to time: the quality model ``arch`` built as ``train`` builds it (seeded,
+    common init where the run uses it), its own AdamW at ``STEP_LR``, and one ``training_step`` on the batch ``w``
+    per call. ``ablations.measure.quality_step`` times two against each other; ``ablations.quality.precision`` times
+    one eagerly and compiled."""
+
+    def __init__(self, arch: ArchConfig, tc: TrainConfig, seed: int, w: torch.Tensor, device: torch.device):
+        torch.manual_seed(seed)
+        self.arch = arch
+        self.model: LanguageModel = build_lm(arch, device=device)
+        if tc.common_init:
+            common_random_init(self.model, seed)
+        self.model.train()
+        self.forward = training_forward(self.model, tc)
+        self.opt = make_optimizer(self.model, tc)
+        for group in self.opt.param_groups:
+            group["lr"] = STEP_LR
+        self.tc, self.w, self.device = tc, w, device
+
+    def __call__(self) -> float:
+        value = training_step(self.model, self.forward, self.opt, self.w, self.tc, self.device)
+        if not math.isfinite(value):  # training_step skipped the update; a timing of that would be no step's
+            raise FloatingPointError(f"the quality model's training loss became {value}")
+        return value
 
 
 def train(arch: ArchConfig, corpus: Corpus, tc: TrainConfig, seed: int, device: torch.device,

@@ -90,8 +90,9 @@ def test_the_timed_calls_are_optimizer_steps_of_the_two_quality_models(monkeypat
 
 
 def test_the_step_is_the_one_train_runs(monkeypatch):
-    # train() steps through training_step, the very function every timed call runs: one call per training step.
-    assert qs.training_step is train_module.training_step
+    # train() steps through training_step, the very function every timed call runs (the timed arm is train's
+    # TimedStep): one call per training step.
+    assert qs.QualityStep is train_module.TimedStep
     calls = []
     real = train_module.training_step
 
@@ -100,7 +101,6 @@ def test_the_step_is_the_one_train_runs(monkeypatch):
         return real(*args, **kw)
 
     monkeypatch.setattr(train_module, "training_step", counted)
-    monkeypatch.setattr(qs, "training_step", counted)
     cfg = composed("train.steps=3", "train.warmup=1", "train.eval_interval=3")
     torch.set_num_threads(1)
     quality = plan_point(cfg).quality

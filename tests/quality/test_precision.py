@@ -5,7 +5,6 @@ that fails trains eagerly with one line, and a bf16 run's losses stay within the
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import replace
 
 import pandas as pd
@@ -62,7 +61,7 @@ def test_auto_takes_bf16_where_products_are_faster_and_the_faster_core(monkeypat
 
 
 def test_compile_auto_weighs_the_measured_saving_against_the_compile(monkeypatch):
-    monkeypatch.setattr(precision, "compiler_available", lambda device: "")
+    monkeypatch.setattr(precision, "missing_compiler", lambda device: "")
     monkeypatch.setattr(precision, "_compile_probe", lambda tc, arch, device: (0.100, 0.080, 4.0, ""))
     tc = _train("train.compile=auto")
     base = plan_point(composed()).quality.baseline
@@ -172,9 +171,16 @@ def test_the_compiled_gelu_form_is_the_tanh_gelu(monkeypatch):
     assert (gelu_tanh(x32) - F.gelu(x32, approximate="tanh")).abs().max() <= 1e-6
 
 
-def test_the_peak_is_a_measured_rate():
-    rate = precision.matmul_rate(CPU, "float32", 64, 64, 64)
-    assert math.isfinite(rate) and rate > 0
+def test_the_peak_is_the_square_products_flops_over_its_measured_time(monkeypatch):
+    timed = []
+    monkeypatch.setattr(precision, "median_seconds", lambda fn, device, **kw: timed.append(fn()) or 0.5)
+    precision.matmul_rate.cache_clear()
+    try:
+        n = precision.PEAK_SIZE["cpu"]
+        assert precision.matmul_peak(CPU, "bfloat16") == 2 * n**3 / 0.5
+        assert timed[0].shape == (n, n) and timed[0].dtype == torch.bfloat16  # the product it timed
+    finally:
+        precision.matmul_rate.cache_clear()
 
 
 def test_the_step_precision_holds_at_every_use_of_one_context():
