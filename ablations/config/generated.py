@@ -160,6 +160,24 @@ def transfer_sweep() -> Sweep:
                  {"measure": False, "train": dict(TRANSFER_TRAIN)})
 
 
+# +sweep=horizon (ablations.quality.horizon): the all sweep's points at one width trained for several horizons
+# (conf/train/horizon_*.yaml, shortest first), each its own family with its own budget curve. The baseline is also
+# trained at the half-doublings between the curve's knots on the same seeds: known answers the curve must interpolate.
+HORIZON_TRAIN: dict[str, Any] = {**TRANSFER_TRAIN, "check_budgets": [2**0.5, 2**1.5]}
+
+
+def horizons() -> list[str]:
+    """The horizon sweep's train options ``horizon_*``, fewest steps first."""
+    return [p.stem for p in sorted((conf_dir() / "train").glob("horizon_*.yaml"),
+                                   key=lambda path: int(OmegaConf.load(path).steps))]
+
+
+def horizon_sweep() -> Sweep:
+    return Sweep("horizon", {"variant": ",".join(all_sweep()), "train": ",".join(horizons())},
+                 f"the all sweep's points trained for {len(horizons())} horizons at one width; quality only",
+                 {"measure": False, "train": dict(HORIZON_TRAIN)})
+
+
 @dataclass(frozen=True)
 class Sweep:
     name: str
@@ -188,6 +206,7 @@ def sweeps() -> list[Sweep]:
         Sweep("modern", {"variant": ",".join(v.name for v in modern()), "baseline": LLAMA2},
               "the Llama-2 block against each choice that came after it, flipped alone on it", MODERN_SETTINGS),
         transfer_sweep(),
+        horizon_sweep(),
     ]
 
 

@@ -120,6 +120,9 @@ class TrainConfig:
     # steps, each a full schedule, on its first budget_seeds seeds (null: every seed the point used); [] turns it off.
     budgets: list[float] = field(default_factory=list)
     budget_seeds: int | None = None
+    # The baseline also trained, on the same seeds, at these multiples between the curve's knots: known answers the
+    # curve must interpolate, read as a variant is and never part of the curve (ablations.quality.worth).
+    check_budgets: list[float] = field(default_factory=list)
     # Evaluate at context x each factor; the largest must be a multiple of the others (same target bytes).
     extrapolation: list[int] = field(default_factory=lambda: [1, 2, 4])
     # Loss-by-position buckets per `context` positions.

@@ -83,6 +83,12 @@ def check_train(tc: TrainConfig, device: torch.device) -> None:
     if any(not isinstance(b, int | float) or not b > 0 or round(tc.steps * b) < 1 for b in budgets):
         raise ConfigError(f"train.budgets={budgets} must be positive multiples of train.steps={tc.steps} (e.g. "
                           "[0.5, 2, 4]), or [] for no compute multiplier")
+    checks = list(tc.check_budgets or [])
+    knots = {1.0, *(float(b) for b in budgets)}
+    if checks and (not budgets or any(not isinstance(b, int | float) or float(b) in knots
+                                      or not min(knots) < b < max(knots) for b in checks)):
+        raise ConfigError(f"train.check_budgets={checks} must lie strictly between the curve's knots "
+                          f"(1 and train.budgets={budgets}) and be none of them, or [] for no check")
     curve = tc.budget_seeds
     if curve is not None and (not isinstance(curve, int) or curve < 2):
         raise ConfigError(f"train.budget_seeds={curve!r} must be an integer of at least 2 (a multiplier's interval "

@@ -28,7 +28,7 @@ from components import ArchConfig
 SEEDS_DIR = "seeds"
 # Train settings that say how many seeds, not how one seed trains: not part of an arm.
 NOT_ARM = ("name", "enabled", "seeds", "min_seeds", "max_seeds", "target_mde", "family", "lr_check", "budgets",
-           "budget_seeds")
+           "budget_seeds", "check_budgets")
 
 
 def arm_id(arch: ArchConfig, tc: TrainConfig, corpus_sha256: str) -> str:

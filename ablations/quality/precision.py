@@ -111,7 +111,8 @@ def planned_steps(tc: TrainConfig) -> int:
     """The optimizer steps the baseline's quality model takes at a point's first look: its seeds and, with
     ``train.budgets``, its compute curve's (``ablations.quality.run``), which the compile is paid once for."""
     seeds = seed_rule(tc).looks[0]
-    curve = min(seeds, int(tc.budget_seeds or seeds)) * sum(float(b) for b in tc.budgets or [] if float(b) != 1)
+    runs = [*(tc.budgets or []), *(tc.check_budgets or [])]
+    curve = min(seeds, int(tc.budget_seeds or seeds)) * sum(float(b) for b in runs if float(b) != 1)
     return round(int(tc.steps) * (seeds + curve))
 
 

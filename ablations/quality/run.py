@@ -52,8 +52,10 @@ log = logging.getLogger("ablations")
 BITS = "bits/byte"
 # The learning-rate check's rates, as multiples of train.lr (train.lr_check).
 LR_FACTORS = (0.5, 1.0, 2.0)
-# A budget run's rows, renamed so that no verdict reads them as the point's own final loss.
+# A budget run's rows, renamed so that no verdict reads them as the point's own final loss; a check budget's
+# (``train.check_budgets``) apart again, so that no curve is built from them.
 BUDGET_METRICS = {"val_loss": "budget_loss", "train_wall_time": "budget_wall_time"}
+CHECK_METRICS = {"val_loss": "check_loss", "train_wall_time": "budget_wall_time"}
 
 
 def _params(arch: ArchConfig) -> int:
@@ -97,7 +99,7 @@ def _arm(tc: TrainConfig, point_base: dict, measured: ArchConfig, q: ArchConfig,
                 dtype=tc.precision, compile=True if tc.compile else None,
                 attention_core=tc.attention_core if tc.precision != "float32" else None, step_choice=step_choice,
                 batch=tc.batch, seq_len=tc.context, corpus=corpus.sha256, vocab_size=q.model.vocab_size, arm=aid,
-                train_flops_step=step_flops(q, tc))
+                train_flops_step=step_flops(q, tc), train_steps=int(tc.steps))
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
             f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {measured.n_kv_heads} of "
             f"{measured.model.n_heads})")
@@ -205,16 +207,19 @@ def curve_seeds(tc: TrainConfig, used: tuple[int, ...] | list[int]) -> list[int]
 def _budgets(ref: _Arm, seeds: list[int], protocol: TrainConfig, corpus: Corpus, spans: torch.Tensor,
              device: torch.device, ledger: Ledger, rows: Rows) -> None:
     """The baseline at each ``train.budgets`` multiple of the steps, per curve seed: the loss-versus-compute curve
-    the compute multiplier is read from (``ablations.quality.multiplier``). Scored on the same validation bytes."""
+    the compute multiplier is read from (``ablations.quality.multiplier``). Scored on the same validation bytes.
+    Then at each ``train.check_budgets`` multiple: known answers between the curve's knots, read as a variant is."""
+    runs = [(float(b), BUDGET_METRICS) for b in protocol.budgets] + [(float(b), CHECK_METRICS)
+                                                                    for b in protocol.check_budgets]
     for seed in seeds:
-        for factor in sorted(float(b) for b in protocol.budgets):
+        for factor, metrics in sorted(runs, key=lambda run: run[0]):
             if factor == 1:
                 continue  # the seed itself
             tc = budget_train(protocol, factor)
             labels = dict(mode="budget", budget=factor, point=ref.base.get("point"))
             for r in _seed(ref, seed, protocol, corpus, spans, device, ledger, Rows(base={}), tc, extras=False):
                 if r["metric"] in ("val_loss", "train_wall_time") and r.get("mode") in ("final", "quality"):
-                    rows.rows.append(dict(r, metric=BUDGET_METRICS[r["metric"]], **labels))
+                    rows.rows.append(dict(r, metric=metrics[r["metric"]], **labels))
                 elif r["metric"] == "error":
                     rows.rows.append(dict(r, **labels))
 

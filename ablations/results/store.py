@@ -31,8 +31,9 @@ COLUMNS = [
     # point's final loss how its seeds ended (ablations.quality.seeds).
     "arm", "lr", "stopped", "looks", "target_mde",
     # The compute multiplier (ablations.quality.multiplier): a baseline run's budget, as a multiple of the steps,
-    # and each arm's training FLOPs per step (the work model's).
-    "budget", "train_flops_step",
+    # each arm's training FLOPs per step (the work model's), and the point's steps (its horizon: a budget run's
+    # multiple is of these).
+    "budget", "train_flops_step", "train_steps",
     # The quality runs' training step (ablations.quality.precision): the attention core's dtype under bf16 and why
     # the step runs as it does.
     "attention_core", "step_choice",

@@ -10,14 +10,15 @@ import pytest
 from ablations.cli import check_every_point, prevalidate
 from ablations.config.corpora import CORPORA
 from ablations.config.errors import UsageError
-from ablations.config.generated import all_sweep, ladder, leave_one_out, modern, sweep_lines, transfer_rungs
+from ablations.config.generated import all_sweep, horizons, ladder, leave_one_out, modern, sweep_lines, transfer_rungs
 from components import choices, llama2_choices
 
 # The sweeps written as files; the generated ones follow from the declarations.
 FILE_SWEEP_POINTS = {"kv": 5, "gqa_matched": 3, "scale": 6}
 SWEEP_POINTS = {**{c.group: len(c.values) for c in choices() if c.sweep}, "all": len(all_sweep()),
                 "ladder": len(ladder()), "leave_one_out": len(leave_one_out()), "modern": len(modern()),
-                "transfer": len(all_sweep()) * len(transfer_rungs()) * len(CORPORA), **FILE_SWEEP_POINTS}
+                "transfer": len(all_sweep()) * len(transfer_rungs()) * len(CORPORA),
+                "horizon": len(all_sweep()) * len(horizons()), **FILE_SWEEP_POINTS}
 
 
 def test_every_sweep_is_counted_here():
