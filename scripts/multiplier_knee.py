@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ablations.quality.worth import CALIBRATION, worth
+from ablations.quality.worth import worth
 from ablations.report.formatting import markdown_table
 from ablations.results.table import load
 
@@ -51,7 +51,7 @@ def knee(table: pd.DataFrame) -> pd.DataFrame:
                    "curve seconds": round(float(cost))}
             for _, r in w.iterrows():
                 width = r["k_steps_hi"] / r["k_steps_lo"] if r["k_steps_lo"] > 0 else float("nan")
-                held = "" if r["variant"] not in CALIBRATION else \
+                held = "" if pd.isna(r["expected"]) else \
                     f", holds {r['expected']:g}: {'yes' if r['calibrated'] else 'NO'}"
                 row[r["variant"]] = f"{r['k_steps_text']} (width ×{width:.2g}{held})"
             rows.append(row)

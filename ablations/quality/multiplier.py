@@ -7,7 +7,8 @@ several budgets, each a complete schedule (warm-up and cosine decay stretched to
 because the loss mid-way through a cosine run is not the loss of a shorter run.
 
 **Per seed, paired.** Each seed of the baseline has its own curve: the budgets it was trained at, made monotone
-(loss never rises with compute: ``scipy.optimize.isotonic_regression``) and interpolated linearly in log compute.
+(loss never rises with compute: ``scipy.optimize.isotonic_regression``) and read between its knots by ``FIT`` in log
+compute (``FITS``: straight, or the monotone cubic through every knot).
 The variant's final loss at the same seed (same data order, same initial weights for the modules they share) is
 inverted on that curve. A loss outside the curve's range is a **bound**, never an extrapolation: better than the
 baseline at its largest budget reads ``> 4×``, worse than at its smallest ``< 0.5×``.
@@ -15,17 +16,18 @@ baseline at its largest budget reads ``> 4×``, worse than at its smallest ``< 0
 **The interval.** A Student-t 95% interval over seeds on log k (multipliers multiply, so their errors are
 symmetric on the log scale). A censored seed is clamped at its bound, which moves the estimate towards the measured
 range; the side it was censored on is reported open (``[2.5, > 4]``), and when half or more of the seeds are
-censored on one side the whole reading is that bound.
+censored on one side the whole reading is that bound. The fit's own error between knots (``interpolation_error``:
+each interior knot left out and read back, root mean square in log2) is added to the half-width in quadrature.
 
 **In steps and in FLOPs.** ``k_steps`` compares step counts; ``k_flops`` training FLOPs, each arm at its own count
 per step (the work model's, ``ablations.roofline.work``): k_flops = k_steps x F_baseline / F_variant, so a variant
 that costs more per step must buy more than it costs.
 
-**Calibration** (every report that has multipliers shows both rows): the baseline read against itself must give 1
-and the baseline trained at 2x must give 2. Read against its own seed's curve either would be exact by
-construction, so each seed's known-budget loss is read against the *next* seed's curve (a cyclic shift): the rows
-carry the seeds' own noise, as the timing half's baseline-against-itself row carries the clock's, and their
-intervals must hold 1 and 2.
+**Known answers** (``ablations.quality.worth``): readings whose true multiple is known, which the fit must
+interpolate as it does for a variant. ``left_out``: each seed's interior knot read on its own curve with that knot
+removed. A between-knot budget (``train.check_budgets``): the baseline trained at a multiple no knot has, read on its
+own seed's curve exactly as a variant is. A read of each seed's knot on the next seed's curve is no known answer: at
+a knot the seeds' differences cancel over the cycle, whatever the fit does between knots.
 
 **Time to loss.** How much sooner in wall time the variant reaches the baseline's final loss: k_steps over the
 variant's train-step time ratio (both paired), their 95% half-widths on the log scale added in quadrature (the
@@ -70,8 +72,9 @@ class Reading:
     censored: str = ""  # "" inside the curve, ABOVE past its largest budget, BELOW under its smallest
 
 
-def invert(curve: Curve, loss: float) -> Reading:
-    """The budget at which ``curve`` reaches ``loss``: linear in log budget between the fitted points."""
+def invert(curve: Curve, loss: float, fit: str | None = None) -> Reading:
+    """The budget at which ``curve`` reaches ``loss`` under ``fit`` (``FITS``; ``FIT`` when None): a loss past the
+    fitted losses at the curve's ends is a bound, never an extrapolation."""
     if len(curve.budgets) < 2:
         raise ValueError("a curve needs at least two budgets")
     x = np.log2(np.asarray(curve.budgets, dtype=float))
@@ -80,13 +83,32 @@ def invert(curve: Curve, loss: float) -> Reading:
         return Reading(curve.budgets[0], BELOW)
     if loss < y[-1]:
         return Reading(curve.budgets[-1], ABOVE)
-    # The run of fitted points at the loss (ties from the monotone fit) or the segment that brackets it.
+    # The run of fitted points at the loss (ties from the monotone fit): the middle of the run, in log compute.
     at = np.flatnonzero(np.isclose(y, loss, rtol=0, atol=1e-12))
     if len(at):
         return Reading(float(2 ** ((x[at[0]] + x[at[-1]]) / 2)))
-    i = int(np.flatnonzero(y > loss)[-1])
-    frac = (y[i] - loss) / (y[i] - y[i + 1])
-    return Reading(float(2 ** (x[i] + frac * (x[i + 1] - x[i]))))
+    i = int(np.flatnonzero(y > loss)[-1])  # the segment that brackets the loss: y[i] > loss > y[i + 1]
+    return Reading(float(2 ** FITS[fit or FIT](x, y, i, loss)))
+
+
+def _linear(x: np.ndarray, y: np.ndarray, i: int, loss: float) -> float:
+    """Straight between the two fitted points that bracket the loss, in log compute."""
+    return float(x[i] + (y[i] - loss) / (y[i] - y[i + 1]) * (x[i + 1] - x[i]))
+
+
+def _pchip(x: np.ndarray, y: np.ndarray, i: int, loss: float) -> float:
+    """Through every fitted point with the slopes of its neighbours (Fritsch-Carlson, ``scipy``'s PCHIP): monotone
+    where the points are, so the root in the bracketing segment is the only one."""
+    from scipy.interpolate import PchipInterpolator
+    from scipy.optimize import brentq
+    curve = PchipInterpolator(x, y)
+    return float(brentq(lambda t: float(curve(t)) - loss, x[i], x[i + 1], xtol=1e-12))
+
+
+# How the curve is read between its knots. Chosen by the known answers it must interpolate (docs/quality.md: the
+# fits tried against the horizon's leave-one-knot-out and between-knot budgets, python -m scripts.curve_fits).
+FITS = {"linear": _linear, "pchip": _pchip}
+FIT = "pchip"
 
 
 @dataclass(frozen=True)
@@ -137,9 +159,10 @@ def _num(x: float) -> str:
 
 
 def combine(readings: Sequence[Reading], level: float = LEVEL,
-            span: tuple[float, float] = (0.0, math.inf)) -> Multiplier:
+            span: tuple[float, float] = (0.0, math.inf), fit_error: float = 0.0) -> Multiplier:
     """Seeds' readings to one multiplier (module docstring: the t interval on log k, censoring as bounds). ``span``
-    is the curves' range of budgets: an interval end past it is reported as that bound."""
+    is the curves' range of budgets: an interval end past it is reported as that bound. ``fit_error``: the fit's
+    error between knots in log2 (``interpolation_error``), added to the half-width in quadrature."""
     from scipy import stats
     n = len(readings)
     if n == 0:
@@ -155,7 +178,7 @@ def combine(readings: Sequence[Reading], level: float = LEVEL,
     if n < 2:
         return Multiplier(2**mean, math.nan, math.nan, n)
     sd = float(logs.std(ddof=1))
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    half = math.hypot(float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n), fit_error)
     bottom, top = span
     if above:  # a censored seed sits at its curve's end: the measured range ends there
         top = min(top, max(r.value for r in readings if r.censored == ABOVE))
@@ -171,10 +194,13 @@ def combine(readings: Sequence[Reading], level: float = LEVEL,
     return Multiplier(2**mean, lo, hi, n, above + below, "", open_lo, open_hi)
 
 
-def multiplier(curves: dict[int, Curve], losses: dict[int, float], level: float = LEVEL) -> Multiplier:
-    """The variant's multiplier in steps from its final loss per seed and the baseline's curve of the same seed."""
+def multiplier(curves: dict[int, Curve], losses: dict[int, float], level: float = LEVEL,
+               fit_error: float | None = None, fit: str | None = None) -> Multiplier:
+    """The variant's multiplier in steps from its final loss per seed and the baseline's curve of the same seed; its
+    interval holds the fit's error between knots (``interpolation_error`` of the curves when None)."""
     seeds = sorted(curves.keys() & losses.keys())
-    return combine([invert(curves[s], losses[s]) for s in seeds], level, span_of(curves))
+    error = interpolation_error(curves, fit) if fit_error is None else fit_error
+    return combine([invert(curves[s], losses[s], fit) for s in seeds], level, span_of(curves), error)
 
 
 def span_of(curves: dict[int, Curve]) -> tuple[float, float]:
@@ -184,17 +210,40 @@ def span_of(curves: dict[int, Curve]) -> tuple[float, float]:
     return max(c.budgets[0] for c in curves.values()), min(c.budgets[-1] for c in curves.values())
 
 
-def shifted(curves: dict[int, Curve], budget: float, level: float = LEVEL) -> Multiplier:
-    """Calibration: each seed's loss at ``budget`` read against the next seed's curve (module docstring); reads
-    ``budget`` up to the seeds' noise."""
-    seeds = sorted(curves)
+def left_out(curves: dict[int, Curve], budget: float, level: float = LEVEL, fit: str | None = None) -> Multiplier:
+    """A known answer the fit must interpolate: each seed's loss at its knot ``budget`` read on its own curve with
+    that knot left out, as a variant's loss is read between knots. Its interval holds the fit's error measured at
+    the *other* interior knots (none: the seeds' alone), so the row checks whether that error, as k's interval
+    carries it, covers this knot too: it can fail."""
     readings = []
-    for i, s in enumerate(seeds):
-        own = dict(zip(curves[s].budgets, curves[s].losses, strict=True))
-        if budget not in own or len(seeds) < 2:
-            continue
-        readings.append(invert(curves[seeds[(i + 1) % len(seeds)]], own[budget]))
-    return combine(readings, level, span_of(curves))
+    for curve in curves.values():
+        own = dict(zip(curve.budgets, curve.losses, strict=True))
+        if budget in own and len(own) > 2:
+            rest = Curve.of({b: v for b, v in own.items() if b != budget})
+            readings.append(invert(rest, own[budget], fit))
+    return combine(readings, level, span_of(curves), interpolation_error(curves, fit, besides=budget))
+
+
+def interior_knots(curves: dict[int, Curve]) -> list[float]:
+    """The knots every curve has strictly inside its range: those a leave-one-out reading can check."""
+    if not curves:
+        return []
+    shared = set.intersection(*(set(c.budgets) for c in curves.values()))
+    bottom, top = span_of(curves)
+    return sorted(b for b in shared if bottom < b < top)
+
+
+def interpolation_error(curves: dict[int, Curve], fit: str | None = None, besides: float | None = None) -> float:
+    """The fit's error between knots, in log2 of the multiplier: the root mean square over seeds and interior knots
+    (``besides`` one) of each left-out knot's reading against its budget (a bound counts at its clamp). 0 without
+    interior knots."""
+    errors = []
+    for budget in (b for b in interior_knots(curves) if b != besides):
+        for curve in curves.values():
+            own = dict(zip(curve.budgets, curve.losses, strict=True))
+            reading = invert(Curve.of({b: v for b, v in own.items() if b != budget}), own[budget], fit)
+            errors.append(math.log2(reading.value / budget))
+    return float(np.sqrt(np.mean(np.square(errors)))) if errors else 0.0
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ rung (the baseline and the rung below; for the first rung they are one compariso
 past the training length both the baseline and the variant's own loss at the training length. Comparisons
 without a test (one seed, a baseline that cannot run) are not members.
 
-The ``transfer`` sweep asks its question once per rung and text, so there each (width, text) cell is a family
-(``CELL_FAMILIES``); every text is compared within itself in any sweep.
+The ``transfer`` sweep asks its question once per rung and text, and the ``horizon`` sweep once per horizon, so
+there each (width, text, steps) cell is a family (``CELL_FAMILIES``); every text and every training length
+(``train_steps``) is compared within itself in any sweep.
 
 Each quality-model width (``d_model``) is compared within itself: in ``+sweep=scale`` a variant at d=64 is
 paired with the baseline at d=64, and every width's comparison is a member of the one family.
@@ -61,14 +62,15 @@ def _by_seed(rows: pd.DataFrame) -> dict[int, float]:
     return {int(s): float(v) for s, v in zip(rows.loc[ok, "seed"], values[ok], strict=True)}
 
 
-COLUMNS = ["sweep", "variant", "d_model", "corpus", "params", "metric", "unit", "seq_len", "reference", "n", "mean",
-           "std", "ci_lo", "ci_hi", "diverged",
+COLUMNS = ["sweep", "variant", "d_model", "train_steps", "corpus", "params", "metric", "unit", "seq_len", "reference",
+           "n", "mean", "std", "ci_lo", "ci_hi", "diverged",
            "diff", "diff_lo", "diff_hi", "diff_n", "verdict", "test",
            "diff_sd", "p", "p_holm", "family", "alpha_adjusted", "mde", "mde_note", "looks", "stopped", "target_mde"]
 TEST = "paired t over seeds, Holm across the sweep's comparisons of this quantity"
-# Sweeps whose every (quality width, text) is its own family: the transfer study asks the all sweep's question again
-# at each rung and text (ablations.quality.transfer).
-CELL_FAMILIES = ("transfer",)
+# Sweeps whose every (quality width, text, steps) is its own family: the transfer study asks the all sweep's question
+# again at each rung and text (ablations.quality.transfer), the horizon study at each horizon
+# (ablations.quality.horizon).
+CELL_FAMILIES = ("transfer", "horizon")
 
 
 def verdict(mean: float, n: int, p_holm: float, alpha: float = ALPHA) -> str:
@@ -100,52 +102,57 @@ def summarize(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     # -1 stands for "none" in the keys: groupby drops NaN keys, and NaN != NaN would unpair them.
     quality["seq_len"] = quality["seq_len"].fillna(-1).astype(int)
-    widths = quality["d_model"] if "d_model" in quality else pd.Series(np.nan, index=quality.index)
-    quality["d_model"] = pd.to_numeric(widths, errors="coerce").fillna(-1).astype(int)
+    for key in ("d_model", "train_steps"):
+        values = quality[key] if key in quality else pd.Series(np.nan, index=quality.index)
+        quality[key] = pd.to_numeric(values, errors="coerce").fillna(-1).astype(int)
     if "params" not in quality:
         quality["params"] = np.nan
     # Each text is compared within itself too (``+sweep=transfer`` trains on two): "" for rows without a corpus.
     quality["corpus"] = quality["corpus"].fillna("").astype(str) if "corpus" in quality else ""
     rows, tests = _comparisons(quality)
     result = pd.DataFrame(rows, columns=COLUMNS).astype({"mde_note": object})
-    # A transfer sweep asks its question once per rung and text: each cell is a family of its own.
-    cell = pd.Series([f"{w}/{c}" if s in CELL_FAMILIES else "" for s, w, c in
-                      zip(result["sweep"], result["d_model"], result["corpus"], strict=True)], index=result.index)
+    # A transfer or horizon sweep asks its question once per cell: each is a family of its own.
+    cell = pd.Series([f"{w}/{c}/{n}" if s in CELL_FAMILIES else "" for s, w, c, n in
+                      zip(result["sweep"], result["d_model"], result["corpus"], result["train_steps"], strict=True)],
+                     index=result.index)
     for _, family in result.groupby([result["sweep"], result["metric"], result["seq_len"], cell], sort=False):
         _decide(result, family.index, [tests.get(i) for i in family.index], alpha)
     result["seq_len"] = result["seq_len"].where(result["seq_len"] >= 0)
     result["d_model"] = result["d_model"].where(result["d_model"] >= 0)
+    result["train_steps"] = result["train_steps"].where(result["train_steps"] >= 0)
     return result
 
 
 def _comparisons(quality: pd.DataFrame) -> tuple[list[dict], dict[int, PairedTest]]:
     """One row per variant and reference; the paired test of each row that has one, by row number."""
-    keys = ["sweep", "metric", "seq_len", "d_model", "corpus", "variant"]
+    keys = ["sweep", "metric", "seq_len", "d_model", "train_steps", "corpus", "variant"]
     groups = {k: g for k, g in quality.groupby(keys, sort=False)}
     seeds = {k: _by_seed(g) for k, g in groups.items()}
     cannot = {k: bool((g["statistic"] == "cannot").all()) for k, g in groups.items()}
     rungs = {k: _rung(g.iloc[0]) for k, g in groups.items()}
     shortest = quality.groupby(["sweep", "metric"])["seq_len"].min()
     # Every comparison of a variant read the seeds its final-loss rule chose, the extrapolation's too.
-    rules = {k: _seed_rule_of(g) for k, g in quality.groupby(["sweep", "d_model", "corpus", "variant"], sort=False)}
+    rules = {k: _seed_rule_of(g) for k, g in quality.groupby(["sweep", "d_model", "train_steps", "corpus", "variant"],
+                                                             sort=False)}
     out: list[dict] = []
     tests: dict[int, PairedTest] = {}
     for key, g in groups.items():
-        sweep, metric, seq_len, width, corpus, variant = key
+        sweep, metric, seq_len, width, steps, corpus, variant = key
         own = mean_ci(list(seeds[key].values()))
         base = baseline_variant(str(sweep), g)
-        references = {base: (sweep, metric, seq_len, width, corpus, base)}
+        references = {base: (sweep, metric, seq_len, width, steps, corpus, base)}
         if sweep == RUNG_SWEEP:
-            below = [k[5] for k in groups if k[:5] == key[:5] and rungs[k] == rungs[key] - 1]
-            references.update({v: (sweep, metric, seq_len, width, corpus, v) for v in below[:1]})
+            below = [k[6] for k in groups if k[:6] == key[:6] and rungs[k] == rungs[key] - 1]
+            references.update({v: (sweep, metric, seq_len, width, steps, corpus, v) for v in below[:1]})
         first = int(shortest[(sweep, metric)])
         if metric == "extrap_loss" and seq_len > first:
-            references[f"{variant} at {first}"] = (sweep, metric, first, width, corpus, variant)
+            references[f"{variant} at {first}"] = (sweep, metric, first, width, steps, corpus, variant)
         params = pd.to_numeric(g["params"], errors="coerce").median()
-        seeds_rule = rules.get((sweep, width, corpus, variant), _seed_rule_of(g.iloc[:0]))
+        seeds_rule = rules.get((sweep, width, steps, corpus, variant), _seed_rule_of(g.iloc[:0]))
         units = g["unit"].dropna().unique() if "unit" in g else []
         for label, ref in references.items():
-            row = {"sweep": sweep, "variant": variant, "d_model": width, "corpus": corpus, "params": params,
+            row = {"sweep": sweep, "variant": variant, "d_model": width, "train_steps": steps, "corpus": corpus,
+                   "params": params,
                    "metric": metric, "unit": units[0] if len(units) else None,
                    "seq_len": seq_len, "reference": label,
                    "n": own.n, "mean": own.mean, "std": own.std, "ci_lo": own.lo, "ci_hi": own.hi,

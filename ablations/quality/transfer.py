@@ -10,10 +10,13 @@ Per choice:
   of each seed's log2 k on log2 compute over every rung (``scipy.stats.linregress``; its 95% t interval), left
   unfitted where a seed's multiplier was a bound (a slope through bounds would be an extrapolation).
 
-The sweep's **consistency rate** is the harness's figure for what DataDecide (Magnusson et al. 2025) calls decision
-accuracy: over every choice, text and lower rung, the fraction whose sign of the loss difference (the point
-estimate, as DataDecide reads its small-scale rankings) matches the same choice's sign at the top rung on the same
-text.
+**Sign agreement**: over every choice, text and lower rung, the fraction whose sign of the loss difference against
+the baseline (the point estimate) matches the same choice's sign at the top rung on the same text.
+
+**Decision accuracy** as DataDecide (Magnusson et al. 2025) defines it: over every pair of arms (the baseline among
+them), the fraction a lower rung orders as the top rung does, by mean final loss (``decision_accuracy``). A pair
+whose paired difference at the top is not distinguishable from 0 (its 95% t interval over seeds holds 0) is a
+null effect, whose order is a coin flip: counted apart, and the accuracy given over the other pairs too.
 """
 
 from __future__ import annotations
@@ -53,12 +56,45 @@ def consistency_rate(c: pd.DataFrame) -> tuple[float, int]:
     return (float(np.mean(agree)) if agree else math.nan), len(agree)
 
 
-def trend(readings: pd.DataFrame, variant: str, corpus: str) -> str:
-    """The multiplier's slope per doubling of compute on one text, with its 95% interval, or why there is none."""
+def decision_accuracy(finals: pd.DataFrame, scale: str) -> pd.DataFrame:
+    """Per lower value of ``scale`` (a column of ``finals``: the rung's width, the horizon's steps): of every pair of
+    arms, how many it orders as the largest value does, over all pairs and over the pairs not null at the top.
+    ``finals``: one row per ``scale``, ``variant`` and ``seed`` with the final loss in ``value``."""
+    from itertools import combinations
+
+    from scipy import stats
+
+    top = finals[scale].max()
+    at_top = finals[finals[scale] == top].pivot_table(index="seed", columns="variant", values="value")
+    null = set()
+    for a, b in combinations(sorted(at_top.columns), 2):
+        d = (at_top[a] - at_top[b]).dropna()
+        if len(d) < 2 or float(d.std(ddof=1)) == 0:
+            continue
+        half = float(stats.t.ppf(0.975, len(d) - 1)) * float(d.std(ddof=1)) / math.sqrt(len(d))
+        if abs(float(d.mean())) <= half:
+            null.add((a, b))
+    top_means = at_top.mean()
+    rows = []
+    for value, g in finals[finals[scale] != top].groupby(scale):
+        means = g.groupby("variant")["value"].mean()
+        pairs = [(a, b) for a, b in combinations(sorted(set(means.index) & set(top_means.index)), 2)]
+        same = {p: np.sign(means[p[0]] - means[p[1]]) == np.sign(top_means[p[0]] - top_means[p[1]]) for p in pairs}
+        real = [p for p in pairs if p not in null]
+        rows.append({scale: value, "pairs": len(pairs), "ordered as at the top": sum(same.values()),
+                     "decision accuracy": float(np.mean(list(same.values()))) if pairs else math.nan,
+                     "null at the top": len(pairs) - len(real),
+                     "accuracy without them": float(np.mean([same[p] for p in real])) if real else math.nan})
+    return pd.DataFrame(rows)
+
+
+def trend(readings: pd.DataFrame, variant: str, corpus: str, scale: str = "d_model") -> str:
+    """The multiplier's slope per doubling of compute on one text, with its 95% interval, or why there is none.
+    ``scale``: the column that tells the readings' compute apart (the rung's width; the horizon's steps)."""
     from scipy import stats
 
     r = readings[(readings["variant"] == variant) & (readings["corpus"] == corpus)]
-    if r["d_model"].nunique() < 2:
+    if r[scale].nunique() < 2:
         return "—"
     if (r["censored"].fillna("") != "").any():
         return "not fitted: a multiplier past the curve is a bound"
@@ -70,7 +106,7 @@ def trend(readings: pd.DataFrame, variant: str, corpus: str) -> str:
 
 def per_choice(c: pd.DataFrame, readings: pd.DataFrame | None = None, worth: pd.DataFrame | None = None,
                names: dict[str, str] | None = None, published: dict[str, str | None] | None = None,
-               agree: Callable[[str | None, str], str] | None = None) -> pd.DataFrame:
+               agree: Callable[[str | None, str, float], str] | None = None) -> pd.DataFrame:
     """Per variant: its verdict and multiplier in each cell (a column per text and width), whether the verdict is the
     same in all of them, how many agree with the published verdict, and its trend on each text."""
     names = names or {}
@@ -87,7 +123,7 @@ def per_choice(c: pd.DataFrame, readings: pd.DataFrame | None = None, worth: pd.
         row["consistent"] = "yes" if answered and len(set(verdicts)) == 1 else "no"
         said = (published or {}).get(variant)
         if said and agree is not None:
-            marks = [agree(said, v) for v in verdicts]
+            marks = [agree(said, v, hi) for v, hi in zip(verdicts, g["diff_hi"], strict=True)]
             row["published"] = f"{said}: agrees in {marks.count('agrees')} of {len(marks)}"
         else:
             row["published"] = "—"

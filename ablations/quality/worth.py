@@ -1,10 +1,20 @@
-"""A results table to what each variant buys in compute: the multiplier per comparison, its calibration rows, and
-time to loss (``ablations.quality.multiplier`` has the method and its rules).
+"""A results table to what each variant buys in compute: the multiplier per comparison, its known answers, and time
+to loss (``ablations.quality.multiplier`` has the method and its rules).
 
-One row per (sweep, corpus, quality width, variant) whose baseline has a budget curve: the multiplier in steps and
-in training FLOPs, the seeds it read and how many were past the curve's range, and time to loss where the point
-timed the quality model's training step (``ablations.measure.quality_step``). Then per curve the two calibration
-rows, ``expected`` 1 and 2, whose intervals must hold those values (``calibrated``).
+One row per (sweep, corpus, quality width, steps, variant) whose baseline has a budget curve: the multiplier in steps
+and in training FLOPs, the seeds it read and how many were past the curve's range, and time to loss where the point
+timed the quality model's training step (``ablations.measure.quality_step``). Then per curve its known answers, each
+with the multiple it must read (``expected``), what it checks (``checks``) and whether its interval holds it
+(``calibrated``):
+
+- each interior knot left out (``multiplier.left_out``): each seed's loss at that budget read on its own curve
+  without it, the fit made to interpolate as it does for a variant (its interval: the seeds' with the fit's error
+  at the other interior knots);
+- each between-knot budget (``train.check_budgets``): the baseline trained as a full schedule at a budget no knot
+  has, read on its own seed's curve exactly as a variant is, the fit's error in its interval as in a variant's.
+
+A cyclic read of each seed's knot on the next seed's curve (this table's earlier calibration) cannot fail at a knot:
+over the cycle the seeds' differences cancel. It is not a known answer here.
 """
 
 from __future__ import annotations
@@ -14,16 +24,40 @@ import math
 import numpy as np
 import pandas as pd
 
-from ablations.quality.multiplier import Curve, Multiplier, TimeToLoss, invert, multiplier, shifted, time_to_loss
+from ablations.quality.multiplier import (
+    Curve,
+    Multiplier,
+    TimeToLoss,
+    combine,
+    interior_knots,
+    interpolation_error,
+    invert,
+    left_out,
+    multiplier,
+    span_of,
+    time_to_loss,
+)
 from ablations.results.table import baseline_variant
 
-AA, TWICE = "baseline against itself (A/A)", "baseline at 2× the steps"
-# The calibration rows and the multiple each must read.
-CALIBRATION = {AA: 1.0, TWICE: 2.0}
-COLUMNS = ["sweep", "corpus", "d_model", "variant", "baseline", "expected", "n", "censored", "k_steps", "k_steps_lo",
+# What a known-answer row checks, by kind: its ``checks`` column.
+LEFT_OUT = "knot left out"
+BETWEEN = "trained between knots"
+KEYS = ["sweep", "corpus", "d_model", "train_steps"]
+COLUMNS = [*KEYS, "variant", "baseline", "expected", "checks", "n", "censored", "k_steps", "k_steps_lo",
            "k_steps_hi", "k_flops", "k_flops_lo", "k_flops_hi", "bound", "open_lo", "open_hi", "flops_ratio",
-           "step_ratio", "step_ratio_lo", "step_ratio_hi", "ttl", "ttl_lo", "ttl_hi", "calibrated", "k_steps_text",
-           "k_flops_text", "ttl_text"]
+           "step_ratio", "step_ratio_lo", "step_ratio_hi", "ttl", "ttl_lo", "ttl_hi", "fit_error", "calibrated",
+           "k_steps_text", "k_flops_text", "ttl_text", "bytes_per_param", "drop_per_doubling"]
+
+
+def known_answers(worth: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``worth`` that are known answers (``expected`` set), not comparisons."""
+    return worth[worth["expected"].notna()] if not worth.empty else worth
+
+
+def untrusted(worth: pd.DataFrame) -> pd.DataFrame:
+    """The known answers whose interval misses their multiple: where they are, the multipliers are not trusted."""
+    known = known_answers(worth)
+    return known[~known["calibrated"].astype(bool)] if not known.empty else known
 
 
 def _finals(rows: pd.DataFrame) -> dict[int, float]:
@@ -35,7 +69,9 @@ def _finals(rows: pd.DataFrame) -> dict[int, float]:
 def _group_keys(quality: pd.DataFrame) -> pd.DataFrame:
     quality = quality.copy()
     quality["corpus"] = quality["corpus"].fillna("") if "corpus" in quality else ""
-    quality["d_model"] = pd.to_numeric(quality.get("d_model"), errors="coerce").fillna(-1).astype(int)
+    for key in ("d_model", "train_steps"):  # -1: none (tables from before the column), as groupby drops NaN keys
+        values = quality[key] if key in quality else pd.Series(np.nan, index=quality.index)
+        quality[key] = pd.to_numeric(values, errors="coerce").fillna(-1).astype(int)
     return quality
 
 
@@ -63,55 +99,73 @@ def _step_ratio(table: pd.DataFrame, point: str | None) -> tuple[float, float, f
     return ratio, math.nan, math.nan
 
 
+def regime(base_final: pd.DataFrame, curves: dict[int, Curve]) -> dict[str, float]:
+    """How far the baseline has trained: its training bytes (tokens) per parameter, and its loss drop from the run's
+    steps to twice them (mean over the curve's seeds; NaN without a 2x knot): what a multiplier is read in."""
+    numbers = {c: pd.to_numeric(base_final[c], errors="coerce") for c in ("step", "batch", "seq_len", "params")}
+    bpp = float((numbers["step"] * numbers["batch"] * numbers["seq_len"] / numbers["params"]).median())
+    drops = [dict(zip(c.budgets, c.fitted(), strict=True)) for c in curves.values()]
+    drop = float(np.mean([d[1.0] - d[2.0] for d in drops])) if all(1.0 in d and 2.0 in d for d in drops) else math.nan
+    return {"bytes_per_param": bpp, "drop_per_doubling": drop}
+
+
 def _row(key: tuple, variant: str, base: str, k: Multiplier, flops_ratio: float, expected: float,
-         step: tuple[float, float, float]) -> dict:
-    sweep, corpus, width = key
+         step: tuple[float, float, float], fit_error: float, where: dict[str, float], checks: str = "") -> dict:
+    sweep, corpus, width, steps = key
     kf = k.scaled(flops_ratio) if not math.isnan(flops_ratio) else Multiplier(math.nan, math.nan, math.nan, 0)
     ttl = time_to_loss(k, *step) if not math.isnan(step[0]) else TimeToLoss(math.nan, math.nan, math.nan)
-    return {"sweep": sweep, "corpus": corpus, "d_model": width if width >= 0 else np.nan, "variant": variant,
-            "baseline": base, "expected": expected, "n": k.n, "censored": k.censored, "k_steps": k.estimate,
+    return {"sweep": sweep, "corpus": corpus, "d_model": width if width >= 0 else np.nan,
+            "train_steps": steps if steps >= 0 else np.nan, "variant": variant, "baseline": base,
+            "expected": expected, "checks": checks, "n": k.n, "censored": k.censored, "k_steps": k.estimate,
             "k_steps_lo": k.lo, "k_steps_hi": k.hi, "k_flops": kf.estimate, "k_flops_lo": kf.lo, "k_flops_hi": kf.hi,
             "bound": k.bound, "open_lo": k.open_lo, "open_hi": k.open_hi, "flops_ratio": flops_ratio,
             "step_ratio": step[0], "step_ratio_lo": step[1], "step_ratio_hi": step[2], "ttl": ttl.estimate,
-            "ttl_lo": ttl.lo, "ttl_hi": ttl.hi,
+            "ttl_lo": ttl.lo, "ttl_hi": ttl.hi, "fit_error": fit_error,
             "calibrated": k.contains(expected) if not math.isnan(expected) else np.nan,
-            "k_steps_text": k.text(), "k_flops_text": kf.text(), "ttl_text": ttl.text()}
+            "k_steps_text": k.text(), "k_flops_text": kf.text(), "ttl_text": ttl.text(), **where}
 
 
 def _curve_groups(table: pd.DataFrame):
-    """Per (sweep, corpus, quality width) whose baseline has a budget curve: the key, the baseline's name, its curves
-    by seed and the final-loss rows."""
+    """Per (sweep, corpus, quality width, steps) whose baseline has a budget curve: the key, the baseline's name, its
+    curves by seed, the final-loss rows and the baseline's between-knot losses (``check_loss``)."""
     if "budget" not in table or not (table["metric"] == "budget_loss").any():
         return
-    quality = _group_keys(table[(table["metric"].isin(["val_loss", "budget_loss"]))
+    quality = _group_keys(table[(table["metric"].isin(["val_loss", "budget_loss", "check_loss"]))
                                 & table["mode"].isin(["final", "budget"])])
-    for key, g in quality.groupby(["sweep", "corpus", "d_model"], sort=False):
+    for key, g in quality.groupby(KEYS, sort=False):
         final = g[g["metric"] == "val_loss"]
         base = baseline_variant(str(key[0]), final)
         curves = curves_of(final[final["variant"] == base], g[(g["metric"] == "budget_loss") & (g["variant"] == base)])
         if curves:
-            yield key, base, curves, final
+            yield key, base, curves, final, g[(g["metric"] == "check_loss") & (g["variant"] == base)]
 
 
 def worth(table: pd.DataFrame) -> pd.DataFrame:
-    """The multipliers of every comparison in ``table`` whose baseline has a budget curve, with calibration rows."""
+    """The multipliers of every comparison in ``table`` whose baseline has a budget curve, with its known answers."""
     out: list[dict] = []
-    for key, base, curves, final in _curve_groups(table):
+    for key, base, curves, final, checks in _curve_groups(table):
         base_flops = pd.to_numeric(final.loc[final["variant"] == base, "train_flops_step"], errors="coerce").median() \
             if "train_flops_step" in final else math.nan
         base_point = final.loc[final["variant"] == base, "point"]
         aa_step = _step_ratio(table, base_point.iloc[0] if len(base_point) else None)
+        error = interpolation_error(curves)
+        where = regime(final[final["variant"] == base], curves)
         for variant, v in final[final["variant"] != base].groupby("variant", sort=False):
             flops = pd.to_numeric(v["train_flops_step"], errors="coerce").median() if "train_flops_step" in v \
                 else math.nan
             point = v["point"].iloc[0] if "point" in v and len(v) else None
-            out.append(_row(key, str(variant), base, multiplier(curves, _finals(v)), base_flops / flops, math.nan,
-                            _step_ratio(table, point)))
-        budgets = set().union(*(c.budgets for c in curves.values()))
-        for label, expected in CALIBRATION.items():
-            if expected in budgets:
-                # The A/A's clock is the baseline timed against itself; the 2x run is the same model, so the same.
-                out.append(_row(key, label, base, shifted(curves, expected), 1.0, expected, aa_step))
+            out.append(_row(key, str(variant), base, multiplier(curves, _finals(v), fit_error=error),
+                            base_flops / flops, math.nan, _step_ratio(table, point), error, where))
+        # The baseline's own rows: the same model, so its clock is the baseline timed against itself.
+        for budget in interior_knots(curves):
+            out.append(_row(key, f"baseline at {budget:.3g}× ({LEFT_OUT})", base, left_out(curves, budget), 1.0,
+                            budget, aa_step, error, where, LEFT_OUT))
+        for budget, g in checks.groupby("budget"):
+            losses = _finals(g)
+            readings = [invert(curves[s], losses[s]) for s in sorted(curves.keys() & losses.keys())]
+            out.append(_row(key, f"baseline at {float(budget):.3g}× ({BETWEEN})", base,
+                            combine(readings, span=span_of(curves), fit_error=error), 1.0, float(budget), aa_step,
+                            error, where, BETWEEN))
     return pd.DataFrame(out, columns=COLUMNS)
 
 
@@ -119,14 +173,15 @@ def seed_readings(table: pd.DataFrame) -> pd.DataFrame:
     """Each variant's multiplier in steps per seed (``log2_k``, ``censored``), with the baseline's training compute
     at that width (``compute``: FLOPs per step x steps): what a trend across rungs is fitted to."""
     out = []
-    for (sweep, corpus, width), base, curves, final in _curve_groups(table):
+    for (sweep, corpus, width, steps), base, curves, final, _ in _curve_groups(table):
         b = final[final["variant"] == base]
         compute = (pd.to_numeric(b.get("train_flops_step"), errors="coerce") * pd.to_numeric(b["step"])).median()
         for variant, v in final[final["variant"] != base].groupby("variant", sort=False):
             losses = _finals(v)
             for seed in sorted(curves.keys() & losses.keys()):
                 r = invert(curves[seed], losses[seed])
-                out.append({"sweep": sweep, "corpus": corpus, "d_model": width, "variant": variant, "seed": seed,
-                            "log2_k": math.log2(r.value), "censored": r.censored, "compute": compute})
-    return pd.DataFrame(out, columns=["sweep", "corpus", "d_model", "variant", "seed", "log2_k", "censored",
-                                      "compute"])
+                out.append({"sweep": sweep, "corpus": corpus, "d_model": width, "train_steps": steps,
+                            "variant": variant, "seed": seed, "log2_k": math.log2(r.value), "censored": r.censored,
+                            "compute": compute})
+    return pd.DataFrame(out, columns=["sweep", "corpus", "d_model", "train_steps", "variant", "seed", "log2_k",
+                                      "censored", "compute"])

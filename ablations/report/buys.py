@@ -12,7 +12,8 @@ verdict (the choice's ``Claim.loss``, from the sources its claim cites). Rows:
 - transfer: whether the verdict kept its sign over every rung and text of a ``transfer`` sweep in the table;
 - the published verdict and whether this run agrees (``agreement``).
 
-Then the multiplier's calibration rows, the known answers that show the method reads 1 and 2 where it should.
+Then the multiplier's known answers (``ablations.quality.worth``): readings whose true multiple is known, which the
+curve's fit must interpolate. When one misses, the report's first lines say the multipliers are not trusted.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import math
 import pandas as pd
 
 from ablations.config.variants import arch_from_row
-from ablations.quality.worth import CALIBRATION
+from ablations.quality.stats import CELL_FAMILIES
 from ablations.report.flips import flip_name, flip_order
 from ablations.report.formatting import markdown_table, signed
+from ablations.report.known_answers import known_answer_table
 from ablations.report.predicted import train_step_ratios
 from ablations.report.sections import headline_cells
 from components import choices
@@ -45,14 +47,26 @@ def published_loss(variant_row: pd.Series, baseline: str) -> str | None:
     return claim.loss if claim is not None else None
 
 
-def agreement(published: str | None, verdict: str | None) -> str:
+def no_worse_margin() -> float:
+    """The harm a published "no worse" may still hide and agree: the default quality run's target (nats per token),
+    the smallest difference it is sized to detect (conf/train/default.yaml ``target_mde``)."""
+    from omegaconf import OmegaConf
+
+    from ablations.config.paths import conf_dir
+    return float(OmegaConf.load(conf_dir() / "train" / "default.yaml").target_mde)
+
+
+def agreement(published: str | None, verdict: str | None, upper: float | None = None) -> str:
     """Whether this run's verdict agrees with the published one: a published "better" needs a measured better (no
-    detectable difference is "not shown"); a published "no worse" is contradicted only by a measured worse."""
+    detectable difference is "not shown"); a published "no worse" is contradicted by a measured worse and agreed
+    with only where the loss difference's upper end (``upper``) rules out a harm larger than ``no_worse_margin``."""
     if not published or not isinstance(verdict, str) or verdict not in ("better", "worse", NONE):
         return "—"
     if published == "better":
         return {"better": "agrees", NONE: "not shown", "worse": "disagrees"}[verdict]
-    return "disagrees" if verdict == "worse" else "agrees"
+    if verdict == "worse":
+        return "disagrees"
+    return "agrees" if upper is not None and not pd.isna(upper) and upper <= no_worse_margin() else "not shown"
 
 
 def _loss_cell(q: pd.Series | None, withhold: bool = False) -> str:
@@ -84,7 +98,8 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
     if not quality.empty:
         keys += [(s, v) for s, v, r in zip(quality["sweep"], quality["variant"], quality["reference"], strict=True)
                  if r != v and (s, v) not in keys]
-    keys = list(dict.fromkeys(k for k in keys if k[0] != "transfer"))
+    # The sweeps that ask their question once per cell have sections of their own.
+    keys = list(dict.fromkeys(k for k in keys if k[0] not in CELL_FAMILIES))
     if not keys:
         return pd.DataFrame()
     predicted = train_step_ratios() if not worth.empty else {}
@@ -112,14 +127,15 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
             "train FLOPs": _ratio(cr, "train_flops_ratio"),
             "train step ×": headline_cells(c, "train")[0] if cr is not None else "—",
             "decode ×": headline_cells(c, "decode")[0] if cr is not None and not pd.isna(cr.get("decode")) else "—",
-            "KV bytes/token": _kv(cr),
+            "KV bytes/token": _kv(cr) + _kv_layouts(table[(table["sweep"] == sweep) & (table["variant"] == variant)]),
             "Δ loss [CI]": _loss_cell(qr, withhold),
-            "compute multiplier [CI]": wr["k_flops_text"] if wr is not None else "—",
+            "compute multiplier [CI]": _k_cell(wr, qr),
             "time to loss, measured": wr["ttl_text"] if wr is not None else "—",
-            "time to loss, predicted 7B H100": _predicted_ttl(wr, pred),
+            "k here / predicted 7B H100 step ratio": _predicted_ttl(wr, pred),
             "transfer": _transfer(transfer, variant),
             "published": published or "—",
-            "agrees": "withheld" if withhold else agreement(published, qr["verdict"] if qr is not None else None),
+            "agrees": "withheld" if withhold else agreement(published, qr["verdict"] if qr is not None else None,
+                                                            qr["diff_hi"] if qr is not None else None),
         })
     frame = pd.DataFrame(rows)
     sweeps = {s: i for i, s in enumerate(dict.fromkeys(frame["sweep"]))}
@@ -158,6 +174,19 @@ def _kv(r: pd.Series | None) -> str:
     return f"{int(r['kv_per_token']):,} B" + ("" if pd.isna(ratio) else f" ({ratio:.3g}×)")
 
 
+def _kv_layouts(rows: pd.DataFrame) -> str:
+    """Where the timed block and the quality model group KV heads differently: both layouts, so that the row's
+    bytes and FLOPs (the timed block's) are not read as the loss's (the quality model's)."""
+    def layout(r: pd.DataFrame) -> tuple[int, int] | None:
+        kv, heads = (pd.to_numeric(r[c], errors="coerce").dropna() for c in ("n_kv_heads", "n_heads"))
+        return (int(kv.iloc[0]), int(heads.iloc[0])) if len(kv) and len(heads) else None
+    quality = layout(rows[rows["metric"] == "val_loss"])
+    timed = layout(rows[rows["metric"] == "latency_ratio"])
+    if quality is None or timed is None or quality == timed or quality[0] >= quality[1]:
+        return ""
+    return f" (timed: {timed[0]} KV of {timed[1]} heads; quality model: {quality[0]} of {quality[1]})"
+
+
 def _predicted_ttl(w: pd.Series | None, train_ratio: float | None) -> str:
     """The multiplier in steps measured here over the predicted train-step ratio: predicted, and labelled so."""
     if w is None or train_ratio is None or pd.isna(w["k_steps"]):
@@ -169,24 +198,22 @@ def _predicted_ttl(w: pd.Series | None, train_ratio: float | None) -> str:
     return time_to_loss(k, train_ratio, train_ratio, train_ratio).text() + " (predicted)"
 
 
+def _k_cell(w: pd.Series | None, q: pd.Series | None) -> str:
+    """k in FLOPs; k in steps beside it where the arms' FLOPs per step differ; the seeds k read where Δ read others."""
+    if w is None:
+        return "—"
+    cell = str(w["k_flops_text"])
+    if not pd.isna(w["flops_ratio"]) and abs(float(w["flops_ratio"]) - 1) > 1e-3:
+        cell += f" (in steps {w['k_steps_text']})"
+    n_delta = q.get("diff_n") if q is not None else None
+    if n_delta is not None and not pd.isna(n_delta) and int(n_delta) != int(w["n"]):
+        cell += f" ({int(w['n'])} curve seeds; Δ: {int(n_delta)})"
+    return cell
+
+
 def _transfer(counts: pd.Series | None, variant: str) -> str:
     """The variant's verdicts over the transfer sweep's cells (``ablations.quality.transfer.verdict_counts``)."""
     return "—" if counts is None or variant not in counts.index else str(counts[variant])
-
-
-def calibration_table(worth: pd.DataFrame) -> str | None:
-    """The known answers: per baseline curve, the A/A row (must hold 1) and the 2x row (must hold 2)."""
-    cal = worth[worth["variant"].isin(list(CALIBRATION))] if not worth.empty else worth
-    if cal.empty:
-        return None
-    frame = pd.DataFrame({
-        "sweep": cal["sweep"], "quality width": cal["d_model"].map(lambda d: "—" if pd.isna(d) else f"{int(d)}"),
-        "corpus": cal["corpus"].map(lambda c: f"`{str(c)[:12]}`" if c else "—"),
-        "row": cal["variant"], "must read": cal["expected"].map(lambda e: f"{e:g}×"),
-        "multiplier in steps [95% CI]": cal["k_steps_text"], "seeds": cal["n"],
-        "holds it": cal["calibrated"].map(lambda b: "yes" if b is True or b == 1 else "NO"),
-    })
-    return markdown_table(frame.reset_index(drop=True))
 
 
 def corpus_names(table: pd.DataFrame) -> dict[str, str]:
@@ -224,21 +251,41 @@ def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
              f"Each choice at {c['d_model'].nunique()} rungs (quality widths {widths}, width and steps growing "
              f"together) on {c['corpus'].nunique()} texts: {texts}. Each cell: the verdict against the baseline of "
              "the same rung and text (paired t, Holm over the cell's comparisons) and k, the compute multiplier in "
-             "FLOPs [95% CI]. Consistency rate (what DataDecide calls decision accuracy: the fraction of choice, "
-             "text and lower rung whose loss difference has the top rung's sign): "
-             f"**{'—' if math.isnan(rate) else f'{100 * rate:.0f}%'}** of {n}. Trend of k: its factor (in steps) per "
-             "doubling of training compute with the 95% interval (least squares over every seed and rung).", "",
-             markdown_table(per), ""]
+             "FLOPs [95% CI]. Sign agreement (the fraction of choice, text and lower rung whose loss difference "
+             "against the baseline has the top rung's sign; half of such cases may be null effects, whose sign is a "
+             f"coin flip): **{'—' if math.isnan(rate) else f'{100 * rate:.0f}%'}** of {n}. Trend of k: its factor "
+             "(in steps) per doubling of training compute with the 95% interval (least squares over every seed and "
+             "rung).", "", markdown_table(per), ""]
+    finals = rows[(rows["metric"] == "val_loss") & (rows["mode"] == "final") & (rows["status"].fillna("ok") == "ok")]
+    accuracy = []
+    for corpus, g in finals.groupby("corpus"):
+        d = transfer.decision_accuracy(g.assign(d_model=pd.to_numeric(g["d_model"]), value=pd.to_numeric(g["value"])),
+                                       "d_model")
+        accuracy.append(d.assign(text=names.get(str(corpus), str(corpus)[:8])))
+    if accuracy:
+        d = pd.concat(accuracy)
+        for col in ("decision accuracy", "accuracy without them"):
+            d[col] = d[col].map(lambda x: "—" if pd.isna(x) else f"{100 * x:.0f}%")
+        lines += ["Decision accuracy as DataDecide defines it: of every pair of arms (the baseline among them), the "
+                  "share a lower rung orders by mean final loss as the top rung does on the same text; a pair whose "
+                  "paired difference at the top rung has a 95% interval holding 0 is a null effect, counted apart. "
+                  "DataDecide ranks pretraining recipes at 4M-1B parameters against 1B; these rungs span about 0.1M "
+                  "to 0.5M parameters.", "", markdown_table(d.rename(columns={"d_model": "lower rung width"})), ""]
     return lines, transfer.verdict_counts(c)
 
 
 def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,
                  worth: pd.DataFrame, withhold: bool = False) -> list[str]:
-    """The report's first section: what each choice buys, the calibration rows, and the transfer study. With
-    ``withhold`` (a smoke run) the verdict words and the agreement are left out: the numbers stay."""
+    """The report's first section: what each choice buys, the multiplier's known answers, and the transfer and
+    horizon studies. With ``withhold`` (a smoke run) the verdict words and the agreement are left out: the numbers
+    stay."""
+    from ablations.report.horizon_section import horizon_lines
+
     transfer, per = transfer_lines(summary, table, worth)
+    transfer += horizon_lines(summary, table, worth)
     body = buys_table(table, cmp, summary, worth, per, withhold)
-    if body is None and not transfer:
+    known = known_answer_table(worth)
+    if body is None and not transfer and known is None:
         return []
     lines = ["## What each choice buys", ""]
     if body is not None:
@@ -248,10 +295,15 @@ def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame |
                   "loss, as a multiple of the variant's, with its 95% interval over seeds (`>`/`<`: past the budgets "
                   "trained, a bound); time to loss: how many times sooner in wall time the variant reaches the "
                   "baseline's loss (multiplier in steps over the quality model's train-step time ratio), measured "
-                  "here and predicted for Llama-2-7B on one H100 SXM (roofline model, labelled predicted). "
-                  "Published: what the sources the choice's claim cites say of the loss.", "", body, ""]
-    calibration = calibration_table(worth)
-    if calibration is not None:
-        lines += ["The multiplier's known answers: each seed's baseline loss at 1× and at 2× the steps, read on the "
-                  "next seed's curve. The method is trusted where both hold.", "", calibration, ""]
+                  "here; the same k over the roofline's predicted train-step ratio for Llama-2-7B on one H100 SXM (k "
+                  "measured at the quality model's size, labelled predicted). "
+                  "Published: what the sources the choice's claim cites say of the loss; a published \"no worse\" "
+                  f"agrees only where Δ's upper end rules out a harm above {no_worse_margin():g} nats per token.", "",
+                  body, ""]
+    if known is not None:
+        lines += ["The multiplier's known answers, each a reading whose true multiple is known: *knot left out*, "
+                  "each seed's baseline at an interior budget read on its own curve without that budget (the fit "
+                  "interpolating as it does for a variant, over twice the gap); *trained between knots*, the "
+                  "baseline trained at a budget no knot has, read on its own seed's curve as a variant is. The "
+                  "multipliers are trusted where every one holds.", "", known, ""]
     return lines + transfer

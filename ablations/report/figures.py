@@ -24,7 +24,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from ablations.report.axes import log2_x_at, log_axis, log_ratio, log_x, loglog  # noqa: E402
 from ablations.report.figure_files import remove_stale  # noqa: E402
 from ablations.report.tables import BASELINE, baseline_name, summary_baseline, with_intervals  # noqa: E402
-from ablations.report.worth_figures import cost_quality, multipliers  # noqa: E402
+from ablations.report.worth_figures import by_horizon, cost_quality, multipliers  # noqa: E402
 from ablations.results.durable import write_atomic  # noqa: E402
 
 # Deterministic SVGs (fixed element ids, no date), so a rebuilt reference report diffs only where data changed.
@@ -426,7 +426,11 @@ FIGURES: list[Kind] = [
          "Training FLOPs the baseline needs to reach the variant's final loss, as a multiple of what the variant used, "
          "per seed on that seed's own curve of the baseline at several budgets; geometric mean over seeds with its "
          "95% interval (log axis; dashed: 1×, no gain). A bar ending in a label is a bound: past the budgets trained. "
-         "Grey: the calibration rows, each with the value (|) its interval must hold."),
+         "Grey: the known answers, each with the value (|) its interval must hold."),
+    Kind("k-vs-horizon", "Compute multiplier against training length", "worth", by_horizon,
+         "Each choice's multiplier in FLOPs at each training horizon of one width, against the baseline's training "
+         "bytes per parameter (log axes; dashed: 1×, no gain); 95% intervals over seeds with the curve fit's "
+         "left-out-knot error added. Each horizon has its own budget curve, so k is in that horizon's compute."),
     Kind("cost-quality", "Cost against quality", "worth", cost_quality,
          "x: the quality model's train-step time, variant over baseline, paired in one process (95% interval); y: "
          "the multiplier in steps (95% interval). On a dashed line the variant reaches the baseline's final loss "

@@ -65,7 +65,8 @@ def headline_table(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.Data
 
 def baseline_line(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
     """The known answers: the baseline against itself (its time intervals must hold 1) and, where the sweep trained
-    the baseline's curve, the multiplier's A/A and 2x rows (which must hold 1 and 2). ``multipliers``:
+    the baseline's curve, the multiplier's (``worth``: each must hold its multiple), then the regime the multipliers
+    are read in (bytes per parameter, the baseline's loss drop per doubling). ``multipliers``:
     ``multipliers_of(table, sweep)``, when the caller has it already."""
     rows = _rows(table, sweep)
     cmp = comparison(split(rows[rows["sweep"] == sweep])[0])
@@ -76,9 +77,15 @@ def baseline_line(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataF
     # The transfer sweep's rows are in the frame too (for the table's transfer column): this line is the sweep's.
     cal = multipliers[multipliers["sweep"] == sweep] if not multipliers.empty else multipliers
     if not cal.empty:
+        regime = cal.iloc[0]
         cal = cal[cal["expected"].notna()].sort_values("expected")
-        line += "".join(f"; compute multiplier, must read {e:g}×: {text}"
-                        for e, text in zip(cal["expected"], cal["k_steps_text"], strict=True))
+        line += "".join(f"; compute multiplier, {r['checks']} at {r['expected']:.3g}×: {r['k_steps_text']} "
+                        f"({'holds' if r['calibrated'] else 'MISSES'})" for _, r in cal.iterrows())
+        if not cal["calibrated"].astype(bool).all():
+            line = "**the compute multipliers are not trusted** (a known answer misses); " + line
+        line += (f". The multipliers are read at {regime['bytes_per_param']:.3g} training bytes per parameter, where "
+                 f"the baseline's loss still drops {regime['drop_per_doubling']:.2f} nats/byte per doubling of "
+                 "compute")
     return line
 
 

@@ -19,6 +19,7 @@ from ablations.report.buys import buys_section
 from ablations.report.comparison import comparison
 from ablations.report.figure_files import remove_stale
 from ablations.report.formatting import UNDER_MEASURED, markdown_table
+from ablations.report.known_answers import trust_lines
 from ablations.report.roofline import roofline_section, validation_section
 from ablations.report.sections import (
     extrapolation_table,
@@ -220,6 +221,7 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     lines = [title + (f" ({SMOKE_LINE})" if smoke else ""), ""]
     if smoke:
         lines += [SMOKE_NOTE, ""]
+    lines += trust_lines(worth)
     lines += buys_section(table, cmp, summary[0], worth, withhold=smoke)
     lines += setup_section(table, sources)
     lines += claims_section(claims.claims_table(table, cmp, summary[0], sizes), smoke)

@@ -17,7 +17,7 @@ from ablations.results.table import TableError, load
 BASELINE = "gpt2"
 # Rows of the training runs (ablations.quality); everything else is a measurement of the block.
 QUALITY_METRICS = ("train_loss", "val_loss", "train_bpb", "val_bpb", "train_tokens_per_s", "train_wall_time",
-                   "extrap_loss", "loss_by_position", "corpus_bytes", "budget_loss", "budget_wall_time")
+                   "extrap_loss", "loss_by_position", "corpus_bytes", "budget_loss", "check_loss", "budget_wall_time")
 QUALITY_MODES = ("curve", "final", "quality", "data", "extrapolation", "budget")
 # Settings that can differ between points of one sweep (an ad-hoc grid over dtype, say); when one does,
 # the variant's label names it so two points never merge into one line. Not the five choices (nor tied

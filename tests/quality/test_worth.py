@@ -1,5 +1,5 @@
 """What a choice buys in compute, end to end at the smoke size: the baseline's budget curve trained by the quality
-run, the multiplier read from it, and the calibration rows every report carries (ablations.quality.worth)."""
+run, the multiplier read from it, and the known answers every report carries (ablations.quality.worth)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from ablations.quality.run import run_quality
-from ablations.quality.worth import AA, TWICE, worth
+from ablations.quality.worth import BETWEEN, LEFT_OUT, known_answers, untrusted, worth
 from ablations.results.rows import Rows
 from ablations.runner import plan_point
 from tests.quality.helpers import composed
 
-CURVE = ("train.budgets=[0.5,2,4]", "train.seeds=[0,1,2,3]")
+CURVE = ("train.budgets=[0.5,2,4]", "train.check_budgets=[1.5]", "train.seeds=[0,1,2,3]")
 
 
 @functools.cache
@@ -35,6 +35,8 @@ def _table() -> pd.DataFrame:
 def test_the_baseline_trains_a_full_schedule_at_every_budget_of_each_seed():
     table = _table()
     budgets = table[table["metric"] == "budget_loss"]
+    checks = table[table["metric"] == "check_loss"].drop_duplicates(["seed", "budget"])
+    assert sorted(checks["budget"].unique()) == [1.5] and len(checks) == 4  # never part of the curve
     assert set(budgets["variant"]) == {"gpt2"}
     steps = composed(*CURVE).train.steps
     # Each point carries its baseline's curve (its whole evidence); the curve is the baseline's seeds x budgets.
@@ -47,13 +49,14 @@ def test_the_baseline_trains_a_full_schedule_at_every_budget_of_each_seed():
     assert (finals["train_flops_step"] > 0).all()
 
 
-def test_calibration_rows_read_one_and_two_at_the_smoke_size():
-    """The known answers: the baseline against itself holds 1, the baseline at 2x the steps holds 2."""
-    result = worth(_table()).set_index("variant")
-    for label, expected in ((AA, 1.0), (TWICE, 2.0)):
-        row = result.loc[label]
-        assert row["expected"] == expected and row["n"] == 4
-        assert row["calibrated"], f"{label}: {row['k_steps_text']} does not hold {expected}"
+def test_every_interior_knot_and_between_knot_budget_is_a_known_answer():
+    """Each curve's known answers: its interior knots (1 and 2) left out, its between-knot budget read as a variant;
+    each with the multiple it must read, what it checks and whether its interval holds it."""
+    known = known_answers(worth(_table()))
+    assert sorted(zip(known["expected"], known["checks"], strict=True)) == [
+        (1.0, LEFT_OUT), (1.5, BETWEEN), (2.0, LEFT_OUT)]
+    assert (known["n"] == 4).all()
+    assert known["calibrated"].isin([True, False]).all()
 
 
 def test_a_variant_gets_its_multiplier_in_steps_and_flops():
@@ -80,8 +83,34 @@ def test_the_report_opens_with_what_each_choice_buys_and_its_calibration(tmp_pat
     assert sections[0] == "## What each choice buys"
     buys = text.split("## What each choice buys")[1].split("\n## ")[0]
     assert "LayerNorm → RMSNorm" in buys and "compute multiplier [CI]" in buys
-    assert AA in buys and TWICE in buys  # the calibration rows, each with whether it holds
-    assert "| 1× |" in buys and "| 2× |" in buys
+    assert LEFT_OUT in buys and BETWEEN in buys  # the known answers, each with whether it holds
+    assert "| 1× |" in buys and "| 1.5× |" in buys and "| 2× |" in buys
+    # The first lines say whether the multipliers are trusted, as the known answers held.
+    assert ("not trusted" in text.split("## ")[0]) == (not untrusted(worth(table)).empty)
     # No block was timed in this table: no time to loss, said as a dash, not a number.
     row = next(line for line in buys.splitlines() if line.startswith("| LayerNorm → RMSNorm"))
     assert row.count("—") >= 3
+
+
+def test_a_failing_known_answer_changes_the_reports_first_lines(tmp_path):
+    """The between-knot budget's losses moved to the 4x knot's: its reading cannot hold 1.5, and the report says in
+    its first lines that its multipliers are not trusted."""
+    from ablations.report.markdown import build_report
+    from ablations.results.store import COLUMNS
+
+    table = _table().reindex(columns=COLUMNS)
+    table["sweep"], table["status"] = "norm", table["status"].fillna("ok")
+    at_four = table[table["metric"] == "budget_loss"].query("budget == 4").set_index("seed")["value"]
+    checks = table["metric"] == "check_loss"
+    table.loc[checks, "value"] = table.loc[checks, "seed"].map(at_four.groupby(level=0).first()).to_numpy()
+    assert not untrusted(worth(table)).empty
+    head = build_report(tmp_path, table, draw_figures=False).read_text().split("## ")[0]
+    assert "The compute multipliers in this report are not trusted" in head and "1.5×" in head
+
+
+def test_the_report_reads_every_budget_runs_rows_as_quality_rows():
+    """A budget or between-knot run's renamed rows are training rows, never measurements of the block."""
+    from ablations.quality.run import BUDGET_METRICS, CHECK_METRICS
+    from ablations.report.tables import QUALITY_METRICS
+
+    assert {*BUDGET_METRICS.values(), *CHECK_METRICS.values()} <= set(QUALITY_METRICS)

@@ -29,7 +29,8 @@ from ablations.report.tables import load_table, split
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {"reference": REPO / "results" / "reference", "roofline": REPO / "results" / "reference" / "roofline",
-          "multiplier": REPO / "results" / "reference" / "multiplier"}
+          "multiplier": REPO / "results" / "reference" / "multiplier",
+          "horizon": REPO / "results" / "reference" / "horizon"}
 # The reference table's kv rows are the roofline table's kv run: drawn once.
 SAME = {("roofline", "kv")}
 # What matplotlib's own log formatters write: mathtext powers of ten (``$\mathdefault{6\times10^{-1}}$``).
@@ -64,8 +65,10 @@ def cases() -> list[tuple[str, str, str]]:
 
 CASES = cases()
 # Drawn, not skipped with a line: every kind at least once (the scale figure needs the scale sweep's widths).
-# The multiplier's figures need a baseline's budget curve: the multiplier reference (a norm sweep with train.budgets).
-DRAWN = {("multiplier", "norm", k.stem) if k.source == "worth" else
+# The multiplier's figures need a baseline's budget curve: the multiplier reference (a norm sweep with train.budgets);
+# the multiplier against training length needs several horizons: the horizon reference.
+DRAWN = {("horizon", "horizon", k.stem) if k.stem == "k-vs-horizon" else
+         ("multiplier", "norm", k.stem) if k.source == "worth" else
          ("reference", "scale" if k.stem == "scale" else "all", k.stem) for k in figures.FIGURES}
 
 

@@ -1,0 +1,109 @@
+"""What a choice buys as the model trains longer: the ``horizon`` sweep's reading.
+
+The sweep trains the all sweep's points at one width for several horizons (``conf/train/horizon_*.yaml``), each
+horizon its own Holm family (``ablations.quality.stats``) with its own budget curve and known answers
+(``ablations.quality.worth``). A horizon is told by its **bytes per parameter**: the training bytes (steps x batch x
+context, one byte a token) over the GPT-2 baseline's parameters, the Chinchilla-style measure of how far a model has
+trained (compute-optimal is about 20 tokens per parameter).
+
+Per choice: Δ loss and the multiplier k (in FLOPs) at each horizon with their intervals; the trend of k per doubling
+of bytes per parameter (``transfer.trend``: least squares over every seed and horizon, here compute doubles exactly
+as bytes per parameter do, the width being fixed); and whether the verdict at the headline's horizon (the one
+nearest the default quality model's bytes per parameter) is the verdict at the longest. Decision accuracy between
+horizons is ``transfer.decision_accuracy`` with the horizon's steps as its scale.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ablations.quality.transfer import ANSWERED, _short, decision_accuracy, trend
+
+SWEEP = "horizon"
+
+
+def bytes_per_param(table: pd.DataFrame) -> pd.Series:
+    """Per ``train_steps`` of the sweep: the training bytes over the baseline's parameters, from its final-loss rows."""
+    f = _finals(table)
+    base = f[f["variant"] == f["baseline"]]
+    if base.empty:
+        return pd.Series(dtype=float)
+    size = base.groupby("train_steps").agg(batch=("batch", "median"), context=("seq_len", "median"),
+                                           params=("params", "median"))
+    return (size.index.to_series() * size["batch"] * size["context"] / size["params"]).rename("bytes_per_param")
+
+
+def _finals(table: pd.DataFrame) -> pd.DataFrame:
+    f = table[(table["sweep"] == SWEEP) & (table["metric"] == "val_loss") & (table["mode"] == "final")
+              & (table["status"].fillna("ok") == "ok")].copy()
+    for col in ("train_steps", "batch", "seq_len", "params", "value", "seed"):
+        f[col] = pd.to_numeric(f[col], errors="coerce")
+    return f
+
+
+def seed_finals(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per horizon, arm and seed: the final loss (what decision accuracy orders)."""
+    return _finals(table)[["train_steps", "variant", "seed", "value"]]
+
+
+def horizon_table(summary: pd.DataFrame, worth: pd.DataFrame, table: pd.DataFrame, readings: pd.DataFrame,
+                  headline_bpp: float, labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per choice: Δ loss and k at each horizon (a column per bytes per parameter), the trend of k, and
+    whether the verdict at the horizon nearest ``headline_bpp`` holds at the longest."""
+    bpp = bytes_per_param(table)
+    s = summary[(summary["sweep"] == SWEEP) & (summary["metric"] == "val_loss")]
+    s = s[s["reference"].isin(s["variant"].unique()) & (s["reference"] != s["variant"])]
+    if s.empty or bpp.empty:
+        return pd.DataFrame()
+    near = bpp.index[int(np.argmin(np.abs(np.log(bpp.to_numpy() / headline_bpp))))]
+    longest = bpp.index.max()
+    w = worth[worth["sweep"] == SWEEP] if not worth.empty else worth
+    rows = []
+    for variant, g in s.groupby("variant", sort=False):
+        row: dict[str, object] = {"choice": (labels or {}).get(str(variant), str(variant))}
+        verdicts = {}
+        for _, cell in g.sort_values("train_steps").iterrows():
+            steps = cell["train_steps"]
+            k = w[(w["variant"] == variant) & (w["train_steps"] == steps)] if not w.empty else w
+            verdicts[steps] = cell["verdict"]
+            row[f"{bpp[steps]:.3g} B/param"] = (
+                f"Δ {_signed(cell['diff'])} [{_signed(cell['diff_lo'])}, {_signed(cell['diff_hi'])}] "
+                f"{_short(cell['verdict'])}" + (f"; k {k['k_flops_text'].iloc[0]}" if len(k) else ""))
+        own = readings[readings["sweep"] == SWEEP] if not readings.empty else readings
+        row["trend of k"] = trend(own, variant, own["corpus"].iloc[0], "train_steps") if not own.empty else "—"
+        first, last = verdicts.get(near), verdicts.get(longest)
+        row[f"verdict at {bpp[near]:.3g} holds at {bpp[longest]:.3g} B/param"] = (
+            "—" if first not in ANSWERED or last not in ANSWERED else "yes" if first == last
+            else f"no: {_short(first)} → {_short(last)}")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def k_by_horizon(worth: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """The multipliers (in FLOPs) of every comparison of the sweep with the horizon's bytes per parameter: the
+    figure's points."""
+    bpp = bytes_per_param(table)
+    w = worth[(worth["sweep"] == SWEEP) & worth["expected"].isna()] if not worth.empty else worth
+    if w.empty or bpp.empty:
+        return pd.DataFrame()
+    return w.assign(bytes_per_param=w["train_steps"].map(bpp))
+
+
+def accuracy(table: pd.DataFrame) -> pd.DataFrame:
+    """Decision accuracy of each shorter horizon against the longest, with its bytes per parameter."""
+    d = decision_accuracy(seed_finals(table), "train_steps")
+    if d.empty:
+        return d
+    bpp = bytes_per_param(table)
+    d.insert(1, "bytes per parameter", d["train_steps"].map(lambda s: f"{bpp[s]:.3g}"))
+    d["train_steps"] = d["train_steps"].astype(int)
+    for col in ("decision accuracy", "accuracy without them"):
+        d[col] = d[col].map(lambda x: "—" if math.isnan(x) else f"{100 * x:.0f}%")
+    return d
+
+
+def _signed(x: float) -> str:
+    return "—" if pd.isna(x) else f"{x:+.3f}".replace("-", "−")

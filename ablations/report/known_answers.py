@@ -1,0 +1,42 @@
+"""The multiplier's known answers in the report (``ablations.quality.worth``): their table, and the report's first
+lines when one misses its multiple."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ablations.quality.worth import known_answers, untrusted
+from ablations.report.formatting import markdown_table
+
+
+def known_answer_table(worth: pd.DataFrame) -> str | None:
+    """The known answers: per baseline curve, each row with the multiple it must read and what it checks."""
+    known = known_answers(worth)
+    if known.empty:
+        return None
+    frame = pd.DataFrame({
+        "sweep": known["sweep"], "quality width": known["d_model"].map(_int_or_dash),
+        "steps": known["train_steps"].map(_int_or_dash),
+        "corpus": known["corpus"].map(lambda c: f"`{str(c)[:12]}`" if c else "—"),
+        "checks": known["checks"], "must read": known["expected"].map(lambda e: f"{e:.3g}×"),
+        "multiplier in steps [95% CI]": known["k_steps_text"], "seeds": known["n"],
+        "holds it": known["calibrated"].map(lambda b: "yes" if b is True or b == 1 else "NO"),
+    })
+    return markdown_table(frame.reset_index(drop=True))
+
+
+def _int_or_dash(x: float) -> str:
+    return "—" if pd.isna(x) else f"{int(x)}"
+
+
+def trust_lines(worth: pd.DataFrame) -> list[str]:
+    """The report's first lines when a known answer misses its multiple: the multipliers are not trusted."""
+    missed = untrusted(worth)
+    if missed.empty:
+        return []
+    which = "; ".join(f"{r['sweep']}{'' if pd.isna(r['train_steps']) else f' at {int(r.train_steps)} steps'}: "
+                      f"{r['variant']} reads {r['k_steps_text']}" for _, r in missed.head(4).iterrows())
+    more = f" and {len(missed) - 4} more" if len(missed) > 4 else ""
+    return [f"**The compute multipliers in this report are not trusted:** {len(missed)} of "
+            f"{len(known_answers(worth))} known answers miss the multiple they must read ({which}{more}; "
+            "the known-answer table under *What each choice buys*).", ""]
