@@ -1,20 +1,20 @@
 """The fits of the baseline's loss-versus-compute curve tried against the known answers it must interpolate.
 
-For each results folder (a run with a budget curve; the horizon's reference has between-knot budgets too), each
-curve (sweep, text, width, steps) and each fit, how many known answers hold (their 95% interval, built as the report
-builds it: over seeds, with the fit's left-out-knot error added) and the root mean square error of the seeds'
-readings in log2:
+Each results folder's curves (sweep, text, width, steps) hold the baseline's loss per seed at every budget it was
+trained at, knots and between-knot budgets alike. Each curve is read again under each knot design (which budgets are
+the curve's knots) and each fit, and every known answer is checked as the report checks it
+(``ablations.quality.worth``: the seeds' 95% t interval with the fit's left-out-knot error added):
 
-- ``knot left out``: each seed's interior knot read on its own curve without it (a two-doubling gap on knots a
-  doubling apart);
-- ``between knots``: the baseline trained at a budget between two knots, read on its own seed's curve (a
-  one-doubling gap: what a variant's reading spans);
-- ``dense, knot left out``: the between-knot budgets taken as knots too (half a doubling apart), each interior knot
-  left out in turn (a one-doubling gap).
+- ``knot left out``: each seed's interior knot read on its own curve without it;
+- ``between knots``: each budget the design leaves out, inside the knots' range, read on its own seed's curve as a
+  variant is.
+
+Printed: per curve, design and fit, how many answers hold and the root mean square error of the seeds' readings
+in log2; then the totals per design and fit, with the design's cost (the baseline's training per curve seed, in
+multiples of the point's steps, the run itself included).
 
 The fits: ``ablations.quality.multiplier.FITS`` (straight in log compute; PCHIP, monotone through every knot) and a
-per-seed saturating power law L = E + A c^-alpha (``scipy.optimize.curve_fit``), tried here only. The cost column
-is the baseline's training per curve seed, in multiples of the point's steps.
+per-seed saturating power law L = E + A c^-alpha (``scipy.optimize.curve_fit``), tried here only.
 
     python -m scripts.curve_fits results/reference/horizon [results/reference/all_fast_step ...]
 """
@@ -67,42 +67,45 @@ def _without(curve: Curve, budget: float) -> Curve:
     return Curve.of({b: v for b, v in _knots(curve).items() if b != budget})
 
 
-def _answers(curves: dict[int, Curve], checks: dict[float, dict[int, float]], fit: str) -> dict[str, list]:
-    """Per kind of known answer: (holds, log2 errors) of each answer on these curves, each interval built as the
-    report builds it (``ablations.quality.worth``): the seeds' t interval with the fit's left-out-knot error added,
-    a left-out knot's from the other interior knots."""
-    out: dict[str, list] = {"knot left out": [], "between knots": [], "dense, knot left out": []}
+# The knot designs tried: the budgets that are the curve's knots (1 is the run itself).
+DESIGNS = {"a doubling apart": (0.5, 1.0, 2.0, 4.0), "half a doubling apart": (0.5, 1.0, 2**0.5, 2.0, 2**1.5, 4.0)}
 
-    def left_out_errors(cs: dict[int, Curve]) -> dict[float, list[float]]:
-        bottom, top = span_of(cs)
-        shared = set.intersection(*(set(c.budgets) for c in cs.values()))
-        return {b: [math.log2(r.value / b) for r in (_read(_without(c, b), _knots(c)[b], fit) for c in cs.values())
-                    if not math.isnan(r.value)] for b in sorted(x for x in shared if bottom < x < top)}
 
-    def rms(errors: list[float]) -> float:
-        return float(np.sqrt(np.mean(np.square(errors)))) if errors else 0.0
+def _rms(errors: list[float]) -> float:
+    return float(np.sqrt(np.mean(np.square(errors)))) if errors else 0.0
 
-    def answer(kind: str, budget: float, readings: list[Reading], span: tuple[float, float], error: float) -> None:
+
+def _answers(points: dict[int, dict[float, float]], knots: tuple[float, ...], fit: str) -> dict[str, list]:
+    """Per kind of known answer: (holds, log2 errors) of each answer under this design and fit."""
+    def near(budgets: set[float], b: float) -> float | None:
+        return next((x for x in budgets if abs(x - b) < 1e-6 * b), None)
+
+    shared = set.intersection(*(set(p) for p in points.values()))
+    design = [near(shared, k) for k in knots]
+    if any(k is None for k in design):
+        return {}
+    curves = {s: Curve.of({k: p[k] for k in design}) for s, p in points.items()}
+    span = span_of(curves)
+    interior = [k for k in design if span[0] < k < span[1]]
+
+    def errors_at(b: float) -> list[float]:
+        return [math.log2(r.value / b) for r in (_read(_without(c, b), _knots(c)[b], fit) for c in curves.values())
+                if not math.isnan(r.value)]
+
+    def answer(kind: str, budget: float, readings: list[Reading], error: float) -> None:
         readings = [r for r in readings if not math.isnan(r.value)]
         if len(readings) >= 2:
             out[kind].append((combine(readings, span=span, fit_error=error).contains(budget),
                               [math.log2(r.value / budget) for r in readings]))
 
-    def loo(kind: str, cs: dict[int, Curve]) -> None:
-        errors = left_out_errors(cs)
-        for b in errors:
-            others = [e for k, es in errors.items() if k != b for e in es]
-            answer(kind, b, [_read(_without(c, b), _knots(c)[b], fit) for c in cs.values()], span_of(cs), rms(others))
-
-    loo("knot left out", curves)
-    error = rms([e for es in left_out_errors(curves).values() for e in es])
-    for budget, losses in checks.items():
-        answer("between knots", budget, [_read(curves[s], losses[s], fit) for s in curves if s in losses],
-               span_of(curves), error)
-    if checks:
-        dense = {s: Curve.of({**_knots(c), **{b: v[s] for b, v in checks.items() if s in v}})
-                 for s, c in curves.items()}
-        loo("dense, knot left out", dense)
+    out: dict[str, list] = {"knot left out": [], "between knots": []}
+    errors = {b: errors_at(b) for b in interior}
+    for b in interior:
+        others = [e for k, es in errors.items() if k != b for e in es]
+        answer("knot left out", b, [_read(_without(c, b), _knots(c)[b], fit) for c in curves.values()], _rms(others))
+    error = _rms([e for es in errors.values() for e in es])
+    for b in sorted(x for x in shared if x not in design and span[0] < x < span[1]):
+        answer("between knots", b, [_read(curves[s], points[s][b], fit) for s in curves], error)
     return out
 
 
@@ -110,18 +113,21 @@ def fit_table(folders: list[Path]) -> pd.DataFrame:
     rows = []
     for folder in folders:
         for key, _base, curves, _final, check_rows in _curve_groups(load_table(folder)):
-            checks = {float(b): _finals(g) for b, g in check_rows.groupby("budget")}
-            knots = set.intersection(*(set(c.budgets) for c in curves.values()))
-            cost = {"knot left out": sum(knots), "between knots": sum(knots) + sum(checks),
-                    "dense, knot left out": sum(knots) + sum(checks)}
-            for fit in [*FITS, POWER]:
-                for kind, answers in _answers(curves, checks, fit).items():
-                    if answers:
-                        errors = [e for _, es in answers for e in es]
-                        rows.append({"run": folder.name, "sweep": key[0], "width": key[2], "steps": key[3],
-                                     "fit": fit, "known answer": kind, "cost (x steps)": cost[kind],
-                                     "held": sum(h for h, _ in answers), "of": len(answers),
-                                     "rms log2 error": float(np.sqrt(np.mean(np.square(errors))))})
+            points = {s: _knots(c) for s, c in curves.items()}
+            for b, g in check_rows.groupby("budget"):
+                for s, v in _finals(g).items():
+                    if s in points:
+                        points[s][float(b)] = v
+            for design, knots in DESIGNS.items():
+                for fit in [*FITS, POWER]:
+                    for kind, answers in _answers(points, knots, fit).items():
+                        if answers:
+                            errors = [e for _, es in answers for e in es]
+                            rows.append({"run": folder.name, "sweep": key[0], "width": key[2], "steps": key[3],
+                                         "knots": design, "fit": fit, "known answer": kind,
+                                         "cost (x steps)": round(sum(knots), 2),
+                                         "held": sum(h for h, _ in answers), "of": len(answers),
+                                         "rms log2 error": _rms(errors)})
     return pd.DataFrame(rows)
 
 
@@ -133,7 +139,7 @@ def main() -> None:
         raise SystemExit("no budget curve in these folders")
     per_curve = table.assign(**{"rms log2 error": table["rms log2 error"].map(lambda e: f"{e:.3f}")})
     print(markdown_table(per_curve))
-    total = table.groupby(["fit", "known answer"], sort=False).agg(
+    total = table.groupby(["knots", "fit", "known answer"], sort=False).agg(
         held=("held", "sum"), of=("of", "sum"), rms=("rms log2 error", lambda e: float(np.sqrt(np.mean(e**2)))),
         cost=("cost (x steps)", "median")).reset_index()
     print()

@@ -199,11 +199,12 @@ def _predicted_ttl(w: pd.Series | None, train_ratio: float | None) -> str:
 
 
 def _k_cell(w: pd.Series | None, q: pd.Series | None) -> str:
-    """k in FLOPs; k in steps beside it where the arms' FLOPs per step differ; the seeds k read where Δ read others."""
+    """k in FLOPs; k in steps beside it where the arms' FLOPs per step differ by more than 2%; the seeds k read where
+    Δ read others."""
     if w is None:
         return "—"
     cell = str(w["k_flops_text"])
-    if not pd.isna(w["flops_ratio"]) and abs(float(w["flops_ratio"]) - 1) > 1e-3:
+    if not pd.isna(w["flops_ratio"]) and abs(float(w["flops_ratio"]) - 1) > 0.02:
         cell += f" (in steps {w['k_steps_text']})"
     n_delta = q.get("diff_n") if q is not None else None
     if n_delta is not None and not pd.isna(n_delta) and int(n_delta) != int(w["n"]):
