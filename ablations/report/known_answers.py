@@ -14,6 +14,7 @@ def known_answer_table(worth: pd.DataFrame) -> str | None:
     known = known_answers(worth)
     if known.empty:
         return None
+    known = known.sort_values(["sweep", "d_model", "train_steps", "expected"], kind="stable")
     frame = pd.DataFrame({
         "sweep": known["sweep"], "quality width": known["d_model"].map(_int_or_dash),
         "steps": known["train_steps"].map(_int_or_dash),
@@ -34,9 +35,21 @@ def trust_lines(worth: pd.DataFrame) -> list[str]:
     missed = untrusted(worth)
     if missed.empty:
         return []
-    which = "; ".join(f"{r['sweep']}{'' if pd.isna(r['train_steps']) else f' at {int(r.train_steps)} steps'}: "
-                      f"{r['variant']} reads {r['k_steps_text']}" for _, r in missed.head(4).iterrows())
+    which = "; ".join(f"{_where(r)}: {r['variant']} reads {r['k_steps_text']}" for _, r in missed.head(4).iterrows())
     more = f" and {len(missed) - 4} more" if len(missed) > 4 else ""
     return [f"**The compute multipliers in this report are not trusted:** {len(missed)} of "
             f"{len(known_answers(worth))} known answers miss the multiple they must read ({which}{more}; "
             "the known-answer table under *What each choice buys*).", ""]
+
+
+def _where(r: pd.Series) -> str:
+    """A curve's place: its sweep, quality width, corpus and steps."""
+    parts = [str(r["sweep"])]
+    if not pd.isna(r["d_model"]):
+        parts.append(f"d={int(r['d_model'])}")
+    if r["corpus"]:
+        parts.append(f"`{str(r['corpus'])[:8]}`")
+    if not pd.isna(r["train_steps"]):
+        parts.append(f"{int(r['train_steps'])} steps")
+    return " ".join(parts)
+

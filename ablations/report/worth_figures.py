@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ablations.report.axes import log_ratio
+from ablations.report.axes import log2_x_at, log_ratio
 
 # Lines of equal time to loss on the cost-quality plane: k_steps = c x the step-time ratio.
 EQUAL_TIME = (0.5, 1.0, 2.0, 4.0)
@@ -92,7 +92,7 @@ def by_horizon(w: pd.DataFrame) -> Figure | str:
         x = g["bytes_per_param"].to_numpy(dtype=float) * 1.03 ** (i - 3)  # a small shift keeps the bars apart
         ax.errorbar(x, k, yerr=[below, above], fmt="o-", capsize=3, label=str(variant))
     ax.axhline(1.0, color="k", lw=0.8, ls="--")
-    ax.set_xscale("log")
+    log2_x_at(ax, w["bytes_per_param"].round())
     log_ratio(ax, "y")
     ax.set_xlabel("training bytes per parameter of the baseline (log)")
     ax.set_ylabel("compute multiplier k in FLOPs (×)")
