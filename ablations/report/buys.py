@@ -23,10 +23,9 @@ import math
 import pandas as pd
 
 from ablations.config.variants import arch_from_row
-from ablations.quality.stats import CELL_FAMILIES
 from ablations.report.flips import flip_name, flip_order
 from ablations.report.formatting import markdown_table, signed
-from ablations.report.known_answers import known_answer_table
+from ablations.report.known_answers import known_answer_table, regime_line
 from ablations.report.predicted import train_step_ratios
 from ablations.report.sections import headline_cells
 from components import choices
@@ -98,8 +97,12 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
     if not quality.empty:
         keys += [(s, v) for s, v, r in zip(quality["sweep"], quality["variant"], quality["reference"], strict=True)
                  if r != v and (s, v) not in keys]
-    # The sweeps that ask their question once per cell have sections of their own.
-    keys = list(dict.fromkeys(k for k in keys if k[0] not in CELL_FAMILIES))
+    # The sweeps that ask their question once per cell have sections of their own (only a run with quality rows has
+    # them: a timing-only report never loads the statistics).
+    if summary is not None:
+        from ablations.quality.stats import CELL_FAMILIES
+        keys = [k for k in keys if k[0] not in CELL_FAMILIES]
+    keys = list(dict.fromkeys(keys))
     if not keys:
         return pd.DataFrame()
     predicted = train_step_ratios() if not worth.empty else {}
@@ -280,10 +283,10 @@ def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame |
     """The report's first section: what each choice buys, the multiplier's known answers, and the transfer and
     horizon studies. With ``withhold`` (a smoke run) the verdict words and the agreement are left out: the numbers
     stay."""
-    from ablations.report.horizon_section import horizon_lines
-
     transfer, per = transfer_lines(summary, table, worth)
-    transfer += horizon_lines(summary, table, worth)
+    if summary is not None:
+        from ablations.report.horizon_section import horizon_lines
+        transfer += horizon_lines(summary, table, worth)
     body = buys_table(table, cmp, summary, worth, per, withhold)
     known = known_answer_table(worth)
     if body is None and not transfer and known is None:
@@ -307,4 +310,7 @@ def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame |
                   "interpolating as it does for a variant, over twice the gap); *trained between knots*, the "
                   "baseline trained at a budget no knot has, read on its own seed's curve as a variant is. The "
                   "multipliers are trusted where every one holds.", "", known, ""]
+    regime = regime_line(worth)
+    if regime is not None:
+        lines += [regime, ""]
     return lines + transfer

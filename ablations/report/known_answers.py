@@ -53,3 +53,15 @@ def _where(r: pd.Series) -> str:
         parts.append(f"{int(r['train_steps'])} steps")
     return " ".join(parts)
 
+
+
+def regime_line(worth: pd.DataFrame) -> str | None:
+    """Where the multipliers are read: per curve, the baseline's training bytes per parameter and its loss drop per
+    doubling of compute (``worth.regime``), so that no multiplier is read as a trained model's."""
+    rows = worth[worth["expected"].isna()] if not worth.empty else worth
+    if rows.empty:
+        return None
+    curves = rows.drop_duplicates(["sweep", "d_model", "corpus", "train_steps"])
+    parts = [f"{_where(r)}: {r['bytes_per_param']:.3g} bytes per parameter, the baseline's loss dropping "
+             f"{r['drop_per_doubling']:.2f} per doubling of compute" for _, r in curves.iterrows()]
+    return "Where each curve reads its multipliers: " + "; ".join(parts) + " (nats per token)."

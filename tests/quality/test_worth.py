@@ -85,6 +85,9 @@ def test_the_report_opens_with_what_each_choice_buys_and_its_calibration(tmp_pat
     assert "LayerNorm → RMSNorm" in buys and "compute multiplier [CI]" in buys
     assert LEFT_OUT in buys and BETWEEN in buys  # the known answers, each with whether it holds
     assert "| 1× |" in buys and "| 1.5× |" in buys and "| 2× |" in buys
+    # The regime the multipliers are read in, beside them: bytes per parameter and the baseline's drop per doubling.
+    regime = worth(table).iloc[0]
+    assert f"{regime['bytes_per_param']:.3g} bytes per parameter" in buys and regime["bytes_per_param"] > 0
     # The first lines say whether the multipliers are trusted, as the known answers held.
     assert ("not trusted" in text.split("## ")[0]) == (not untrusted(worth(table)).empty)
     # No block was timed in this table: no time to loss, said as a dash, not a number.
