@@ -17,7 +17,7 @@ from ablations.config.errors import UsageError, command, prog
 from ablations.quality.inference import ALPHA
 from ablations.quality.seeds import STOPS
 from ablations.quality.stats import summarize
-from ablations.quality.widths import by_variant_then_width, several_widths
+from ablations.quality.widths import by_variant_then_width, several_lengths, several_widths
 from ablations.results.table import TableError, load
 
 
@@ -50,7 +50,8 @@ def report(table: pd.DataFrame) -> str:
     for sweep, s in summary.groupby("sweep", sort=False):
         rows = table[(table["sweep"] == sweep) & (table["metric"] == "train_wall_time")]
         lines += [f"## {sweep}: {len(rows)} quality runs, {rows['value'].sum() / 60:.1f} min of training", ""]
-        widths = several_widths(s)  # a scale sweep: name each row's width, and list a variant's together
+        # A scale or horizon sweep: name each row's width or steps, and list a variant's together.
+        widths, lengths = several_widths(s), several_lengths(s)
         s = by_variant_then_width(s)
         for (metric, seq_len), g in s.groupby(["metric", "seq_len"], sort=False):
             m = int(g["family"].max()) if g["family"].notna().any() else 0
@@ -60,7 +61,8 @@ def report(table: pd.DataFrame) -> str:
             lines.append(f"{metric} at {int(seq_len)} {unit.split('/')[-1]}s ({unit}){holm}:")
             for _, r in g.iterrows():
                 ci = f"[{_fmt(r['ci_lo'])}, {_fmt(r['ci_hi'])}]"
-                name = f"{r['variant']} d={int(r['d_model'])}" if widths else r["variant"]
+                name = (f"{r['variant']}" + (f" d={int(r['d_model'])}" if widths else "")
+                        + (f" {int(r['train_steps'])} steps" if lengths else ""))
                 lines.append(f"  {name:<18} {_fmt(r['mean'])} ± CI {ci:<16} n={r['n']}  "
                              f"vs {r['reference']}: {_comparison(r)}")
             lines.append("")

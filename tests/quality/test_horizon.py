@@ -76,3 +76,16 @@ def test_bytes_per_parameter_comes_from_the_baselines_rows():
                           "params": 4096 if v == "gpt2" else 1, "value": 1.0, "seed": 0}
                          for steps in (10, 40) for v in ("gpt2", "rope")])
     assert horizon.bytes_per_param(rows).to_dict() == {10: 10.0, 40: 40.0}  # steps x 32 x 128 bytes / 4096
+
+
+def test_the_quality_summary_lists_each_variants_horizons_together_and_names_them():
+    """``blockbench quality`` on the horizon reference: each row names its steps, a variant's horizons together."""
+    from pathlib import Path
+
+    from ablations.quality.__main__ import report
+    from ablations.report.tables import load_table
+
+    table = load_table(Path(__file__).resolve().parents[2] / "results" / "reference" / "horizon")
+    table = table[table["variant"].isin(["gpt2", "rope"]) & (table["metric"] == "val_loss")]
+    names = [" ".join(line.split()[:3]) for line in report(table).splitlines() if line.startswith("  ")]
+    assert names == [f"{v} {n} steps" for v in ("gpt2", "rope") for n in (55, 165, 440, 1100)]
