@@ -142,6 +142,9 @@ def test_learned_table_is_exactly_the_training_context():
     (["train.n_kv_heads=3"], "train.n_kv_heads=3 must divide train.n_heads=4"),
     (["train.steps=0"], "train.steps=0 must be a positive integer"),
     (["data.val_fraction=1.5"], "data.val_fraction=1.5"),
+    (["train.check_budgets=[2]"], "train.check_budgets=[2.0] must lie strictly between the curve's knots"),
+    (["train.check_budgets=[8]"], "train.check_budgets=[8.0] must lie strictly between the curve's knots"),
+    (["train.budgets=[]", "train.check_budgets=[1.5]"], "train.check_budgets=[1.5] must lie strictly between"),
 ])
 def test_bad_training_settings_are_one_line(args, expected):
     with pytest.raises(UsageError) as exit_info:
