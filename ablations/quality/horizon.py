@@ -21,19 +21,18 @@ import numpy as np
 import pandas as pd
 
 from ablations.quality.transfer import ANSWERED, _short, decision_accuracy, trend
+from ablations.quality.worth import training_bytes_per_param
 
 SWEEP = "horizon"
 
 
 def bytes_per_param(table: pd.DataFrame) -> pd.Series:
-    """Per ``train_steps`` of the sweep: the training bytes over the baseline's parameters, from its final-loss rows."""
+    """Per ``train_steps`` of the sweep: the training bytes over the baseline's parameters, from its final-loss rows
+    (``worth.training_bytes_per_param``)."""
     f = _finals(table)
     base = f[f["variant"] == f["baseline"]]
-    if base.empty:
-        return pd.Series(dtype=float)
-    size = base.groupby("train_steps").agg(batch=("batch", "median"), context=("seq_len", "median"),
-                                           params=("params", "median"))
-    return (size.index.to_series() * size["batch"] * size["context"] / size["params"]).rename("bytes_per_param")
+    return pd.Series({steps: training_bytes_per_param(g) for steps, g in base.groupby("train_steps")},
+                     dtype=float, name="bytes_per_param")
 
 
 def _finals(table: pd.DataFrame) -> pd.DataFrame:
@@ -80,16 +79,6 @@ def horizon_table(summary: pd.DataFrame, worth: pd.DataFrame, table: pd.DataFram
             else f"no: {_short(first)} → {_short(last)}")
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def k_by_horizon(worth: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
-    """The multipliers (in FLOPs) of every comparison of the sweep with the horizon's bytes per parameter: the
-    figure's points."""
-    bpp = bytes_per_param(table)
-    w = worth[(worth["sweep"] == SWEEP) & worth["expected"].isna()] if not worth.empty else worth
-    if w.empty or bpp.empty:
-        return pd.DataFrame()
-    return w.assign(bytes_per_param=w["train_steps"].map(bpp))
 
 
 def accuracy(table: pd.DataFrame) -> pd.DataFrame:

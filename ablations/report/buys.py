@@ -18,6 +18,7 @@ curve's fit must interpolate. When one misses, the report's first lines say the 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pandas as pd
@@ -46,6 +47,7 @@ def published_loss(variant_row: pd.Series, baseline: str) -> str | None:
     return claim.loss if claim is not None else None
 
 
+@functools.cache
 def no_worse_margin() -> float:
     """The harm a published "no worse" may still hide and agree: the default quality run's target (nats per token),
     the smallest difference it is sized to detect (conf/train/default.yaml ``target_mde``)."""

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ablations.config.columns import cell
-from ablations.quality.widths import by_variant_then_width, several_widths
+from ablations.quality.widths import by_variant_then_width, several_lengths, several_widths
 from ablations.report.formatting import (
     fmt_bytes,
     fmt_ci,
@@ -151,17 +151,20 @@ def val_loss_table(s: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
     """Per comparison: the variant's mean [95% CI], the paired difference with its interval at the level Holm
     holds it to, p and Holm p, and the verdict with the smallest difference the test could have detected."""
     v = s[s["metric"] == "val_loss"]
-    # A scale sweep trains each variant at several quality-model widths: its rows together, one per width.
-    by_width = several_widths(v)
+    # A scale or horizon sweep trains each variant at several widths or lengths: its rows together, one per cell.
+    by_width, by_length = several_widths(v), several_lengths(v)
     v = by_variant_then_width(v)
     unit = ", ".join(q.loc[q["metric"] == "val_loss", "unit"].dropna().unique()) or "?"
     col = lambda name: v.get(name, pd.Series(np.nan, index=v.index))  # older summaries lack the newer columns
-    group = ["variant", "d_model"] if by_width else "variant"
-    keys = list(zip(v["variant"], v["d_model"], strict=True)) if by_width else list(v["variant"])
-    mean_by = {m: q[q["metric"] == m].groupby(group)["value"].mean() for m in ("train_tokens_per_s", "train_wall_time")}
+    group = ["variant", *(["d_model"] if by_width else []), *(["train_steps"] if by_length else [])]
+    keys = list(v[group].itertuples(index=False, name=None)) if len(group) > 1 else list(v["variant"])
+    mean_by = {m: q[q["metric"] == m].assign(train_steps=pd.to_numeric(q.get("train_steps"), errors="coerce"))
+               .groupby(group)["value"].mean() for m in ("train_tokens_per_s", "train_wall_time")}
     per_point = {m: [by.get(k, np.nan) for k in keys] for m, by in mean_by.items()}
     widths = {"d_model (params)": [f"{int(d)} ({fmt_count(p)})" for d, p in zip(v["d_model"], col("params"),
                                                                                 strict=True)]} if by_width else {}
+    if by_length:
+        widths["steps"] = [f"{int(n)}" for n in v["train_steps"]]
     return pd.DataFrame({
         "variant": v["variant"],
         **widths,

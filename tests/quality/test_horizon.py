@@ -72,8 +72,8 @@ def test_decision_accuracy_counts_pairs_ordered_as_at_the_top_and_null_pairs_apa
 
 def test_bytes_per_parameter_comes_from_the_baselines_rows():
     rows = pd.DataFrame([{"sweep": horizon.SWEEP, "metric": "val_loss", "mode": "final", "status": "ok",
-                          "variant": v, "baseline": "gpt2", "train_steps": steps, "batch": 32, "seq_len": 128,
-                          "params": 4096 if v == "gpt2" else 1, "value": 1.0, "seed": 0}
+                          "variant": v, "baseline": "gpt2", "train_steps": steps, "step": steps, "batch": 32,
+                          "seq_len": 128, "params": 4096 if v == "gpt2" else 1, "value": 1.0, "seed": 0}
                          for steps in (10, 40) for v in ("gpt2", "rope")])
     assert horizon.bytes_per_param(rows).to_dict() == {10: 10.0, 40: 40.0}  # steps x 32 x 128 bytes / 4096
 
