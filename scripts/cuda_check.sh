@@ -32,6 +32,9 @@ python -m pytest -q -p no:cacheprovider tests/components tests/ablations/test_me
 sweep() {  # folder, sweep name, extra overrides...
   local dir=$1 name=$2; shift 2
   python -m ablations "+sweep=$name" device=cuda "$@" "hydra.sweep.dir=$OUT/runs/$dir" 2>&1 | tail -n 3
+  # Copied at once, so that a run stopped at the device tool's limit still returns every finished table
+  # (the tool returns at most 8 files, none deeper than two folders).
+  [ "$dir" = smoke ] || cp "$OUT/runs/$dir/results.csv" "$OUT/$dir-results.csv" 2>/dev/null
 }
 sweep smoke norm profile=smoke dtype=bfloat16
 # The GPU quality profile, briefly (train=gpu: bf16 autocast, compiled training forward, pinned non-blocking copies):
@@ -40,9 +43,9 @@ sweep smoke norm profile=smoke dtype=bfloat16
 python -m pytest -q -p no:cacheprovider tests/quality/test_gpu_profile.py 2>&1 | tail -n 3 | tee -a "$OUT/tests.txt"
 sweep gpu_quality norm measure=false train=gpu train.steps=200 train.warmup=20 train.eval_interval=100 \
   "train.seeds=[0]" train.target_mde=null train.min_seeds=null train.max_seeds=null
-python -m ablations.predict.quality_seed hardware=h200 2>&1 | tee "$OUT/gpu_quality_predicted.txt"
+# The predictor's hardware profile is the card found here (H100 or H200; conf/hardware).
+case "$(cat "$OUT/device.txt")" in *H100*) hardware=h100_sxm ;; *) hardware=h200 ;; esac
+python -m ablations.predict.quality_seed "hardware=$hardware" 2>&1 | tee "$OUT/gpu_quality_predicted.txt"
 sweep kv kv dtype=bfloat16
 sweep norm norm dtype=bfloat16
-# Collect the tables (the device tool returns at most 8 files).
-for name in kv norm gpu_quality; do cp "$OUT/runs/$name/results.csv" "$OUT/$name-results.csv" 2>/dev/null; done
 tar -czf "$OUT/runs.tar.gz" -C "$OUT" runs && rm -rf "$OUT/runs"
