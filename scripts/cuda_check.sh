@@ -27,8 +27,11 @@ else
 fi
 python -c "import hydra, omegaconf, ablations; print('hydra', hydra.__version__, 'omegaconf', omegaconf.__version__)" \
   | tee "$OUT/packages.txt" || exit 1
-python -m pytest -q -p no:cacheprovider tests/components tests/ablations/test_measure.py tests/ablations/test_ceilings.py \
-  tests/roofline 2>&1 | tail -n 5 | tee "$OUT/tests.txt"
+# -rfE names every failure and error with its one-line reason; the whole summary is kept, not its last lines.
+python -m pytest -q -rfE --tb=line -p no:cacheprovider tests/components tests/ablations/test_measure.py \
+  tests/ablations/test_ceilings.py tests/roofline > "$OUT/tests.txt" 2>&1
+python -c "import transformers; print('transformers', transformers.__version__)" >> "$OUT/packages.txt" 2>&1
+tail -n 12 "$OUT/tests.txt"
 sweep() {  # folder, sweep name, extra overrides...
   local dir=$1 name=$2; shift 2
   python -m ablations "+sweep=$name" device=cuda "$@" "hydra.sweep.dir=$OUT/runs/$dir" 2>&1 | tail -n 3
@@ -40,7 +43,8 @@ sweep smoke norm profile=smoke dtype=bfloat16
 # The GPU quality profile, briefly (train=gpu: bf16 autocast, compiled training forward, pinned non-blocking copies):
 # its tests first, then 200 of its 5000 steps on one seed of each norm; beside it, what the predictor says a whole
 # seed takes here (predicted, not measured).
-python -m pytest -q -p no:cacheprovider tests/quality/test_gpu_profile.py 2>&1 | tail -n 3 | tee -a "$OUT/tests.txt"
+python -m pytest -q -rfE --tb=line -p no:cacheprovider tests/quality/test_gpu_profile.py >> "$OUT/tests.txt" 2>&1
+tail -n 3 "$OUT/tests.txt"
 sweep gpu_quality norm measure=false train=gpu train.steps=200 train.warmup=20 train.eval_interval=100 \
   "train.seeds=[0]" train.target_mde=null train.min_seeds=null train.max_seeds=null
 # The predictor's hardware profile is the card found here (H100 or H200; conf/hardware).

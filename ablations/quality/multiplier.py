@@ -130,6 +130,10 @@ class Multiplier:
         return Multiplier(self.estimate * factor, self.lo * factor, self.hi * factor, self.n, self.censored,
                           self.bound, self.open_lo, self.open_hi)
 
+    def judged(self) -> bool:
+        """Whether the reading has an interval (or a bound) to hold a multiple in: not one seed alone."""
+        return bool(self.bound) or (self.n >= 2 and not math.isnan(self.lo))
+
     def contains(self, k: float) -> bool:
         """Whether ``k`` is inside the interval, an open side reaching past its bound."""
         if self.bound == ABOVE:

@@ -5,7 +5,7 @@ One row per (sweep, corpus, quality width, steps, variant) whose baseline has a 
 and in training FLOPs, the seeds it read and how many were past the curve's range, and time to loss where the point
 timed the quality model's training step (``ablations.measure.quality_step``). Then per curve its known answers, each
 with the multiple it must read (``expected``), what it checks (``checks``) and whether its interval holds it
-(``calibrated``):
+(``calibrated``: True or False, NaN where one seed gives no interval to judge it by):
 
 - each interior knot left out (``multiplier.left_out``): each seed's loss at that budget read on its own curve
   without it, the fit made to interpolate as it does for a variant (its interval: the seeds' with the fit's error
@@ -54,10 +54,21 @@ def known_answers(worth: pd.DataFrame) -> pd.DataFrame:
     return worth[worth["expected"].notna()] if not worth.empty else worth
 
 
+HOLDS, MISSES, UNJUDGED = "holds", "misses", "no interval"
+
+
+def known_verdict(calibrated: object) -> str:
+    """A known answer's ``calibrated`` in words: it holds its multiple, misses it, or (one seed) cannot be judged."""
+    if calibrated is True or calibrated == 1:
+        return HOLDS
+    return UNJUDGED if pd.isna(calibrated) else MISSES
+
+
 def untrusted(worth: pd.DataFrame) -> pd.DataFrame:
-    """The known answers whose interval misses their multiple: where they are, the multipliers are not trusted."""
+    """The known answers that do not hold their multiple (missed, or without an interval to hold it): where there
+    is one, the multipliers are not trusted."""
     known = known_answers(worth)
-    return known[~known["calibrated"].astype(bool)] if not known.empty else known
+    return known[known["calibrated"].map(known_verdict) != HOLDS] if not known.empty else known
 
 
 def _finals(rows: pd.DataFrame) -> dict[int, float]:
@@ -127,7 +138,7 @@ def _row(key: tuple, variant: str, base: str, k: Multiplier, flops_ratio: float,
             "bound": k.bound, "open_lo": k.open_lo, "open_hi": k.open_hi, "flops_ratio": flops_ratio,
             "step_ratio": step[0], "step_ratio_lo": step[1], "step_ratio_hi": step[2], "ttl": ttl.estimate,
             "ttl_lo": ttl.lo, "ttl_hi": ttl.hi, "fit_error": fit_error,
-            "calibrated": k.contains(expected) if not math.isnan(expected) else np.nan,
+            "calibrated": k.contains(expected) if not math.isnan(expected) and k.judged() else np.nan,
             "k_steps_text": k.text(), "k_flops_text": kf.text(), "ttl_text": ttl.text(), **where}
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ablations.quality import transfer
-from ablations.quality.worth import worth
+from ablations.quality.worth import MISSES, known_verdict, untrusted, worth
 from ablations.report.buys import buys_frame, transfer_lines
 from ablations.report.comparison import comparison
 from ablations.report.formatting import markdown_table
@@ -80,9 +80,11 @@ def baseline_line(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataF
         regime = cal.iloc[0]
         cal = cal[cal["expected"].notna()].sort_values("expected")
         line += "".join(f"; compute multiplier, {r['checks']} at {r['expected']:.3g}×: {r['k_steps_text']} "
-                        f"({'holds' if r['calibrated'] else 'MISSES'})" for _, r in cal.iterrows())
-        if not cal["calibrated"].astype(bool).all():
-            line = "**the compute multipliers are not trusted** (a known answer misses); " + line
+                        f"({known_verdict(r['calibrated']).replace(MISSES, 'MISSES')})" for _, r in cal.iterrows())
+        failed = untrusted(cal)["calibrated"].map(known_verdict)
+        if not failed.empty:
+            why = "a known answer misses" if (failed == MISSES).any() else "a known answer has one seed, no interval"
+            line = f"**the compute multipliers are not trusted** ({why}); " + line
         line += (f". The multipliers are read at {regime['bytes_per_param']:.3g} training bytes per parameter, where "
                  f"the baseline's loss still drops {regime['drop_per_doubling']:.2f} nats/byte per doubling of "
                  "compute")

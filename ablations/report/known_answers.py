@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ablations.quality.worth import known_answers, untrusted
+from ablations.quality.worth import HOLDS, MISSES, known_answers, known_verdict, untrusted
 from ablations.report.formatting import markdown_table
 
 
@@ -21,7 +21,8 @@ def known_answer_table(worth: pd.DataFrame) -> str | None:
         "corpus": known["corpus"].map(lambda c: f"`{str(c)[:12]}`" if c else "—"),
         "checks": known["checks"], "must read": known["expected"].map(lambda e: f"{e:.3g}×"),
         "multiplier in steps [95% CI]": known["k_steps_text"], "seeds": known["n"],
-        "holds it": known["calibrated"].map(lambda b: "yes" if b is True or b == 1 else "NO"),
+        "holds it": known["calibrated"].map(lambda b: {HOLDS: "yes", MISSES: "NO"}.get(known_verdict(b),
+                                                                                  "no interval (1 seed)")),
     })
     return markdown_table(frame.reset_index(drop=True))
 
@@ -31,15 +32,20 @@ def _int_or_dash(x: float) -> str:
 
 
 def trust_lines(worth: pd.DataFrame) -> list[str]:
-    """The report's first lines when a known answer misses its multiple: the multipliers are not trusted."""
-    missed = untrusted(worth)
-    if missed.empty:
+    """The report's first lines when a known answer misses its multiple, or has no interval to hold it in: the
+    multipliers are not trusted."""
+    failed = untrusted(worth)
+    if failed.empty:
         return []
-    which = "; ".join(f"{_where(r)}: {r['variant']} reads {r['k_steps_text']}" for _, r in missed.head(4).iterrows())
-    more = f" and {len(missed) - 4} more" if len(missed) > 4 else ""
-    return [f"**The compute multipliers in this report are not trusted:** {len(missed)} of "
-            f"{len(known_answers(worth))} known answers miss the multiple they must read ({which}{more}; "
-            "the known-answer table under *What each choice buys*).", ""]
+    verdicts = failed["calibrated"].map(known_verdict)
+    counts = [f"{n} {what}" for n, what in ((int((verdicts == MISSES).sum()), "miss the multiple they must read"),
+                                            (int((verdicts != MISSES).sum()), "have one seed, no interval to judge"))
+              if n]
+    which = "; ".join(f"{_where(r)}: {r['variant']} reads {r['k_steps_text']}" for _, r in failed.head(4).iterrows())
+    more = f" and {len(failed) - 4} more" if len(failed) > 4 else ""
+    return [f"**The compute multipliers in this report are not trusted:** of {len(known_answers(worth))} known "
+            f"answers, {' and '.join(counts)} ({which}{more}; the known-answer table under *What each choice "
+            "buys*).", ""]
 
 
 def _where(r: pd.Series) -> str:

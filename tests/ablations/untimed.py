@@ -24,8 +24,9 @@ def untimed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def point_rows(*overrides: str, variant: str = "point") -> list[dict]:
-    """The rows one point of ``profile=smoke model=tiny <overrides>`` writes, timing on (with ``untimed`` set)."""
-    cfg = composed(*overrides)
+    """The rows one point of ``profile=smoke model=tiny device=cpu <overrides>`` writes, timing on (with ``untimed``
+    set). The device is named: ``device=auto`` would pick a GPU where there is one."""
+    cfg = composed("device=cpu", *overrides)
     rows = Rows(base={"variant": variant})
     plan = plan_point(cfg).timing
     assert plan.machine.device == torch.device("cpu") and plan.machine.dtype == torch.float32 and plan.timed

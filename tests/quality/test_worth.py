@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ablations.quality.run import run_quality
-from ablations.quality.worth import BETWEEN, LEFT_OUT, known_answers, untrusted, worth
+from ablations.quality.worth import BETWEEN, LEFT_OUT, UNJUDGED, known_answers, known_verdict, untrusted, worth
 from ablations.results.rows import Rows
 from ablations.runner import plan_point
 from tests.quality.helpers import composed
@@ -117,3 +117,22 @@ def test_the_report_reads_every_budget_runs_rows_as_quality_rows():
     from ablations.report.tables import QUALITY_METRICS
 
     assert {*BUDGET_METRICS.values(), *CHECK_METRICS.values()} <= set(QUALITY_METRICS)
+
+
+def test_a_one_seed_known_answer_cannot_hold_and_the_report_says_why(tmp_path):
+    """One seed gives a known answer no interval: it is neither held nor missed, and the multipliers it would have
+    vouched for are not trusted (the GPU quality profile's one-seed check)."""
+    from ablations.report.markdown import build_report
+    from ablations.results.store import COLUMNS
+
+    table = _table().reindex(columns=COLUMNS)
+    table["sweep"], table["status"] = "norm", table["status"].fillna("ok")
+    table = table[pd.to_numeric(table["seed"]) == 0]
+    known = known_answers(worth(table))
+    assert not known.empty and known["calibrated"].isna().all()
+    assert known["calibrated"].map(known_verdict).eq(UNJUDGED).all()
+    assert len(untrusted(worth(table))) == len(known)
+    text = build_report(tmp_path, table, draw_figures=False).read_text()
+    head = text.split("## ")[0]
+    assert "not trusted" in head and "have one seed, no interval to judge" in head and "miss the" not in head
+    assert "no interval (1 seed)" in text
