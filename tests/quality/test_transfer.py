@@ -39,6 +39,14 @@ def test_the_rungs_grow_compute_16x_and_never_lower_tokens_per_parameter(names):
     assert flops[-1] / flops[0] >= 16
 
 
+def test_the_top_cpu_rung_trains_more_than_the_headline_model():
+    """Transfer is tested upward: the top rung's training compute exceeds the default quality model's, and no lower
+    rung is larger than the top."""
+    headline = _rung("default")[1]
+    flops = [_rung(name)[1] for name in RUNG_SETS["cpu"]]
+    assert flops[-1] > headline and max(flops) == flops[-1]
+
+
 def _summary(diffs: dict[tuple[str, str, int], float], verdicts: dict[tuple[str, str, int], str]) -> pd.DataFrame:
     rows = [{"sweep": "transfer", "metric": "val_loss", "variant": v, "reference": "gpt2", "corpus": c, "d_model": d,
              "diff": x, "diff_lo": x - 0.01, "diff_hi": x + 0.01, "verdict": verdicts[(v, c, d)]}
