@@ -19,7 +19,6 @@ curve's fit must interpolate. When one misses, the report's first lines say the 
 from __future__ import annotations
 
 import functools
-import math
 
 import pandas as pd
 
@@ -222,69 +221,13 @@ def _transfer(counts: pd.Series | None, variant: str) -> str:
     return "—" if counts is None or variant not in counts.index else str(counts[variant])
 
 
-def corpus_names(table: pd.DataFrame) -> dict[str, str]:
-    """A short name for each corpus hash of the quality rows, from the source their notes name."""
-    rows = table[table["corpus"].notna() & table["note"].astype(str).str.contains("corpus: ", regex=False)]
-    names = {}
-    for sha, note in zip(rows["corpus"], rows["note"].astype(str), strict=True):
-        source = note.split("corpus: ", 1)[1]
-        names.setdefault(str(sha), "english" if "shakespeare" in source else "stdlib" if "stdlib" in source else
-                         source.split(",")[0][:24])
-    return names
-
-
-def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
-                   worth: pd.DataFrame) -> tuple[list[str], pd.Series | None]:
-    """The transfer sweep's section (``ablations.quality.transfer``) and its per-choice table, when the run has one."""
-    from ablations.quality import transfer
-    from ablations.quality.worth import seed_readings
-
-    c = transfer.cells(summary) if summary is not None else pd.DataFrame()
-    if c.empty:
-        return [], None
-    rows = table[table["sweep"] == transfer.SWEEP]
-    names = corpus_names(rows)
-    published = {}
-    for variant in c["variant"].unique():
-        first = rows[rows["variant"] == variant].iloc[0]
-        published[variant] = published_loss(first, str(first.get("baseline") or GPT2))
-    per = transfer.per_choice(c, seed_readings(rows), worth[worth["sweep"] == transfer.SWEEP] if not worth.empty
-                              else worth, names, published, agreement)
-    rate, n = transfer.consistency_rate(c)
-    texts = ", ".join(f"{names.get(k, str(k)[:8])} (`{str(k)[:12]}`)" for k in c["corpus"].unique())
-    widths = ", ".join(str(int(d)) for d in sorted(c["d_model"].unique()))
-    lines = ["### Does the verdict carry? (`transfer`)", "",
-             f"Each choice at {c['d_model'].nunique()} rungs (quality widths {widths}, width and steps growing "
-             f"together) on {c['corpus'].nunique()} texts: {texts}. Each cell: the verdict against the baseline of "
-             "the same rung and text (paired t, Holm over the cell's comparisons) and k, the compute multiplier in "
-             "FLOPs [95% CI]. Sign agreement (the fraction of choice, text and lower rung whose loss difference "
-             "against the baseline has the top rung's sign; half of such cases may be null effects, whose sign is a "
-             f"coin flip): **{'—' if math.isnan(rate) else f'{100 * rate:.0f}%'}** of {n}. Trend of k: its factor "
-             "(in steps) per doubling of training compute with the 95% interval (least squares over every seed and "
-             "rung).", "", markdown_table(per), ""]
-    finals = rows[(rows["metric"] == "val_loss") & (rows["mode"] == "final") & (rows["status"].fillna("ok") == "ok")]
-    accuracy = []
-    for corpus, g in finals.groupby("corpus"):
-        d = transfer.decision_accuracy(g.assign(d_model=pd.to_numeric(g["d_model"]), value=pd.to_numeric(g["value"])),
-                                       "d_model")
-        accuracy.append(d.assign(text=names.get(str(corpus), str(corpus)[:8])))
-    if accuracy:
-        d = pd.concat(accuracy)
-        for col in ("decision accuracy", "accuracy without them"):
-            d[col] = d[col].map(lambda x: "—" if pd.isna(x) else f"{100 * x:.0f}%")
-        lines += ["Decision accuracy as DataDecide defines it: of every pair of arms (the baseline among them), the "
-                  "share a lower rung orders by mean final loss as the top rung does on the same text; a pair whose "
-                  "paired difference at the top rung has a 95% interval holding 0 is a null effect, counted apart. "
-                  "DataDecide ranks pretraining recipes at 4M-1B parameters against 1B; these rungs span about 0.1M "
-                  "to 0.5M parameters.", "", markdown_table(d.rename(columns={"d_model": "lower rung width"})), ""]
-    return lines, transfer.verdict_counts(c)
-
-
 def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,
                  worth: pd.DataFrame, withhold: bool = False) -> list[str]:
     """The report's first section: what each choice buys, the multiplier's known answers, and the transfer and
     horizon studies. With ``withhold`` (a smoke run) the verdict words and the agreement are left out: the numbers
     stay."""
+    from ablations.report.transfer_section import transfer_lines
+
     transfer, per = transfer_lines(summary, table, worth)
     if summary is not None:
         from ablations.report.horizon_section import horizon_lines

@@ -38,14 +38,14 @@ def trust_lines(worth: pd.DataFrame) -> list[str]:
     if failed.empty:
         return []
     verdicts = failed["calibrated"].map(known_verdict)
-    counts = [f"{n} {what}" for n, what in ((int((verdicts == MISSES).sum()), "miss the multiple they must read"),
-                                            (int((verdicts != MISSES).sum()), "have one seed, no interval to judge"))
-              if n]
+    total = len(known_answers(worth))
+    counts = [f"{n} of {total} known answers {what}"
+              for n, what in ((int((verdicts == MISSES).sum()), "miss the multiple they must read"),
+                              (int((verdicts != MISSES).sum()), "have one seed, no interval to judge")) if n]
     which = "; ".join(f"{_where(r)}: {r['variant']} reads {r['k_steps_text']}" for _, r in failed.head(4).iterrows())
     more = f" and {len(failed) - 4} more" if len(failed) > 4 else ""
-    return [f"**The compute multipliers in this report are not trusted:** of {len(known_answers(worth))} known "
-            f"answers, {' and '.join(counts)} ({which}{more}; the known-answer table under *What each choice "
-            "buys*).", ""]
+    return [f"**The compute multipliers in this report are not trusted:** {'; '.join(counts)} ({which}{more}; "
+            "the known-answer table under *What each choice buys*).", ""]
 
 
 def _where(r: pd.Series) -> str:

@@ -100,3 +100,17 @@ def test_verdict_counts_say_consistent_only_for_one_answered_verdict_everywhere(
     assert counts["a"] == "consistent: no difference in 3 of 3"
     assert counts["b"] == "better in 2 of 3, no difference in 1"
     assert counts["c"] == "budget spent in 2 of 2"  # the same everywhere, but never answered
+
+
+def test_the_rung_table_is_what_the_baselines_rows_say_each_rung_trained():
+    """Parameters, steps, bytes per parameter and training FLOPs per rung come from the rows, the top rung 1x."""
+    from ablations.report.transfer_section import rung_table
+
+    rows = [{"variant": v, "d_model": d, "params": p, "step": s, "batch": 32, "seq_len": 128,
+             "train_flops_step": f, "seed": seed}
+            for d, p, s, f in ((48, 131_616, 60, 4.2e9), (128, 842_496, 522, 3.0e10))
+            for v in ("gpt2", "rope") for seed in (0, 1)]
+    table = rung_table(pd.DataFrame(rows))
+    assert list(table["rung width"]) == [48, 128] and list(table["steps"]) == [60, 522]
+    assert table["bytes per parameter"].tolist() == pytest.approx([60 * 4096 / 131_616, 522 * 4096 / 842_496])
+    assert table["× top"].tolist() == pytest.approx([60 * 4.2e9 / (522 * 3.0e10), 1.0])
