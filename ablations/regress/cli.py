@@ -35,10 +35,12 @@ import torch
 from ablations.config.errors import UsageError, command, prog
 from ablations.measure.intervals import Precision
 from ablations.regress import callgrind, comparable, paired, summary
-from ablations.regress.cases import CASE_SETS, Case, Subject, all_cases, arch, select, split_overrides
+from ablations.regress.architecture import arch, split_overrides
+from ablations.regress.cases import CASE_SETS, Case, all_cases, select
 from ablations.regress.confirm import confirm
 from ablations.regress.paired import case_confidence, decided, judge, pooled_rows, tests_in, time_case
 from ablations.regress.plugin_trees import load_head_plugin, plugin_root, plugin_trees
+from ablations.regress.subjects import Subject
 from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree, identical_source, resolve
 from ablations.results.provenance import malloc_setting
 from components.plugins import PluginError

@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, fields, is_dataclass
 from types import ModuleType
 
-from ablations.regress.cases import LEGACY, split_overrides
+from ablations.regress.architecture import split_overrides
+from ablations.regress.tree_compat import CONFIG_CLASSES
 
 
 def _declared_settings(decl: object) -> set[str]:
@@ -36,7 +37,7 @@ def declaration_gap(c: ModuleType, overrides: Mapping[str, object]) -> str | Non
     """Why tree ``c``'s declarations do not cover a case's ``overrides`` (group values, dotted settings), or None."""
     groups, _ = split_overrides(overrides)
     if not callable(getattr(c, "choice", None)):  # a tree from before choices were declared: its config classes
-        unknown = sorted(set(groups) - set(LEGACY))
+        unknown = sorted(set(groups) - set(CONFIG_CLASSES))
         if unknown:
             return f"the base has no choice group {', '.join(unknown)}"
         settings = [f"{g}.{s}" for g, (_, given) in groups.items() for s in given]

@@ -37,7 +37,7 @@ import torch
 
 from ablations.measure.intervals import CONFIDENCE, Interval, median_interval
 from ablations.measure.timing import PairedTiming, time_paired
-from ablations.regress.cases import Subject
+from ablations.regress.subjects import Subject
 
 
 def case_confidence(cases: int, confidence: float = CONFIDENCE) -> float:

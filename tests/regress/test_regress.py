@@ -97,7 +97,7 @@ def test_block_cases_build_from_a_tree_with_bias_as_a_choice_and_from_one_with_m
     import types
 
     import components
-    from ablations.regress.cases import arch
+    from ablations.regress.architecture import arch
 
     llama = arch(components, pos="rope", norm="rmsnorm", ffn="swiglu", attn="gqa", kv=2, bias="off")
     assert not llama.bias.enabled and arch(components).bias.enabled
