@@ -34,13 +34,25 @@ import torch
 
 from ablations.config.errors import UsageError, command, prog
 from ablations.measure.intervals import Precision
-from ablations.regress import callgrind, comparable, paired, summary
+from ablations.regress import callgrind, comparable, paired
 from ablations.regress.architecture import arch, split_overrides
+from ablations.regress.case_counts import counts, plural, regressed_text
 from ablations.regress.cases import CASE_SETS, Case, all_cases, select
 from ablations.regress.confirm import confirm
+from ablations.regress.history import history_figure, history_table
+from ablations.regress.outcome_lines import (
+    case_text,
+    confirmed_text,
+    identical_text,
+    not_compared_lines,
+    not_judged_lines,
+    regression_lines,
+)
 from ablations.regress.paired import case_confidence, decided, judge, pooled_rows, tests_in, time_case
 from ablations.regress.plugin_trees import load_head_plugin, plugin_root, plugin_trees
+from ablations.regress.report_files import benchmark_json, write_all
 from ablations.regress.subjects import Subject
+from ablations.regress.summary import base_text, head_text, machine, markdown
 from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree, identical_source, resolve
 from ablations.results.provenance import malloc_setting
 from components.plugins import PluginError
@@ -284,8 +296,8 @@ def run_check(args: argparse.Namespace) -> int:
         default_out = args.plugin / "results" / "regress" if args.plugin else DEFAULT_OUT
         out = writable(args.out or default_out / time.strftime("%Y-%m-%d_%H-%M-%S"))
         torch.set_num_threads(args.threads)
-        sides = (f"{summary.head_text(head.revision)} against "
-                 f"{summary.base_text({'revision': base.revision, 'asked': args.base, 'merge_base_of': of})}")
+        sides = (f"{head_text(head.revision)} against "
+                 f"{base_text({'revision': base.revision, 'asked': args.base, 'merge_base_of': of})}")
         same = 0 if args.time_identical else identical_source(base, head)
         if same:
             return report_identical(args, base, head, of, same, out, started)
@@ -299,14 +311,14 @@ def run_check(args: argparse.Namespace) -> int:
             rows.append(row)
             for side, data in sides.items():
                 times[side][case.name] = data
-            shown = summary.case_text(row)  # a case not judged says how many rounds would judge it
+            shown = case_text(row)  # a case not judged says how many rounds would judge it
             print(f"[{i}/{len(cases)}] {case.name}: {shown} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
         note = count_instructions(rows, base, head, args, out)
     groups = pooled_rows(rows, args.threshold / 100, confidence, first=args.min_rounds)
     again = 0 if args.no_confirm else confirm(args, base.revision, rows, groups, out / "confirmation")
     if again:
-        print(f"{PROG}: {summary.plural(again, 'time regression')} timed again in a fresh process: "
-              f"{summary.confirmed_text(rows, groups)}", file=sys.stderr)
+        print(f"{PROG}: {plural(again, 'time regression')} timed again in a fresh process: "
+              f"{confirmed_text(rows, groups)}", file=sys.stderr)
     marked = intended(head) if args.honour_marker else None
     report = {
         **sides_of(args, base, head, of), "callgrind_threshold_pct": args.callgrind_threshold,
@@ -316,20 +328,20 @@ def run_check(args: argparse.Namespace) -> int:
         "wall_s": time.monotonic() - started,
         "intended_note": f"regressions intended: {INTENDED_MARKER} in commit {marked}" if marked else "",
     }
-    report["regressions"] = summary.regression_lines(report)
-    report["not_compared"] = summary.not_compared_lines(report)
-    report["not_judged"] = summary.not_judged_lines(report)
-    report["counts"] = summary.counts(report)
+    report["regressions"] = regression_lines(report)
+    report["not_compared"] = not_compared_lines(report)
+    report["not_judged"] = not_judged_lines(report)
+    report["counts"] = counts(report)
     report["verdict"] = "regression" if report["regressions"] else "ok"
-    summary.write_all(report, {side: summary.benchmark_json(report, side, times[side]) for side in times}, out)
-    print(summary.markdown(report))
+    write_all(report, {side: benchmark_json(report, side, times[side]) for side in times}, out)
+    print(markdown(report))
     for line in report["regressions"]:
         print(line, file=sys.stderr)
     if report["regressions"]:
-        print(f"{PROG}: {summary.regressed_text(report)}", file=sys.stderr)
+        print(f"{PROG}: {regressed_text(report)}", file=sys.stderr)
     print(f"{PROG}: reports in {out}", file=sys.stderr)
     if report["regressions"] and marked:
-        print(f"{PROG}: {summary.regressed_text(report)}, intended by {INTENDED_MARKER} in {marked}: not failing",
+        print(f"{PROG}: {regressed_text(report)}, intended by {INTENDED_MARKER} in {marked}: not failing",
               file=sys.stderr)
         return 0
     return 1 if report["regressions"] else 0
@@ -338,7 +350,7 @@ def run_check(args: argparse.Namespace) -> int:
 def sides_of(args: argparse.Namespace, base: Tree, head: Tree, of: str | None) -> dict:
     """What every report opens with: the two sides compared, where, with which torch, when, at what threshold."""
     return {"base": {"asked": args.base, "revision": base.revision, "merge_base_of": of},
-            "head": {"revision": head.revision}, "machine": summary.machine(), "threshold_pct": args.threshold,
+            "head": {"revision": head.revision}, "machine": machine(), "threshold_pct": args.threshold,
             "torch": torch.__version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
@@ -348,9 +360,9 @@ def report_identical(args: argparse.Namespace, base: Tree, head: Tree, of: str |
     the report says so (and which revisions) instead of timing noise."""
     report = {**sides_of(args, base, head, of), "identical_source": {"files": files, "packages": list(head.packages)},
               "cases": [], "groups": [], "wall_s": time.monotonic() - started, "regressions": [], "verdict": "ok"}
-    summary.write_all(report, {}, out)
-    print(summary.markdown(report))
-    print(f"{PROG}: {summary.identical_text(report)}", file=sys.stderr)
+    write_all(report, {}, out)
+    print(markdown(report))
+    print(f"{PROG}: {identical_text(report)}", file=sys.stderr)
     print(f"{PROG}: reports in {out}", file=sys.stderr)
     return 0
 
@@ -375,13 +387,13 @@ def with_plugin(args: argparse.Namespace) -> None:
 def run_history(folder: Path, case: str, threshold: float, out: Path | None) -> int:
     if not folder.is_dir():
         raise UsageError(f"--history {folder}: not a folder")
-    table = summary.history_table(folder, case)
+    table = history_table(folder, case)
     if table.empty:
         raise UsageError(f"--history: no stored run under {folder} has case {case!r}")
     path = out or folder / f"history-{case.replace('/', '_')}.png"
     if path.suffix != ".png":
         path = path / f"history-{case.replace('/', '_')}.png"
-    print(summary.history_figure(table, case, threshold, path))
+    print(history_figure(table, case, threshold, path))
     return 0
 
 

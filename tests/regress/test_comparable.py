@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from ablations.measure.timing import PairedTiming
-from ablations.regress import cli, comparable, summary
+from ablations.regress import cli, comparable, outcome_lines, report_files
 from ablations.regress.cases import Case, all_cases
 from ablations.regress.trees import REPO, Tree, head_tree
 
@@ -126,12 +126,12 @@ def test_the_check_reports_not_compared_cases_apart_and_exits_0(tmp_path, timer,
     out = tmp_path / "out"
     status = cli.main(["HEAD", "-k", "*/mha-w64/forward", "--no-callgrind", "--rounds", "6", "--out", str(out)])
     assert status == 0 and timer == []
-    report = json.loads((out / summary.REPORT_JSON).read_text())
+    report = json.loads((out / report_files.REPORT_JSON).read_text())
     assert report["verdict"] == "ok" and report["regressions"] == [] and report["groups"] == []
     reason = "the base does not declare attn.window as a setting"
     assert [line.split(" (")[0] for line in report["not_compared"]] == [
         f"not compared: attn/mha-w64/forward: {reason}", f"not compared: block/mha-w64/forward: {reason}"]
-    text = (out / summary.SUMMARY_MD).read_text()
+    text = (out / report_files.SUMMARY_MD).read_text()
     assert "**no regression**: 0 of 0 cases regressed, 0 passed, 0 not judged; 2 cases not compared (below)." in text
     assert report["counts"]["not_compared"] == 2 and report["not_judged"] == []
     assert f"| `attn/mha-w64/forward` | — | not compared: {reason}" in text
@@ -147,6 +147,6 @@ def test_a_not_compared_case_is_never_a_regression_or_in_a_group():
     (group,) = pooled_rows(rows, 0.02, 0.99)
     assert group["cases"] == 2 and group["rounds"] == 24
     report = {"cases": rows, "groups": [group], "threshold_pct": 2.0, "callgrind_threshold_pct": 1.0}
-    assert summary.regression_lines(report) == []
-    assert summary.not_compared_lines(report) == ["not compared: block/mha-w64/forward: r"]
+    assert outcome_lines.regression_lines(report) == []
+    assert outcome_lines.not_compared_lines(report) == ["not compared: block/mha-w64/forward: r"]
 

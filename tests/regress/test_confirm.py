@@ -12,7 +12,7 @@ import torch
 
 from ablations.measure.intervals import median_interval
 from ablations.measure.timing import PairedTiming
-from ablations.regress import cli, confirm, summary
+from ablations.regress import case_counts, cli, confirm, outcome_lines, report_files
 from ablations.regress.cases import CI_CASES
 from ablations.regress.confirm import NOT_CONFIRMED
 from ablations.regress.paired import case_confidence, judge
@@ -105,16 +105,16 @@ def test_apply_keeps_a_confirmed_regression_and_downgrades_one_the_fresh_process
     assert groups[0]["verdict"] == "regression"
     assert groups[0]["confirmation"] == {"error": "not timed again (missing from its report)"}
     report = {"cases": rows, "groups": groups, "threshold_pct": 2.0, "callgrind_threshold_pct": 1.0}
-    assert summary.regression_lines(report) == [
+    assert outcome_lines.regression_lines(report) == [
         "regression: a/x/forward: time head/base 1.100 [1.050, 1.200] (> 1 + 2%); in a fresh process "
         "1.120 [1.060, 1.200] regression",
         "regression: a/*/forward (3 cases, 36 rounds pooled): time head/base 1.050 [1.030, 1.070] (> 1 + 2%); "
         "not timed again (missing from its report)"]
-    assert summary.not_confirmed_lines(report) == [
+    assert outcome_lines.not_confirmed_lines(report) == [
         "not confirmed: a/y/forward: 1.100 [1.050, 1.200] here; in a fresh process 1.000 [0.990, 1.010] unchanged"]
-    n = summary.counts(report)
+    n = case_counts.counts(report)
     assert (n["regressed"], n["not_confirmed"], n["passed"]) == (1, 1, 1)
-    assert summary.confirmed_text(rows, groups) == ("1 confirmed, 1 not confirmed; not timed again (missing from "
+    assert outcome_lines.confirmed_text(rows, groups) == ("1 confirmed, 1 not confirmed; not timed again (missing from "
                                                     "its report): the regression stands")
 
 
@@ -156,8 +156,8 @@ def test_a_check_of_identical_source_times_nothing_and_says_so(tmp_path, monkeyp
     said = ("no regression: head and base have byte-identical source in the timed packages (21 files of components), "
             "so no case can differ; nothing was timed (--time-identical times them anyway)")
     assert f"blockbench regress: {said}" in captured.err
-    assert said.replace("no regression:", "**no regression**:") in (out / summary.SUMMARY_MD).read_text()
-    report = json.loads((out / summary.REPORT_JSON).read_text())
+    assert said.replace("no regression:", "**no regression**:") in (out / report_files.SUMMARY_MD).read_text()
+    report = json.loads((out / report_files.REPORT_JSON).read_text())
     assert report["verdict"] == "ok" and report["cases"] == [] and report["identical_source"]["files"] == 21
     assert report["base"]["revision"] == resolve("HEAD")
 
@@ -184,9 +184,9 @@ def test_a_regression_the_fresh_process_does_not_flag_fails_nothing(tmp_path, mo
     assert status == 0, err
     assert asked and asked[0][asked[0].index("-k") + 1] == "norm/rmsnorm/forward" and "--no-confirm" in asked[0]
     assert "blockbench regress: 1 time regression timed again in a fresh process: 0 confirmed, 1 not confirmed" in err
-    report = json.loads((out / summary.REPORT_JSON).read_text())
+    report = json.loads((out / report_files.REPORT_JSON).read_text())
     assert report["verdict"] == "ok" and report["counts"]["not_confirmed"] == 1 and report["confirm"]
-    text = (out / summary.SUMMARY_MD).read_text()
+    text = (out / report_files.SUMMARY_MD).read_text()
     assert "**no regression**: 0 of 1 case regressed, 0 passed, 0 not judged, 1 not confirmed." in text
     assert ("- not confirmed: norm/rmsnorm/forward: 1.300 [1.300, 1.300] here; in a fresh process 1.000 [0.990, "
             "1.010] unchanged") in text

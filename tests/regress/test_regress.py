@@ -17,7 +17,7 @@ from scipy import stats
 from ablations.config.columns import name_in
 from ablations.measure.intervals import Interval, median_interval
 from ablations.measure.timing import PairedTiming
-from ablations.regress import callgrind, cli, summary
+from ablations.regress import callgrind, cli, history, outcome_lines, report_files, summary
 from ablations.regress.cases import CI_CASES, all_cases, block_variants, select
 from ablations.regress.paired import verdict
 from ablations.regress.trees import REPO, SetupError, Tree, base_tree, head_tree, resolve
@@ -226,8 +226,8 @@ def fake_report(ratio: float = 1.0, lo: float = 0.99, hi: float = 1.01, cg: floa
 
 
 def test_regression_lines_name_the_case_ratio_and_interval_for_each_signal():
-    assert summary.regression_lines(fake_report()) == []
-    lines = summary.regression_lines(fake_report(1.2, 1.1, 1.3, cg=1.05))
+    assert outcome_lines.regression_lines(fake_report()) == []
+    lines = outcome_lines.regression_lines(fake_report(1.2, 1.1, 1.3, cg=1.05))
     assert lines == ["regression: norm/rmsnorm/forward: time head/base 1.200 [1.100, 1.300] (> 1 + 5%)",
                      "regression: norm/rmsnorm/forward: instructions head/base 1.0500 (> 1 + 1%)"]
 
@@ -266,7 +266,7 @@ def test_a_case_the_head_cannot_run_fails_the_check_and_one_the_base_cannot_is_n
     assert row["verdict"] == "failure"
     report = fake_report()
     report["cases"] = [row]
-    assert summary.regression_lines(report) == ["failure: norm/x/forward: the head cannot run it: RuntimeError: "
+    assert outcome_lines.regression_lines(report) == ["failure: norm/x/forward: the head cannot run it: RuntimeError: "
                                                 "head broke it"]
 
 
@@ -274,9 +274,9 @@ def test_reports_are_written_and_the_side_json_is_pytest_benchmark_compatible(tm
     step_summary = tmp_path / "step.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
     report = fake_report()
-    sides = {s: summary.benchmark_json(report, s, {"norm/rmsnorm/forward": [1e-4, 1.1e-4, 0.9e-4]})
+    sides = {s: report_files.benchmark_json(report, s, {"norm/rmsnorm/forward": [1e-4, 1.1e-4, 0.9e-4]})
              for s in ("base", "head")}
-    summary.write_all(report, sides, tmp_path / "out")
+    report_files.write_all(report, sides, tmp_path / "out")
     assert json.loads((tmp_path / "out" / "regress.json").read_text())["cases"][0]["name"] == "norm/rmsnorm/forward"
     assert "no regression" in (tmp_path / "out" / "summary.md").read_text()
     assert step_summary.read_text() == (tmp_path / "out" / "summary.md").read_text() + "\n"
@@ -356,12 +356,12 @@ def test_history_keeps_machines_and_torch_versions_apart(tmp_path):
     for i, (machine, version, ratio) in enumerate(runs):
         report = fake_report(ratio, ratio - 0.01, ratio + 0.01)
         report.update(machine=machine, torch=version, time=f"2026-12-0{i + 1}T00:00:00+0000")
-        summary.write_all(report, {}, tmp_path / f"run{i}")
-    table = summary.history_table(tmp_path, "norm/rmsnorm/forward")
+        report_files.write_all(report, {}, tmp_path / f"run{i}")
+    table = history.history_table(tmp_path, "norm/rmsnorm/forward")
     assert list(table["series"]) == ["cpu A, 2 cores, x86_64; torch 2.13", "cpu B, 16 cores, x86_64; torch 2.13",
                                      "cpu A, 2 cores, x86_64; torch 2.14", "cpu A, 2 cores, x86_64; torch 2.13"]
     assert table["series"].nunique() == 3
-    png = summary.history_figure(table, "norm/rmsnorm/forward", 5.0, tmp_path / "h.png")
+    png = history.history_figure(table, "norm/rmsnorm/forward", 5.0, tmp_path / "h.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert summary.machine().count(",") >= 2  # model, cores, architecture
 
@@ -370,11 +370,11 @@ def test_history_draws_a_case_over_stored_runs(tmp_path):
     for i, ratio in enumerate((1.0, 1.02, 1.12)):
         report = fake_report(ratio, ratio - 0.01, ratio + 0.01)
         report["time"] = f"2026-12-0{i + 1}T00:00:00+0000"
-        summary.write_all(report, {}, tmp_path / f"run{i}")
-    table = summary.history_table(tmp_path, "norm/rmsnorm/forward")
+        report_files.write_all(report, {}, tmp_path / f"run{i}")
+    table = history.history_table(tmp_path, "norm/rmsnorm/forward")
     assert list(table["ratio"]) == [1.0, 1.02, 1.12]
     assert list(table["verdict"]) == ["unchanged", "unchanged", "regression"]
-    png = summary.history_figure(table, "norm/rmsnorm/forward", 5.0, tmp_path / "h.png")
+    png = history.history_figure(table, "norm/rmsnorm/forward", 5.0, tmp_path / "h.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -446,9 +446,9 @@ def test_a_shared_slowdown_each_case_hides_behind_one_low_round_is_caught_by_its
     # Sequential rounds: only each case's first rounds pool (how many more it took depended on its rounds).
     assert pooled_rows(rows, 0.02, level, first=6)[0]["rounds"] == 96
     report = dict(fake_report(), threshold_pct=2.0, groups=[group])
-    assert summary.regression_lines(report) == [
-        f"regression: block/*/forward (16 cases, 192 rounds pooled): time head/base {summary.fmt_interval(group)} "
-        "(> 1 + 2%)"]
+    assert outcome_lines.regression_lines(report) == [
+        "regression: block/*/forward (16 cases, 192 rounds pooled): time head/base "
+        f"{outcome_lines.fmt_interval(group)} (> 1 + 2%)"]
     text = summary.markdown(report)
     assert ("**regression**: 0 of 1 case regressed, 1 passed, 0 not judged; 1 of 1 group regressed, 0 passed, 0 not "
             "judged." in text and "| `block/*/forward` | 16 | 192 |" in text)
