@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ablations.config.errors import UsageError
 from ablations.regress.confirm import NOT_CONFIRMED
 from ablations.regress.paired import NOT_JUDGED
 from ablations.regress.report_files import REPORT_JSON
@@ -59,3 +60,16 @@ def history_figure(table: pd.DataFrame, case: str, threshold_pct: float, path: P
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def run_history(folder: Path, case: str, threshold: float, out: Path | None) -> int:
+    if not folder.is_dir():
+        raise UsageError(f"--history {folder}: not a folder")
+    table = history_table(folder, case)
+    if table.empty:
+        raise UsageError(f"--history: no stored run under {folder} has case {case!r}")
+    path = out or folder / f"history-{case.replace('/', '_')}.png"
+    if path.suffix != ".png":
+        path = path / f"history-{case.replace('/', '_')}.png"
+    print(history_figure(table, case, threshold, path))
+    return 0

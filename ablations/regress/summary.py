@@ -3,9 +3,6 @@ case and group, and why any case was not judged, not confirmed or not compared."
 
 from __future__ import annotations
 
-import os
-import platform
-
 from ablations.regress.case_counts import counts, failed_text, plural, regressed_cases_text, unconfirmed_text
 from ablations.regress.outcome_lines import (
     case_text,
@@ -38,18 +35,6 @@ def base_text(base: dict) -> str:
     of = base.get("merge_base_of")
     how = f"merge base of `{of}` and HEAD" if of else f"`{base['asked']}`"
     return f"base `{base['revision'][:12]}` ({how})"
-
-
-def machine() -> str:
-    """The series a stored run belongs to, by the hardware it ran on: CPU model, logical cores, architecture
-    (host names of CI runners change every run; the hardware is what a ratio depends on)."""
-    model = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    return f"{model or platform.processor() or 'unknown CPU'}, {os.cpu_count()} cores, {platform.machine()}"
 
 
 def headline(report: dict) -> str:

@@ -1,5 +1,5 @@
-"""Building a case in a tree that lacks part of today's API, so that a base revision without it still compares: a
-tree without declared choices (its config classes), without the bias group, or without ``new_cache``."""
+"""Building a case in a tree without part of the API the cases use, so that a base revision without it still
+compares: a tree without declared choices (its config classes), without the bias group, or without ``new_cache``."""
 
 from __future__ import annotations
 

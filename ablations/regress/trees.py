@@ -22,31 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from ablations.config.paths import ROOT
+from ablations.regress.revisions import REPO, git, resolve
+from ablations.regress.setup_error import SetupError
 
 # The packages whose code is timed; everything else (torch, the harness, the case definitions) is shared.
 TIMED_PACKAGES = ("components",)
-REPO = ROOT  # the repository: regress needs a source checkout
-
-
-class SetupError(Exception):
-    """The comparison cannot start: bad revision, a tree that does not import. One line for the user."""
-
-
-def git(*args: str, repo: Path = REPO) -> str:
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
-    if proc.returncode:
-        raise SetupError(f"git {' '.join(args)}: {proc.stderr.strip().splitlines()[-1] if proc.stderr else 'failed'}")
-    return proc.stdout.strip()
-
-
-def resolve(rev: str, repo: Path = REPO) -> str:
-    """The full commit hash of ``rev``; SetupError naming it when git does not know it."""
-    try:
-        return git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", repo=repo)
-    except SetupError:
-        raise SetupError(f"BASE={rev!r} is not a git revision of {repo} (try HEAD~1, origin/main, a tag or a commit)") \
-            from None
 
 
 def extract(sha: str, dest: Path, repo: Path = REPO) -> Path:

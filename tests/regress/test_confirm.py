@@ -12,12 +12,13 @@ import torch
 
 from ablations.measure.intervals import median_interval
 from ablations.measure.timing import PairedTiming
-from ablations.regress import case_counts, cli, confirm, outcome_lines, report_files
+from ablations.regress import case_counts, check, cli, confirm, measure_case, outcome_lines, report_files
 from ablations.regress.cases import CI_CASES
 from ablations.regress.confirm import NOT_CONFIRMED
 from ablations.regress.paired import case_confidence, judge
 from ablations.regress.paired import tests_in as family_of
-from ablations.regress.trees import REPO, Tree, base_tree, identical_source, resolve, source_files
+from ablations.regress.revisions import REPO, resolve
+from ablations.regress.trees import Tree, base_tree, identical_source, source_files
 
 THRESHOLD = 0.02
 CI_LEVEL = case_confidence(family_of(list(CI_CASES)))
@@ -148,8 +149,8 @@ def test_a_check_of_identical_source_times_nothing_and_says_so(tmp_path, monkeyp
     def no_timing(*_: object, **__: object) -> None:
         raise AssertionError("identical source was timed")
 
-    monkeypatch.setattr(cli, "time_case", no_timing)
-    monkeypatch.setattr(cli, "identical_source", lambda base, head: 21)
+    monkeypatch.setattr(measure_case, "time_case", no_timing)
+    monkeypatch.setattr(check, "identical_source", lambda base, head: 21)
     out = tmp_path / "out"
     assert cli.main(["HEAD", "--cases", "ci", "--out", str(out)]) == 0
     captured = capsys.readouterr()
@@ -173,9 +174,9 @@ def test_a_regression_the_fresh_process_does_not_flag_fails_nothing(tmp_path, mo
         return {"norm/rmsnorm/forward": {"name": "norm/rmsnorm/forward", "ratio": 1.0, "lo": 0.99, "hi": 1.01,
                                          "verdict": "unchanged", "rounds": 6}}
 
-    monkeypatch.setattr(cli, "time_case", slow)
+    monkeypatch.setattr(measure_case, "time_case", slow)
     monkeypatch.setattr(confirm, "run", fresh)
-    monkeypatch.setattr(cli, "base_tree", lambda rev, dest: Tree("base", REPO, resolve("HEAD")))
+    monkeypatch.setattr(check, "base_tree", lambda rev, dest: Tree("base", REPO, resolve("HEAD")))
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # the test process keeps its threads
     out = tmp_path / "out"
     status = cli.main(["HEAD", "-k", "norm/rmsnorm/forward", "--no-callgrind", "--rounds", "6", "--time-identical",

@@ -13,9 +13,10 @@ import torch
 
 from ablations.measure.intervals import Interval, median_interval
 from ablations.measure.timing import PairedTiming
-from ablations.regress import case_counts, cli, history, outcome_lines, report_files, summary
+from ablations.regress import case_counts, check, cli, history, measure_case, outcome_lines, report_files, summary
 from ablations.regress.paired import NOT_JUDGED, judge, pooled_rows, rounds_to_judge
-from ablations.regress.trees import REPO, Tree, resolve
+from ablations.regress.revisions import REPO, resolve
+from ablations.regress.trees import Tree
 
 
 def row(name: str, lo: float, hi: float, threshold: float = 0.02, cg: float | None = None, rounds: int = 12) -> dict:
@@ -83,9 +84,9 @@ def test_the_check_prints_and_stores_the_counts(tmp_path, monkeypatch, capsys):
         ratios = next(spreads)
         return PairedTiming(ratios, [1.0] * len(ratios))
 
-    monkeypatch.setattr(cli, "time_case", time_case)
-    monkeypatch.setattr(cli, "base_tree", lambda rev, dest: Tree("base", REPO, resolve("HEAD")))
-    monkeypatch.setattr(cli, "intended", lambda head: "c" * 12)
+    monkeypatch.setattr(measure_case, "time_case", time_case)
+    monkeypatch.setattr(check, "base_tree", lambda rev, dest: Tree("base", REPO, resolve("HEAD")))
+    monkeypatch.setattr(check, "intended", lambda root, revision: "c" * 12)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # the test process keeps its threads
     out = tmp_path / "out"
     # The base is the head's own folder, so the source is the same: --time-identical times it anyway, and the
