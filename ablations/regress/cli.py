@@ -45,8 +45,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("base", nargs="?", help="git revision to compare the working tree against (HEAD~1, origin/main)")
     p.add_argument("--merge-base", action="store_true",
                    help="compare against the merge base of BASE and HEAD (what a pull request changes), not BASE")
-    # 2, not 5: 20 same-code runs of all 79 default cases flagged nothing even at 1% (docs/regression.md), and at 5%
-    # a slowdown of about 5% is at the edge by construction and was caught in none of 10 runs.
+    # 2, not 5: same-code runs of the default cases flag nothing even at 1%, while at 5% a slowdown of about 5% sits
+    # on the edge and goes uncaught (docs/regression.md).
     p.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                    help="time: regression when the 95%% interval of head/base lies above 1 + PCT%% (default 2); "
                         "an interval wider than 2 x PCT%% and past neither 1 - PCT%% nor 1 + PCT%% is not judged")

@@ -90,7 +90,7 @@ class Tree:
                 loaded = Path(sys.modules[package].__file__ or "").resolve()
                 if self.root.resolve() not in loaded.parents:
                     raise ImportError(f"{package} came from {loaded}, not from {self.root}")
-            # A tree that loads plugins imports them now, into its own registries (an older one has none to load).
+            # A tree that loads plugins imports them now, into its own registries (one without plugins has none).
             sys.modules["components"].choices()
         except Exception as exc:  # any error while importing the tree is this tree's setup problem
             raise SetupError(f"the {self.label} tree ({self.revision[:12]}) does not import: "
