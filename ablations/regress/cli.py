@@ -18,6 +18,8 @@ packages have byte-identical source are not timed at all (``--time-identical`` t
 (a case regressed if any of its signals did), then the signals. Exit status: 0 no regression, 1 a regression (one
 line per case, group and signal), 2 a setup problem (unknown revision, a tree that does not import, a filter that
 matches nothing), decided before any timing.
+
+This module is the command line (its arguments, ``main``); one check runs in ``ablations.regress.check``.
 """
 
 from __future__ import annotations

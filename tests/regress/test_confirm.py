@@ -25,7 +25,7 @@ CI_LEVEL = case_confidence(family_of(list(CI_CASES)))
 
 
 def timed_row(name: str, ratios: list[float]) -> dict:
-    """A case's row as ``cli.measure`` leaves it, from its rounds' head/base ratios, at the CI check's level."""
+    """A case's row as ``measure_case.measure`` leaves it, from its rounds' head/base ratios at the CI check's level."""
     iv = median_interval(ratios, CI_LEVEL)
     return {"name": name, "ratio": iv.median, "lo": iv.lo, "hi": iv.hi, "rounds": len(ratios),
             "verdict": judge(iv, THRESHOLD)}

@@ -20,7 +20,7 @@ from ablations.regress.trees import Tree
 
 
 def row(name: str, lo: float, hi: float, threshold: float = 0.02, cg: float | None = None, rounds: int = 12) -> dict:
-    """A timed case's row as ``cli.measure`` leaves it (``cg``: its instructions head/base, when counted)."""
+    """A timed case's row as ``measure_case.measure`` leaves it (``cg``: its instructions head/base, when counted)."""
     iv = Interval((lo + hi) / 2, lo, hi, 0.99)
     out = {"name": name, "counted": cg is not None, "ratio": iv.median, "lo": lo, "hi": hi, "coverage": 0.99,
            "verdict": judge(iv, threshold), "rounds": rounds, "stopped": "fixed", "base_median_s": 1e-3}
