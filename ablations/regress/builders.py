@@ -25,6 +25,7 @@ from components import POSITIONS, ArchConfig, ModelConfig, choice
 
 
 def norm_case(name: str, mode: str) -> Callable[[ModuleType], Subject]:
+    """Norm ``name`` alone over ``NORM_SHAPE``'s rows."""
     def build(c: ModuleType) -> Subject:
         rows, width = NORM_SHAPE
         norm = c.NORMS.get(name)(width, eps=1e-5)
@@ -33,6 +34,7 @@ def norm_case(name: str, mode: str) -> Callable[[ModuleType], Subject]:
 
 
 def ffn_case(name: str, mode: str) -> Callable[[ModuleType], Subject]:
+    """FFN ``name`` alone at the block's tokens."""
     def build(c: ModuleType) -> Subject:
         ffn = c.FFNS.get(name)(arch(c, ffn=name))
         return timed_call(mode, ffn, [torch.randn(*FFN_SHAPE, D_MODEL)], list(ffn.parameters()))
@@ -74,6 +76,7 @@ def pos_timed(name: str) -> bool:
 
 
 def attn_case(overrides: dict[str, object], mode: str) -> Callable[[ModuleType], Subject]:
+    """Attention alone at ``overrides``: over ``ATTN_SHAPE``, or one decode step with its own one-layer cache."""
     def build(c: ModuleType) -> Subject:
         cfg = arch(c, **overrides)
         attn = c.ATTENTIONS.get(cfg.attn.name)(cfg)
@@ -86,6 +89,7 @@ def attn_case(overrides: dict[str, object], mode: str) -> Callable[[ModuleType],
 
 
 def block_case(overrides: dict[str, object], mode: str) -> Callable[[ModuleType], Subject]:
+    """A one-layer decoder at ``overrides``: over ``BLOCK_SHAPE``, or one decode step with its KV cache."""
     def build(c: ModuleType) -> Subject:
         model = c.build_decoder(arch(c, **overrides))
         if mode == "decode":

@@ -28,6 +28,8 @@ def history_table(folder: Path, case: str) -> pd.DataFrame:
 
 
 def history_figure(table: pd.DataFrame, case: str, threshold_pct: float, path: Path) -> Path:
+    """``table`` (``history_table``) drawn at ``path``: each run's ratio with its interval and verdict, one line per
+    machine and torch series, the threshold's edges dashed; returns ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -63,6 +65,8 @@ def history_figure(table: pd.DataFrame, case: str, threshold_pct: float, path: P
 
 
 def run_history(folder: Path, case: str, threshold: float, out: Path | None) -> int:
+    """``--history FOLDER CASE``: the figure of ``case`` over the runs stored under ``folder``, written to ``out`` (a
+    PNG, or a folder for it; by default in ``folder``) and its path printed."""
     if not folder.is_dir():
         raise UsageError(f"--history {folder}: not a folder")
     table = history_table(folder, case)
