@@ -23,8 +23,9 @@ import torch
 
 from ablations.measure.intervals import fewest_rounds, median_interval
 from ablations.measure.tuned_malloc import reexec_with_tuned_malloc
-from ablations.regress.cases import BLOCK_SHAPE, D_MODEL, GQA_KV_HEADS, MAX_SEQ_LEN, N_HEADS, Subject, timed_call
 from ablations.regress.paired import case_confidence, time_case, verdict
+from ablations.regress.shapes import BLOCK_SHAPE, D_MODEL, GQA_KV_HEADS, MAX_SEQ_LEN, N_HEADS
+from ablations.regress.subjects import Subject, timed_call
 from components import ModelConfig, build_decoder, llama2_block
 
 # (a, b) of each pair: the ratio is interleaved / half.

@@ -139,7 +139,7 @@ def _attn_row(arch: ArchConfig) -> dict[str, object]:
 def _attn_from_row(row: Mapping[str, object]) -> AttnConfig:
     """By KV heads: a row's ``gqa`` at every head's own KV head is MHA (the kernels and bytes are MHA's); MLA by its
     name, with its sizes (null where they are the defaults at the row's head size, as a default point was
-    configured). A row from before windows or MLA has neither column: no window."""
+    configured). A row without either column (no ``window``, no MLA sizes) has no window."""
     window = _int_or_none(row.get("window"))
     if str(row.get("attn")) == "mla":
         sizes = {k: _int_or_none(row.get(k)) for k in _ROW_SIZES}

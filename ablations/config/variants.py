@@ -110,7 +110,7 @@ def baseline_of(arch: ArchConfig, name: str = "gpt2", kv_heads: int | None = Non
 
 
 def baseline_of_row(row: Mapping[str, Any], arch: ArchConfig) -> ArchConfig:
-    """The block a result row's point was paired with (GPT-2's in a table from before ``baseline`` existed)."""
+    """The block a result row's point was paired with (GPT-2's in a table without a ``baseline`` column)."""
     name, kv = row.get("baseline"), row.get("baseline_kv_heads")
     name = name if isinstance(name, str) else "gpt2"
     return baseline_of(arch, name, int(kv) if isinstance(kv, (int, float)) and kv == kv else None)

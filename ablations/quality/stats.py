@@ -175,7 +175,7 @@ def _comparisons(quality: pd.DataFrame) -> tuple[list[dict], dict[int, PairedTes
 
 def _seed_rule_of(g: pd.DataFrame) -> dict:
     """How a variant's seeds were chosen, from its final-loss rows: the looks its stopping rule planned (1: fixed
-    seeds, and tables from before the rule), how it stopped, and its target."""
+    seeds, and tables without the rule's columns), how it stopped, and its target."""
     final = g[(g["metric"] == "val_loss") & (g["mode"] == "final")] if "looks" in g else g.iloc[:0]
     looks = pd.to_numeric(final.get("looks", pd.Series(dtype=float)), errors="coerce").max()
     stopped = final["stopped"].dropna() if "stopped" in final else pd.Series(dtype=object)

@@ -80,7 +80,7 @@ def _finals(rows: pd.DataFrame) -> dict[int, float]:
 def _group_keys(quality: pd.DataFrame) -> pd.DataFrame:
     quality = quality.copy()
     quality["corpus"] = quality["corpus"].fillna("") if "corpus" in quality else ""
-    for key in ("d_model", "train_steps"):  # -1: none (tables from before the column), as groupby drops NaN keys
+    for key in ("d_model", "train_steps"):  # -1: none (a table without the column), as groupby drops NaN keys
         values = quality[key] if key in quality else pd.Series(np.nan, index=quality.index)
         quality[key] = pd.to_numeric(values, errors="coerce").fillna(-1).astype(int)
     return quality

@@ -81,8 +81,8 @@ def worker(root: Path, out: Path, number: int, names: list[str]) -> None:
     """Under valgrind: build each case from ``root``'s components and count ``number`` calls of it."""
     import torch
 
-    # The cases are the harness's own (derived from its declared choices): listed before ``root``'s components
-    # replace the harness's, whose declarations an older tree does not have.
+    # The cases are the harness's own (derived from its declared choices), listed before ``root``'s components
+    # replace the harness's, since a base tree may lack the declarations they are derived from.
     from ablations.regress.cases import by_name
 
     cases = by_name(names)

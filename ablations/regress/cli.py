@@ -18,36 +18,27 @@ packages have byte-identical source are not timed at all (``--time-identical`` t
 (a case regressed if any of its signals did), then the signals. Exit status: 0 no regression, 1 a regression (one
 line per case, group and signal), 2 a setup problem (unknown revision, a tree that does not import, a filter that
 matches nothing), decided before any timing.
+
+This module is the command line (its arguments, ``main``); one check runs in ``ablations.regress.check``.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
-import statistics
 import sys
-import tempfile
-import time
 from pathlib import Path
-
-import torch
 
 from ablations.config.errors import UsageError, command, prog
 from ablations.measure.intervals import Precision
-from ablations.regress import callgrind, comparable, paired, summary
-from ablations.regress.cases import CASE_SETS, Case, Subject, all_cases, arch, select, split_overrides
-from ablations.regress.confirm import confirm
-from ablations.regress.paired import case_confidence, decided, judge, pooled_rows, tests_in, time_case
-from ablations.regress.plugin_trees import load_head_plugin, plugin_root, plugin_trees
-from ablations.regress.trees import REPO, SetupError, Tree, base_tree, git, head_tree, identical_source, resolve
-from ablations.results.provenance import malloc_setting
-from components.plugins import PluginError
+from ablations.regress.cases import CASE_SETS
+from ablations.regress.check import DEFAULT_OUT, run_check
+from ablations.regress.history import run_history
+from ablations.regress.plugin_trees import with_plugin
+from ablations.regress.revisions import INTENDED_MARKER
+from ablations.regress.selection import chosen_cases
+from ablations.regress.setup_error import SetupError
 
 PROG = prog("regress")
-DEFAULT_OUT = REPO / "results" / "runs" / "regress"
-# A commit whose message carries this says its slowdown is intended: with --honour-marker the check reports
-# the regression and exits 0.
-INTENDED_MARKER = "[perf-intended]"
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -56,8 +47,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("base", nargs="?", help="git revision to compare the working tree against (HEAD~1, origin/main)")
     p.add_argument("--merge-base", action="store_true",
                    help="compare against the merge base of BASE and HEAD (what a pull request changes), not BASE")
-    # 2, not 5: 20 same-code runs of all 79 default cases flagged nothing even at 1% (docs/regression.md), and at 5%
-    # a slowdown of about 5% is at the edge by construction and was caught in none of 10 runs.
+    # 2, not 5: same-code runs of the default cases flag nothing even at 1%, while at 5% a slowdown of about 5% sits
+    # on the edge and goes uncaught (docs/regression.md).
     p.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                    help="time: regression when the 95%% interval of head/base lies above 1 + PCT%% (default 2); "
                         "an interval wider than 2 x PCT%% and past neither 1 - PCT%% nor 1 + PCT%% is not judged")
@@ -113,274 +104,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if args.min_run_time <= 0 or args.warmup < 0 or args.threads < 1:
         raise UsageError("--min-run-time must be > 0, --warmup >= 0 and --threads >= 1")
     return args
-
-
-def chosen_cases(args: argparse.Namespace) -> list[Case]:
-    cases = select(args.cases, args.patterns)
-    if args.plugin and not args.all_cases:
-        cases = [c for c in cases if plugin_case(c, args.plugin_modules)]
-    unmatched = [p for p in args.patterns if not select(args.cases, [p])]
-    if not cases:
-        names = ", ".join(c.name for c in all_cases()[:3])
-        hint = segment_hint(args.cases, unmatched)
-        raise UsageError(f"-k {' -k '.join(args.patterns)} matches no case of --cases {args.cases}{hint} "
-                         f"(names look like {names}, ...; --list prints them all)")
-    for pattern in unmatched:  # the others matched: the check runs, and says what this one left out
-        print(f"{PROG}: -k {pattern} matches no case of --cases {args.cases}{segment_hint(args.cases, [pattern])}",
-              file=sys.stderr)
-    return cases
-
-
-def segment_hint(case_set: str, patterns: list[str]) -> str:
-    """For patterns that match no case in whole segments but are part of a name: how to ask for a part of a segment
-    (``-k '*llama*'``: a pattern matches whole segments)."""
-    names = [c.name for c in select(case_set)]
-    parts = [p for p in patterns if p and any(p in n for n in names)]
-    if not parts:
-        return ""
-    globs = " ".join(f"-k '*{p}*'" for p in parts)
-    return f"; -k matches whole segments of a name, so for a part of one: {globs}"
-
-
-def plugin_case(case: Case, modules: list[str]) -> bool:
-    """Whether ``case`` takes a choice or value the plugin (its ``modules``) declares."""
-    from components.plugins import shaping
-
-    values = {k: str(v) for k, v in case.overrides.items() if "." not in k and k != "kv"}
-    return any(p.module in modules for p in shaping(values))
-
-
-def build(tree: Tree, case: Case) -> tuple[Subject, object]:
-    """The case built from ``tree``'s code and called once (so a side that cannot run it says so here), and the
-    architecture the case's overrides give in that tree (what ``comparable.config_gap`` reads)."""
-    with tree.active() as components:
-        torch.manual_seed(0)  # both sides get the same weights and inputs
-        subject = case.build(components)
-        subject.call()
-        return subject, arch(components, **case.overrides)
-
-
-def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace,
-            confidence: float) -> tuple[dict, dict[str, list[float]]]:
-    """One case's row. A base that cannot run the case (an API it lacks) or does not implement what it asks for
-    (``ablations.regress.comparable``) leaves it ``not compared``, with the reason, untimed; a head that cannot run
-    it is a ``failure``, which fails the check like a regression."""
-    row: dict = {"name": case.name, "component": case.component, "variant": case.variant, "mode": case.mode,
-                 "shape": list(case.shape), "counted": case.counted}
-    # The base's declaration is read before anything is built: a setting it does not declare is not timed.
-    reason = comparable.declaration_gap(base.components, case.overrides)
-    built = {}
-    for tree in (base, head):
-        if reason and tree is base:
-            continue
-        try:
-            built[tree.label] = build(tree, case)
-        except Exception as exc:  # recorded on the case; the other cases still run
-            if tree is head:
-                row.update(verdict="failure", error=f"the head cannot run it: {type(exc).__name__}: {exc}")
-                return row, {}
-            reason = f"the base cannot run it: {type(exc).__name__}: {exc}"
-    if not reason:
-        (b, b_arch), (h, h_arch) = built["base"], built["head"]
-        groups = list(split_overrides(case.overrides)[0])
-        reason = comparable.config_gap(b_arch, h_arch, groups) or comparable.design_gap(b.design, h.design)
-    if reason:
-        row.update(verdict="not compared", reason=reason)
-        return row, {}
-    subjects = {label: subject for label, (subject, _) in built.items()}
-    rule = rounds_rule(args, confidence)
-    threshold = args.threshold / 100
-
-    def until(ratios: list[float]) -> bool:
-        return len(ratios) in rule.looks and decided(rule.interval(ratios), threshold)
-
-    timed = time_case(subjects["head"], subjects["base"], rounds=args.rounds, min_run_time=args.min_run_time,
-                      warmup=args.warmup, until=until if args.min_rounds is not None else None)
-    iv = rule.interval(timed.ratios)
-    row.update(ratio=iv.median, lo=iv.lo, hi=iv.hi, coverage=iv.coverage, verdict=judge(iv, threshold),
-               rounds=len(timed.ratios), stopped=("decided" if decided(iv, threshold) else "budget")
-               if args.min_rounds is not None else "fixed",
-               base_median_s=statistics.median(timed.b), head_median_s=statistics.median(timed.a),
-               ratios=timed.ratios, cpu_share=timed.cpu_share)
-    if row["verdict"] == paired.NOT_JUDGED:
-        row["rounds_to_judge"] = paired.rounds_to_judge(iv, len(timed.ratios), threshold)
-    return row, {"base": timed.b, "head": timed.a}
-
-
-def rounds_rule(args: argparse.Namespace, confidence: float) -> Precision:
-    """The case's rounds: exactly ``--rounds``, or sequential from ``--min-rounds`` with the looks' intervals held
-    at the case's Bonferroni level. The stopping test is ``decided`` (the verdict), not a width."""
-    return Precision(args.rounds if args.min_rounds is None else args.min_rounds, args.rounds, confidence=confidence)
-
-
-def count_instructions(rows: list[dict], base: Tree, head: Tree, args: argparse.Namespace, out: Path) -> str:
-    """Adds ``callgrind`` to each counted row; returns the sentence the summary says about it."""
-    names = [r["name"] for r in rows if r["counted"] and "ratio" in r]  # timed and compared
-    if args.no_callgrind:
-        return "Instruction counts: off (--no-callgrind)."
-    missing = callgrind.available()
-    if missing:
-        print(f"{PROG}: callgrind unavailable ({missing}): timing alone", file=sys.stderr)
-        return f"Instruction counts: not measured ({missing}); timing alone."
-    if not names:
-        return "Instruction counts: no counted case (norm and pos forward, attn decode) selected."
-    procs = {t.label: (callgrind.start(t.root, names, out / f"callgrind-{t.label}"), out / f"callgrind-{t.label}")
-             for t in (base, head)}
-    try:
-        counts = {label: callgrind.finish(proc, folder) for label, (proc, folder) in procs.items()}
-    except RuntimeError as exc:  # valgrind's fault, not the code's: the timing verdicts already taken still stand
-        print(f"{PROG}: callgrind failed ({exc}): timing alone", file=sys.stderr)
-        return f"Instruction counts: failed ({exc}); timing alone."
-    limit = 1 + args.callgrind_threshold / 100
-    for r in rows:
-        b, h = counts["base"].get(r["name"]), counts["head"].get(r["name"])
-        if b and h:
-            ratio = h / b
-            r["callgrind"] = {"base": b, "head": h, "ratio": ratio,
-                              "verdict": "regression" if ratio > limit else
-                              "improvement" if ratio < 2 - limit else "unchanged"}
-    return (f"Instructions per call (callgrind; norm and pos forward, attn decode): a regression above 1 + "
-            f"{args.callgrind_threshold:g}%.")
-
-
-def intended(head: Tree) -> str | None:
-    message = git("log", "-1", "--format=%B", "HEAD", repo=head.root)
-    return head.revision[:12] if INTENDED_MARKER in message and "+" not in head.revision else None
-
-
-def writable(out: Path) -> Path:
-    """The report folder, created and proven writable before any timing (a setup problem otherwise)."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=out).close()
-    except OSError as exc:
-        raise UsageError(f"--out {out}: cannot write the reports there ({exc.strerror or exc})") from None
-    return out
-
-
-def merge_base(rev: str, repo: Path = REPO) -> str:
-    """The commit where HEAD left ``rev``'s line: what a pull request's own changes are measured against (in
-    blockbench's repository, or the plugin's)."""
-    resolve(rev, repo)  # an unknown revision is named as such, not as a merge-base failure
-    try:
-        return git("merge-base", rev, "HEAD", repo=repo)
-    except Exception:
-        raise SetupError(f"BASE={rev!r} and HEAD have no merge base (unrelated histories?)") from None
-
-
-def run_check(args: argparse.Namespace) -> int:
-    started = time.monotonic()
-    of = args.base if args.merge_base else None
-    cases = chosen_cases(args)
-    confidence = case_confidence(tests_in([c.name for c in cases]))
-    asked = merge_base(args.base, args.plugin or REPO) if args.merge_base else args.base
-    with tempfile.TemporaryDirectory(prefix="regress-base-") as tmp:
-        if args.plugin:
-            base, head = (t.load() for t in plugin_trees(asked, args.plugin, Path(tmp)))
-        else:
-            base, head = base_tree(asked, Path(tmp)).load(), head_tree().load()
-        default_out = args.plugin / "results" / "regress" if args.plugin else DEFAULT_OUT
-        out = writable(args.out or default_out / time.strftime("%Y-%m-%d_%H-%M-%S"))
-        torch.set_num_threads(args.threads)
-        sides = (f"{summary.head_text(head.revision)} against "
-                 f"{summary.base_text({'revision': base.revision, 'asked': args.base, 'merge_base_of': of})}")
-        same = 0 if args.time_identical else identical_source(base, head)
-        if same:
-            return report_identical(args, base, head, of, same, out, started)
-        each = f"{args.rounds}" if args.min_rounds is None else f"{args.min_rounds} to {args.rounds}"
-        print(f"{PROG}: {len(cases)} case(s), {sides.replace('`', '')}, {each} paired rounds each",
-              file=sys.stderr)
-        rows, times = [], {"base": {}, "head": {}}
-        for i, case in enumerate(cases, 1):
-            row, sides = measure(case, base, head, args, confidence)
-            gc.collect()
-            rows.append(row)
-            for side, data in sides.items():
-                times[side][case.name] = data
-            shown = summary.case_text(row)  # a case not judged says how many rounds would judge it
-            print(f"[{i}/{len(cases)}] {case.name}: {shown} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
-        note = count_instructions(rows, base, head, args, out)
-    groups = pooled_rows(rows, args.threshold / 100, confidence, first=args.min_rounds)
-    again = 0 if args.no_confirm else confirm(args, base.revision, rows, groups, out / "confirmation")
-    if again:
-        print(f"{PROG}: {summary.plural(again, 'time regression')} timed again in a fresh process: "
-              f"{summary.confirmed_text(rows, groups)}", file=sys.stderr)
-    marked = intended(head) if args.honour_marker else None
-    report = {
-        **sides_of(args, base, head, of), "callgrind_threshold_pct": args.callgrind_threshold,
-        "rounds": args.rounds, "min_rounds": args.min_rounds, "case_confidence": confidence,
-        "min_run_time": args.min_run_time, "warmup": args.warmup, "threads": args.threads, "malloc": malloc_setting(),
-        "callgrind_note": note, "confirm": not args.no_confirm, "cases": rows, "groups": groups,
-        "wall_s": time.monotonic() - started,
-        "intended_note": f"regressions intended: {INTENDED_MARKER} in commit {marked}" if marked else "",
-    }
-    report["regressions"] = summary.regression_lines(report)
-    report["not_compared"] = summary.not_compared_lines(report)
-    report["not_judged"] = summary.not_judged_lines(report)
-    report["counts"] = summary.counts(report)
-    report["verdict"] = "regression" if report["regressions"] else "ok"
-    summary.write_all(report, {side: summary.benchmark_json(report, side, times[side]) for side in times}, out)
-    print(summary.markdown(report))
-    for line in report["regressions"]:
-        print(line, file=sys.stderr)
-    if report["regressions"]:
-        print(f"{PROG}: {summary.regressed_text(report)}", file=sys.stderr)
-    print(f"{PROG}: reports in {out}", file=sys.stderr)
-    if report["regressions"] and marked:
-        print(f"{PROG}: {summary.regressed_text(report)}, intended by {INTENDED_MARKER} in {marked}: not failing",
-              file=sys.stderr)
-        return 0
-    return 1 if report["regressions"] else 0
-
-
-def sides_of(args: argparse.Namespace, base: Tree, head: Tree, of: str | None) -> dict:
-    """What every report opens with: the two sides compared, where, with which torch, when, at what threshold."""
-    return {"base": {"asked": args.base, "revision": base.revision, "merge_base_of": of},
-            "head": {"revision": head.revision}, "machine": summary.machine(), "threshold_pct": args.threshold,
-            "torch": torch.__version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-
-
-def report_identical(args: argparse.Namespace, base: Tree, head: Tree, of: str | None, files: int, out: Path,
-                     started: float) -> int:
-    """The check of two sides whose timed packages have the same bytes: nothing to time, no regression possible;
-    the report says so (and which revisions) instead of timing noise."""
-    report = {**sides_of(args, base, head, of), "identical_source": {"files": files, "packages": list(head.packages)},
-              "cases": [], "groups": [], "wall_s": time.monotonic() - started, "regressions": [], "verdict": "ok"}
-    summary.write_all(report, {}, out)
-    print(summary.markdown(report))
-    print(f"{PROG}: {summary.identical_text(report)}", file=sys.stderr)
-    print(f"{PROG}: reports in {out}", file=sys.stderr)
-    return 0
-
-
-def with_plugin(args: argparse.Namespace) -> None:
-    """``args.plugin``: the plugin checkout to compare (``--plugin-path``, else the one around the working folder
-    when that is not blockbench's own), its modules imported here; None to compare blockbench's revisions."""
-    path = args.plugin_path
-    if path is not None and not path.is_dir():
-        raise UsageError(f"--plugin-path={path}: not a folder")
-    top = plugin_root(path if path is not None else Path.cwd())
-    if path is not None and top is None:
-        raise UsageError(f"--plugin-path={path}: no pyproject.toml with [project.entry-points.\"blockbench.choices\"] "
-                         "in a git checkout there or above")
-    args.plugin = top if top is not None and top.resolve() != REPO.resolve() else None
-    try:
-        args.plugin_modules = load_head_plugin(args.plugin) if args.plugin else []
-    except PluginError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def run_history(folder: Path, case: str, threshold: float, out: Path | None) -> int:
-    if not folder.is_dir():
-        raise UsageError(f"--history {folder}: not a folder")
-    table = summary.history_table(folder, case)
-    if table.empty:
-        raise UsageError(f"--history: no stored run under {folder} has case {case!r}")
-    path = out or folder / f"history-{case.replace('/', '_')}.png"
-    if path.suffix != ".png":
-        path = path / f"history-{case.replace('/', '_')}.png"
-    print(summary.history_figure(table, case, threshold, path))
-    return 0
 
 
 @command("regress")

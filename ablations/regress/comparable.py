@@ -1,8 +1,8 @@
 """Whether the base implements what a case asks for, so that its time means the same thing as the head's.
 
-A base can build a case and still not run it: before the sliding window existed, ``AttnConfig`` already accepted a
-neutral ``window`` and ignored it, so ``attn/mha-w64/*`` timed full attention on the base against windowed attention
-on the head and read the difference as a regression. No hand list of such cases is kept; three checks read the two
+A base can build a case and still not run it: a base whose ``AttnConfig`` accepts a neutral ``window`` but does not
+implement the sliding window times full attention for ``attn/mha-w64/*`` against the head's windowed attention, and
+the difference would read as a regression. No hand list of such cases is kept; three checks read the two
 trees themselves, first to fire names the reason, and the case is then ``not compared``:
 
 1. **the base's declaration**: it declares the case's choice group, has the value in that group's registry, and
@@ -22,12 +22,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, fields, is_dataclass
 from types import ModuleType
 
-from ablations.regress.cases import LEGACY, split_overrides
+from ablations.regress.architecture import split_overrides
+from ablations.regress.tree_compat import CONFIG_CLASSES
 
 
 def _declared_settings(decl: object) -> set[str]:
     """The settings a declaration names: every key of its setting flips and of the settings its Llama-2 value brings
-    (a tree from before either field existed declares none)."""
+    (a declaration without either field declares none)."""
     flips: Mapping[str, Mapping[str, object]] = getattr(decl, "setting_flips", {}) or {}
     return {key for settings in flips.values() for key in settings} | set(getattr(decl, "llama2_settings", {}) or {})
 
@@ -35,8 +36,8 @@ def _declared_settings(decl: object) -> set[str]:
 def declaration_gap(c: ModuleType, overrides: Mapping[str, object]) -> str | None:
     """Why tree ``c``'s declarations do not cover a case's ``overrides`` (group values, dotted settings), or None."""
     groups, _ = split_overrides(overrides)
-    if not callable(getattr(c, "choice", None)):  # a tree from before choices were declared: its config classes
-        unknown = sorted(set(groups) - set(LEGACY))
+    if not callable(getattr(c, "choice", None)):  # a tree without declared choices: its config classes
+        unknown = sorted(set(groups) - set(CONFIG_CLASSES))
         if unknown:
             return f"the base has no choice group {', '.join(unknown)}"
         settings = [f"{g}.{s}" for g, (_, given) in groups.items() for s in given]

@@ -2,9 +2,9 @@
 
 A case's interval covers the spread of its rounds within one process, but a process also fixes things every round
 shares: where each side's code and long-lived objects sit in memory, which core the thread settles on, what a
-neighbour was doing in the few seconds the case took. Those moved the ratio of identical code of the sub-millisecond
-cases by several percent between processes, so one process's rounds, read at 95%, flagged identical code now and
-then (``norm/layernorm/train`` of two commits that did not touch ``components/``: 1.067 [1.021, 1.159] in CI).
+neighbour was doing in the few seconds the case took. Those move the ratio of identical code of the sub-millisecond
+cases by several percent between processes, so one process's rounds, read at 95%, flag identical code now and then
+(docs/regression.md has the measurements).
 
 So each case or group that regressed by time is timed again, with the same settings, in a new process
 (``python -m ablations.regress BASE -k NAME ... --no-confirm``): the regression stands when that process flags it too,

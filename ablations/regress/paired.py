@@ -7,20 +7,20 @@ the round's head/base ratio. The headline is the median of those ratios with a d
 neighbour process spoiled moves it by at most one rank.
 
 One check asks the same question of every case, so the 95% is family-wise: each case's interval is at
-1 - 0.05 / tests (Bonferroni over the cases and the groups below). At 95% per case, 48 cases of identical
-code gave a false alarm in two of twenty runs here (a memory-bound decode step whose rounds moved by ±20%
-beside other jobs).
+1 - 0.05 / tests (Bonferroni over the cases and the groups below): at 95% per case, a check of dozens of cases
+of identical code flags one now and then (a memory-bound decode step's rounds move by tens of percent beside other
+jobs; docs/regression.md has the measurements).
 
-That level costs power: at 79 cases a case's 12 rounds give [min, max], so one low round hides a slowdown of
-a few percent. A slowdown in code every variant runs (the block's residual path, the attention core, a shared
-kernel) moves every case of that component and mode, so each **group** (``block/*/forward``: every block
-variant's forward) also gets a verdict from its cases' rounds pooled: 16 cases x 12 rounds give 192 ratios,
-whose order-statistic interval at the same family-wise level was within ±0.6% at the median of 23 same-code
-runs here (±0.2 to ±1.9%; docs/regression.md), where a case's is its smallest-to-largest round. Under
-identical code every round's ratio is above or below 1 with even odds whichever case it came from, so the
-pooled interval keeps its coverage there. Where cases differ in their true slowdown the pooled median is
-their typical one, and each case keeps its own verdict. With sequential rounds only each case's first
-``min_rounds`` are pooled: how many more a case took depends on what its rounds showed.
+That level costs power: at 79 cases a case's 12 rounds give [min, max], so one low round hides a slowdown of a few
+percent. A slowdown in code every variant runs (the block's residual path, the attention core, a shared kernel)
+moves every case of that component and mode, so each **group** (``block/*/forward``: every block variant's forward)
+also gets a verdict from its cases' rounds pooled: 16 cases x 12 rounds give 192 ratios, whose order-statistic
+interval at the same family-wise level is a small fraction of a case's, its smallest-to-largest round
+(docs/regression.md has the widths measured on same-code runs). Under identical code every round's ratio is above or
+below 1 with even odds whichever case it came from, so the pooled interval keeps its coverage there. Where cases
+differ in their true slowdown the pooled median is their typical one, and each case keeps its own verdict. With
+sequential rounds only each case's first ``min_rounds`` are pooled: how many more a case took depends on what its
+rounds showed.
 
 An interval wider than the band between the two edges, ``1 - threshold`` to ``1 + threshold``, cannot say
 "unchanged within the threshold" wherever it lies: such a case (or group) that is not a regression or an
@@ -37,7 +37,7 @@ import torch
 
 from ablations.measure.intervals import CONFIDENCE, Interval, median_interval
 from ablations.measure.timing import PairedTiming, time_paired
-from ablations.regress.cases import Subject
+from ablations.regress.subjects import Subject
 
 
 def case_confidence(cases: int, confidence: float = CONFIDENCE) -> float:

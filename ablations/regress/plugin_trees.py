@@ -10,6 +10,7 @@ each side's plugin registers into its own registries.
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import shutil
@@ -19,7 +20,10 @@ import tarfile
 import tomllib
 from pathlib import Path
 
-from ablations.regress.trees import SetupError, Tree, git, resolve
+from ablations.config.errors import UsageError
+from ablations.regress.revisions import REPO, git, resolve
+from ablations.regress.setup_error import SetupError
+from ablations.regress.trees import Tree
 
 GROUP = "blockbench.choices"  # components.plugins.GROUP, named here without importing the timed package
 FIXED = ("components", "blockbench")
@@ -124,3 +128,22 @@ def plugin_trees(rev: str, top: Path, dest: Path) -> tuple[Tree, Tree]:
     dirty = git("status", "--porcelain", "--", *packages.values(), repo=top)
     return (Tree("base", sides["base"], sha, packages=timed),
             Tree("head", sides["head"], head_rev + ("+working tree" if dirty else ""), packages=timed))
+
+
+def with_plugin(args: argparse.Namespace) -> None:
+    """``args.plugin``: the plugin checkout to compare (``--plugin-path``, else the one around the working folder
+    when that is not blockbench's own), its modules imported here; None to compare blockbench's revisions."""
+    from components.plugins import PluginError
+
+    path = args.plugin_path
+    if path is not None and not path.is_dir():
+        raise UsageError(f"--plugin-path={path}: not a folder")
+    top = plugin_root(path if path is not None else Path.cwd())
+    if path is not None and top is None:
+        raise UsageError(f"--plugin-path={path}: no pyproject.toml with [project.entry-points.\"blockbench.choices\"] "
+                         "in a git checkout there or above")
+    args.plugin = top if top is not None and top.resolve() != REPO.resolve() else None
+    try:
+        args.plugin_modules = load_head_plugin(args.plugin) if args.plugin else []
+    except PluginError as exc:
+        raise UsageError(str(exc)) from None

@@ -22,31 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from ablations.config.paths import ROOT
+from ablations.regress.revisions import REPO, git, resolve
+from ablations.regress.setup_error import SetupError
 
 # The packages whose code is timed; everything else (torch, the harness, the case definitions) is shared.
 TIMED_PACKAGES = ("components",)
-REPO = ROOT  # the repository: regress needs a source checkout
-
-
-class SetupError(Exception):
-    """The comparison cannot start: bad revision, a tree that does not import. One line for the user."""
-
-
-def git(*args: str, repo: Path = REPO) -> str:
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
-    if proc.returncode:
-        raise SetupError(f"git {' '.join(args)}: {proc.stderr.strip().splitlines()[-1] if proc.stderr else 'failed'}")
-    return proc.stdout.strip()
-
-
-def resolve(rev: str, repo: Path = REPO) -> str:
-    """The full commit hash of ``rev``; SetupError naming it when git does not know it."""
-    try:
-        return git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", repo=repo)
-    except SetupError:
-        raise SetupError(f"BASE={rev!r} is not a git revision of {repo} (try HEAD~1, origin/main, a tag or a commit)") \
-            from None
 
 
 def extract(sha: str, dest: Path, repo: Path = REPO) -> Path:
@@ -110,7 +90,7 @@ class Tree:
                 loaded = Path(sys.modules[package].__file__ or "").resolve()
                 if self.root.resolve() not in loaded.parents:
                     raise ImportError(f"{package} came from {loaded}, not from {self.root}")
-            # A tree that loads plugins imports them now, into its own registries (an older one has none to load).
+            # A tree that loads plugins imports them now, into its own registries (one without plugins has none).
             sys.modules["components"].choices()
         except Exception as exc:  # any error while importing the tree is this tree's setup problem
             raise SetupError(f"the {self.label} tree ({self.revision[:12]}) does not import: "

@@ -68,7 +68,7 @@ def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, fl
     r = {"sweep": sweep, "case": case, "base_case": first["base_case"], "variant": first["variant"],
          "baseline": first.get("baseline") if isinstance(first.get("baseline"), str) else "gpt2"}
     for c in (*row_columns(), "n_heads", "device", "dtype", "compile", "torch"):
-        r[c] = first.get(c)  # a table written before a choice was declared has no column for it
+        r[c] = first.get(c)  # a table without a declared choice's column gives None
     r["params"], r["params_baseline"] = g["params"].median(), g["params_baseline"].median()
     r["shape"] = shape_name(shape)
     b, t = shape if shape else (None, None)

@@ -39,7 +39,7 @@ def variants_table(s: pd.DataFrame) -> str:
     """What each variant of a sweep is: every declared choice and its embeddings, from its own rows (the names are
     derived from the same values, so the table is what a reader checks a name against)."""
     first = s.drop_duplicates("variant")
-    tied = first.get("tie_embeddings", pd.Series(np.nan, index=first.index))  # absent in tables older than it
+    tied = first.get("tie_embeddings", pd.Series(np.nan, index=first.index))  # absent from a table without the column
     cells = {c.title or c.group: [cell(c, r) for _, r in first.iterrows()] for c in choices()}
     # A choice neither GPT-2 nor Llama-2 varies gets a column only in a sweep that moves it.
     cells = {t: v for (t, v), c in zip(cells.items(), choices(), strict=True) if c.in_llama2 or set(v) != {c.gpt2}}
@@ -155,7 +155,7 @@ def val_loss_table(s: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
     by_width, by_length = several_widths(v), several_lengths(v)
     v = by_variant_then_width(v)
     unit = ", ".join(q.loc[q["metric"] == "val_loss", "unit"].dropna().unique()) or "?"
-    col = lambda name: v.get(name, pd.Series(np.nan, index=v.index))  # older summaries lack the newer columns
+    col = lambda name: v.get(name, pd.Series(np.nan, index=v.index))  # a summary may lack a column
     group = ["variant", *(["d_model"] if by_width else []), *(["train_steps"] if by_length else [])]
     keys = list(v[group].itertuples(index=False, name=None)) if len(group) > 1 else list(v["variant"])
     mean_by = {m: q[q["metric"] == m].assign(train_steps=pd.to_numeric(q.get("train_steps"), errors="coerce"))

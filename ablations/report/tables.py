@@ -43,7 +43,7 @@ def load_table(folder: Path) -> pd.DataFrame:
 
 def combine(tables: list[pd.DataFrame]) -> pd.DataFrame:
     table = pd.concat(tables, ignore_index=True).drop_duplicates(ignore_index=True)
-    for column in COLUMNS:  # an older table may lack a newer column
+    for column in COLUMNS:  # a table may lack a column
         if column not in table:
             table[column] = np.nan
     return table

@@ -28,8 +28,8 @@ def collect(folder: Path, columns: list[str] | None = None) -> pd.DataFrame:
         try:
             frames.append(pd.read_csv(f))
         except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-            # Not a point of this run (those were redone: ``point_done`` is false for such a file), e.g. one
-            # left by an older version that did not fsync; the table is still written from the others.
+            # Not a point of this run (``point_done`` is false for such a file, so its point is redone), e.g. one
+            # written without fsync before a crash; the table is still written from the others.
             log.warning("%s is empty or corrupt, left out of the table (delete it): %s", f, exc)
     if not frames:
         return pd.DataFrame(columns=columns)
@@ -43,7 +43,7 @@ SEED_ROW_KEY = ["arm", "seed", "metric", "mode", "step", "seq_len", "position", 
 def without_repeated_seeds(table: pd.DataFrame) -> pd.DataFrame:
     """Keep one copy of each quality seed's rows: a sequential sweep's points each carry their baseline's seeds
     (``ablations.quality.ledger``), so a seed of the baseline arm is in every point that used it. Rows without an
-    arm (measurements, older tables) are all kept."""
+    arm (measurements, tables without the column) are all kept."""
     if "arm" not in table or table["arm"].isna().all():
         return table
     seeded = table["arm"].notna()
@@ -83,7 +83,7 @@ def load(path: Path) -> pd.DataFrame:
     return table
 
 
-# The baseline of rows from before the ``baseline`` column: leave_one_out's was Llama-2's block, any other GPT-2's.
+# The baseline of rows without a ``baseline`` column: Llama-2's block for leave_one_out, GPT-2's for any other sweep.
 LEGACY_BASELINES = {"leave_one_out": "llama2"}
 DEFAULT_BASELINE = "gpt2"
 

@@ -27,7 +27,7 @@ from ablations.config.errors import UsageError, command, prog
 from ablations.results.table import TableError, load
 
 KEY = ["sweep", "variant", "baseline", "metric", "mode", "batch", "seq_len"]
-# The block every table from before the ``baseline`` column was paired with.
+# The block a table without a ``baseline`` column is paired with.
 DEFAULT_BASELINE = "gpt2"
 QUALITY_KEY = ["step", "position"]  # quality rows: one value per training step or position
 REQUIRED = ["variant", "metric", "value"]

@@ -16,7 +16,9 @@ from ablations.config import variants
 from ablations.config.columns import row_values
 from ablations.config.variants import arch_from, baseline_of, variant_label
 from ablations.predict import scenarios
-from ablations.regress import cases as regress_cases
+from ablations.regress.architecture import arch as regress_arch
+from ablations.regress.cases import block_variants as regress_block_variants
+from ablations.regress.shapes import GQA_KV_HEADS as REGRESS_GQA_KV_HEADS
 from components import (
     AttnConfig,
     ConfigError,
@@ -45,8 +47,8 @@ def test_one_definition_reached_by_every_name():
     assert point == llama2_block(point.model, int(cfg.model.gqa_kv_heads))
     assert baseline_of(point, "llama2", int(cfg.model.gqa_kv_heads)) == point
     # The timed cases: the regression check's and the benchmarks' block/llama2 (their models keep tied embeddings).
-    timed = regress_cases.arch(components, **regress_cases.block_variants()["llama2"])
-    assert timed == llama2_block(timed.model, regress_cases.GQA_KV_HEADS[-1])
+    timed = regress_arch(components, **regress_block_variants()["llama2"])
+    assert timed == llama2_block(timed.model, REGRESS_GQA_KV_HEADS[-1])
     bench = bench_cases.arch(**bench_cases.SWEEPS["all"]["llama2"])
     assert bench == llama2_block(bench.model, bench_cases.GQA_KV_HEADS)
     # The predictor's and sizes' all-at-once flip of GPT-2's block (which keeps that block's tied embeddings).

@@ -49,7 +49,7 @@ def test_every_declared_block_counts_what_it_executes_and_states_its_designs_wor
     counter sees the executed work (a dense masked kernel scores every key it holds), and the design's work is less
     exactly where a window hides keys: by the keys it hides."""
     import components
-    from ablations.regress.cases import arch
+    from ablations.regress.architecture import arch
 
     cfg = arch(components, **overrides)
     model = build_decoder(cfg)

@@ -10,7 +10,7 @@ takes tens of ms.
 from __future__ import annotations
 
 from ablations.config.generated import all_variants, modern, sweeps
-from ablations.regress.cases import split_overrides
+from ablations.regress.architecture import split_overrides
 from components import ArchConfig, ModelConfig, choice, choices
 
 D_MODEL = 512

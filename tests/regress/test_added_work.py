@@ -14,7 +14,8 @@ import torch
 import components
 from ablations.measure.flops import analytic_forward_flops, count_flops
 from ablations.regress.added_work import with_added_work
-from ablations.regress.cases import D_MODEL, arch
+from ablations.regress.architecture import arch
+from ablations.regress.shapes import D_MODEL
 from ablations.regress.trees import Tree
 from components import model as model_module
 

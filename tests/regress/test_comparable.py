@@ -17,9 +17,10 @@ import pytest
 import torch
 
 from ablations.measure.timing import PairedTiming
-from ablations.regress import cli, comparable, summary
+from ablations.regress import check, cli, comparable, measure_case, outcome_lines, report_files
 from ablations.regress.cases import Case, all_cases
-from ablations.regress.trees import REPO, Tree, head_tree
+from ablations.regress.revisions import REPO
+from ablations.regress.trees import Tree, head_tree
 
 ARGS = argparse.Namespace(rounds=6, min_rounds=None, min_run_time=0.001, warmup=1, threshold=2.0)
 DECLARED_WINDOW = 'setting_flips={"window": {"window": 64}},'
@@ -49,7 +50,7 @@ def timer(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         timed.append("timed")
         return PairedTiming([1.3] * rounds, [1.0] * rounds)
 
-    monkeypatch.setattr(cli, "time_case", time_case)
+    monkeypatch.setattr(measure_case, "time_case", time_case)
     return timed
 
 
@@ -58,12 +59,12 @@ def test_a_setting_the_base_accepts_but_does_not_declare_is_not_compared_and_nev
     base = synthetic_base(tmp_path, "attention.py", DECLARED_WINDOW, "")
     head = head_tree().load()
     for name in ("attn/mha-w64/forward", "attn/mha-w64/decode", "block/mha-w64/train"):
-        row, sides = cli.measure(case(name), base, head, ARGS, 0.95)
+        row, sides = measure_case.measure(case(name), base, head, ARGS, 0.95)
         assert row["verdict"] == "not compared" and sides == {} and "ratio" not in row
         assert row["reason"] == ("the base does not declare attn.window as a setting (its config accepts it but the "
                                  "declaration does not name it, so the base may ignore it)")
     assert timer == []
-    row, _ = cli.measure(case("attn/mha/forward"), base, head, ARGS, 0.95)  # what the base declares is timed
+    row, _ = measure_case.measure(case("attn/mha/forward"), base, head, ARGS, 0.95)  # what the base declares is timed
     assert row["verdict"] == "regression" and len(timer) == 1
 
 
@@ -72,20 +73,20 @@ def test_a_base_that_builds_another_design_is_not_compared_where_it_differs(tmp_
     base = synthetic_base(tmp_path, "attention.py", "make = KVCache if cfg.attn.window is None else RollingKVCache",
                           "make = KVCache")
     head = head_tree().load()
-    row, _ = cli.measure(case("attn/mha-w64/decode"), base, head, ARGS, 0.95)
+    row, _ = measure_case.measure(case("attn/mha-w64/decode"), base, head, ARGS, 0.95)
     batch, context = 4, 2048
     full, rolling = (2 * batch * 8 * n * 64 for n in (context + 1, 64))  # K and V: batch x heads x slots x head_dim
     assert row["verdict"] == "not compared" and row["reason"] == (
         f"the base builds {full:,} elements of KV cache, the head {rolling:,}: another design")
     assert timer == []
-    row, _ = cli.measure(case("attn/mha-w64/forward"), base, head, ARGS, 0.95)  # the same design: timed
+    row, _ = measure_case.measure(case("attn/mha-w64/forward"), base, head, ARGS, 0.95)  # the same design: timed
     assert "ratio" in row and len(timer) == 1
 
 
 def test_a_base_that_sizes_a_value_otherwise_is_not_compared(tmp_path, timer):
     base = synthetic_base(tmp_path, "attention.py", "replace(cfg, n_kv_heads=kv_heads) if cfg.n_kv_heads is None",
                           "replace(cfg, n_kv_heads=2 * kv_heads) if cfg.n_kv_heads is None")
-    row, _ = cli.measure(case("attn/gqa2/forward"), base, head_tree().load(), ARGS, 0.95)
+    row, _ = measure_case.measure(case("attn/gqa2/forward"), base, head_tree().load(), ARGS, 0.95)
     assert row["verdict"] == "not compared" and row["reason"] == "the base resolves attn.n_kv_heads=4, the head 2"
     assert timer == []
 
@@ -121,17 +122,17 @@ def test_the_design_and_config_gaps_name_the_first_difference():
 
 def test_the_check_reports_not_compared_cases_apart_and_exits_0(tmp_path, timer, monkeypatch, capsys):
     base = synthetic_base(tmp_path / "base", "attention.py", DECLARED_WINDOW, "")
-    monkeypatch.setattr(cli, "base_tree", lambda rev, dest: base)
+    monkeypatch.setattr(check, "base_tree", lambda rev, dest: base)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # the test process keeps its threads
     out = tmp_path / "out"
     status = cli.main(["HEAD", "-k", "*/mha-w64/forward", "--no-callgrind", "--rounds", "6", "--out", str(out)])
     assert status == 0 and timer == []
-    report = json.loads((out / summary.REPORT_JSON).read_text())
+    report = json.loads((out / report_files.REPORT_JSON).read_text())
     assert report["verdict"] == "ok" and report["regressions"] == [] and report["groups"] == []
     reason = "the base does not declare attn.window as a setting"
     assert [line.split(" (")[0] for line in report["not_compared"]] == [
         f"not compared: attn/mha-w64/forward: {reason}", f"not compared: block/mha-w64/forward: {reason}"]
-    text = (out / summary.SUMMARY_MD).read_text()
+    text = (out / report_files.SUMMARY_MD).read_text()
     assert "**no regression**: 0 of 0 cases regressed, 0 passed, 0 not judged; 2 cases not compared (below)." in text
     assert report["counts"]["not_compared"] == 2 and report["not_judged"] == []
     assert f"| `attn/mha-w64/forward` | — | not compared: {reason}" in text
@@ -147,6 +148,6 @@ def test_a_not_compared_case_is_never_a_regression_or_in_a_group():
     (group,) = pooled_rows(rows, 0.02, 0.99)
     assert group["cases"] == 2 and group["rounds"] == 24
     report = {"cases": rows, "groups": [group], "threshold_pct": 2.0, "callgrind_threshold_pct": 1.0}
-    assert summary.regression_lines(report) == []
-    assert summary.not_compared_lines(report) == ["not compared: block/mha-w64/forward: r"]
+    assert outcome_lines.regression_lines(report) == []
+    assert outcome_lines.not_compared_lines(report) == ["not compared: block/mha-w64/forward: r"]
 

@@ -12,19 +12,20 @@ import torch
 
 from ablations.measure.intervals import median_interval
 from ablations.measure.timing import PairedTiming
-from ablations.regress import cli, confirm, summary
+from ablations.regress import case_counts, check, cli, confirm, measure_case, outcome_lines, report_files
 from ablations.regress.cases import CI_CASES
 from ablations.regress.confirm import NOT_CONFIRMED
 from ablations.regress.paired import case_confidence, judge
 from ablations.regress.paired import tests_in as family_of
-from ablations.regress.trees import REPO, Tree, base_tree, identical_source, resolve, source_files
+from ablations.regress.revisions import REPO, resolve
+from ablations.regress.trees import Tree, base_tree, identical_source, source_files
 
 THRESHOLD = 0.02
 CI_LEVEL = case_confidence(family_of(list(CI_CASES)))
 
 
 def timed_row(name: str, ratios: list[float]) -> dict:
-    """A case's row as ``cli.measure`` leaves it, from its rounds' head/base ratios, at the CI check's level."""
+    """A case's row as ``measure_case.measure`` leaves it, from its rounds' head/base ratios at the CI check's level."""
     iv = median_interval(ratios, CI_LEVEL)
     return {"name": name, "ratio": iv.median, "lo": iv.lo, "hi": iv.hi, "rounds": len(ratios),
             "verdict": judge(iv, THRESHOLD)}
@@ -105,16 +106,16 @@ def test_apply_keeps_a_confirmed_regression_and_downgrades_one_the_fresh_process
     assert groups[0]["verdict"] == "regression"
     assert groups[0]["confirmation"] == {"error": "not timed again (missing from its report)"}
     report = {"cases": rows, "groups": groups, "threshold_pct": 2.0, "callgrind_threshold_pct": 1.0}
-    assert summary.regression_lines(report) == [
+    assert outcome_lines.regression_lines(report) == [
         "regression: a/x/forward: time head/base 1.100 [1.050, 1.200] (> 1 + 2%); in a fresh process "
         "1.120 [1.060, 1.200] regression",
         "regression: a/*/forward (3 cases, 36 rounds pooled): time head/base 1.050 [1.030, 1.070] (> 1 + 2%); "
         "not timed again (missing from its report)"]
-    assert summary.not_confirmed_lines(report) == [
+    assert outcome_lines.not_confirmed_lines(report) == [
         "not confirmed: a/y/forward: 1.100 [1.050, 1.200] here; in a fresh process 1.000 [0.990, 1.010] unchanged"]
-    n = summary.counts(report)
+    n = case_counts.counts(report)
     assert (n["regressed"], n["not_confirmed"], n["passed"]) == (1, 1, 1)
-    assert summary.confirmed_text(rows, groups) == ("1 confirmed, 1 not confirmed; not timed again (missing from "
+    assert outcome_lines.confirmed_text(rows, groups) == ("1 confirmed, 1 not confirmed; not timed again (missing from "
                                                     "its report): the regression stands")
 
 
@@ -148,16 +149,16 @@ def test_a_check_of_identical_source_times_nothing_and_says_so(tmp_path, monkeyp
     def no_timing(*_: object, **__: object) -> None:
         raise AssertionError("identical source was timed")
 
-    monkeypatch.setattr(cli, "time_case", no_timing)
-    monkeypatch.setattr(cli, "identical_source", lambda base, head: 21)
+    monkeypatch.setattr(measure_case, "time_case", no_timing)
+    monkeypatch.setattr(check, "identical_source", lambda base, head: 21)
     out = tmp_path / "out"
     assert cli.main(["HEAD", "--cases", "ci", "--out", str(out)]) == 0
     captured = capsys.readouterr()
     said = ("no regression: head and base have byte-identical source in the timed packages (21 files of components), "
             "so no case can differ; nothing was timed (--time-identical times them anyway)")
     assert f"blockbench regress: {said}" in captured.err
-    assert said.replace("no regression:", "**no regression**:") in (out / summary.SUMMARY_MD).read_text()
-    report = json.loads((out / summary.REPORT_JSON).read_text())
+    assert said.replace("no regression:", "**no regression**:") in (out / report_files.SUMMARY_MD).read_text()
+    report = json.loads((out / report_files.REPORT_JSON).read_text())
     assert report["verdict"] == "ok" and report["cases"] == [] and report["identical_source"]["files"] == 21
     assert report["base"]["revision"] == resolve("HEAD")
 
@@ -173,9 +174,9 @@ def test_a_regression_the_fresh_process_does_not_flag_fails_nothing(tmp_path, mo
         return {"norm/rmsnorm/forward": {"name": "norm/rmsnorm/forward", "ratio": 1.0, "lo": 0.99, "hi": 1.01,
                                          "verdict": "unchanged", "rounds": 6}}
 
-    monkeypatch.setattr(cli, "time_case", slow)
+    monkeypatch.setattr(measure_case, "time_case", slow)
     monkeypatch.setattr(confirm, "run", fresh)
-    monkeypatch.setattr(cli, "base_tree", lambda rev, dest: Tree("base", REPO, resolve("HEAD")))
+    monkeypatch.setattr(check, "base_tree", lambda rev, dest: Tree("base", REPO, resolve("HEAD")))
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # the test process keeps its threads
     out = tmp_path / "out"
     status = cli.main(["HEAD", "-k", "norm/rmsnorm/forward", "--no-callgrind", "--rounds", "6", "--time-identical",
@@ -184,9 +185,9 @@ def test_a_regression_the_fresh_process_does_not_flag_fails_nothing(tmp_path, mo
     assert status == 0, err
     assert asked and asked[0][asked[0].index("-k") + 1] == "norm/rmsnorm/forward" and "--no-confirm" in asked[0]
     assert "blockbench regress: 1 time regression timed again in a fresh process: 0 confirmed, 1 not confirmed" in err
-    report = json.loads((out / summary.REPORT_JSON).read_text())
+    report = json.loads((out / report_files.REPORT_JSON).read_text())
     assert report["verdict"] == "ok" and report["counts"]["not_confirmed"] == 1 and report["confirm"]
-    text = (out / summary.SUMMARY_MD).read_text()
+    text = (out / report_files.SUMMARY_MD).read_text()
     assert "**no regression**: 0 of 1 case regressed, 0 passed, 0 not judged, 1 not confirmed." in text
     assert ("- not confirmed: norm/rmsnorm/forward: 1.300 [1.300, 1.300] here; in a fresh process 1.000 [0.990, "
             "1.010] unchanged") in text

@@ -17,10 +17,23 @@ from scipy import stats
 from ablations.config.columns import name_in
 from ablations.measure.intervals import Interval, median_interval
 from ablations.measure.timing import PairedTiming
-from ablations.regress import callgrind, cli, summary
+from ablations.regress import (
+    callgrind,
+    check,
+    cli,
+    history,
+    instruction_counts,
+    measure_case,
+    outcome_lines,
+    report_files,
+    revisions,
+    summary,
+)
 from ablations.regress.cases import CI_CASES, all_cases, block_variants, select
 from ablations.regress.paired import verdict
-from ablations.regress.trees import REPO, SetupError, Tree, base_tree, head_tree, resolve
+from ablations.regress.revisions import REPO, resolve
+from ablations.regress.setup_error import SetupError
+from ablations.regress.trees import Tree, base_tree, head_tree
 
 PROG = [sys.executable, "-m", "ablations.regress"]
 
@@ -97,7 +110,7 @@ def test_block_cases_build_from_a_tree_with_bias_as_a_choice_and_from_one_with_m
     import types
 
     import components
-    from ablations.regress.cases import arch
+    from ablations.regress.architecture import arch
 
     llama = arch(components, pos="rope", norm="rmsnorm", ffn="swiglu", attn="gqa", kv=2, bias="off")
     assert not llama.bias.enabled and arch(components).bias.enabled
@@ -226,8 +239,8 @@ def fake_report(ratio: float = 1.0, lo: float = 0.99, hi: float = 1.01, cg: floa
 
 
 def test_regression_lines_name_the_case_ratio_and_interval_for_each_signal():
-    assert summary.regression_lines(fake_report()) == []
-    lines = summary.regression_lines(fake_report(1.2, 1.1, 1.3, cg=1.05))
+    assert outcome_lines.regression_lines(fake_report()) == []
+    lines = outcome_lines.regression_lines(fake_report(1.2, 1.1, 1.3, cg=1.05))
     assert lines == ["regression: norm/rmsnorm/forward: time head/base 1.200 [1.100, 1.300] (> 1 + 5%)",
                      "regression: norm/rmsnorm/forward: instructions head/base 1.0500 (> 1 + 1%)"]
 
@@ -247,14 +260,14 @@ def test_a_case_the_head_cannot_run_fails_the_check_and_one_the_base_cannot_is_n
         return next(x for x in all_cases() if x.name == "norm/rmsnorm/forward").build(c)
 
     args = argparse.Namespace(rounds=6, min_rounds=None, min_run_time=0.01, warmup=1, threshold=5.0)
-    row, _ = cli.measure(Case("norm", "broken", "forward", base_only_breaks, (1,)), base, tree, args, 0.95)
+    row, _ = measure_case.measure(Case("norm", "broken", "forward", base_only_breaks, (1,)), base, tree, args, 0.95)
     assert row["verdict"] == "not compared" and "the base cannot run it: TypeError" in row["reason"]
 
     def breaks_on_purpose(c: object) -> object:
         raise TypeError("an API neither tree has")
 
     # The head's failure is reported whatever the base can do.
-    row, _ = cli.measure(Case("norm", "broken", "forward", breaks_on_purpose, (1,)), base, tree, args, 0.95)
+    row, _ = measure_case.measure(Case("norm", "broken", "forward", breaks_on_purpose, (1,)), base, tree, args, 0.95)
     assert row["verdict"] == "failure" and "the head cannot run it: TypeError" in row["error"]
 
     def head_only_breaks(c: object) -> object:
@@ -262,11 +275,11 @@ def test_a_case_the_head_cannot_run_fails_the_check_and_one_the_base_cannot_is_n
             raise RuntimeError("head broke it")
         return next(x for x in all_cases() if x.name == "norm/rmsnorm/forward").build(c)
 
-    row, _ = cli.measure(Case("norm", "x", "forward", head_only_breaks, (1,)), base, tree, args, 0.95)
+    row, _ = measure_case.measure(Case("norm", "x", "forward", head_only_breaks, (1,)), base, tree, args, 0.95)
     assert row["verdict"] == "failure"
     report = fake_report()
     report["cases"] = [row]
-    assert summary.regression_lines(report) == ["failure: norm/x/forward: the head cannot run it: RuntimeError: "
+    assert outcome_lines.regression_lines(report) == ["failure: norm/x/forward: the head cannot run it: RuntimeError: "
                                                 "head broke it"]
 
 
@@ -274,9 +287,9 @@ def test_reports_are_written_and_the_side_json_is_pytest_benchmark_compatible(tm
     step_summary = tmp_path / "step.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
     report = fake_report()
-    sides = {s: summary.benchmark_json(report, s, {"norm/rmsnorm/forward": [1e-4, 1.1e-4, 0.9e-4]})
+    sides = {s: report_files.benchmark_json(report, s, {"norm/rmsnorm/forward": [1e-4, 1.1e-4, 0.9e-4]})
              for s in ("base", "head")}
-    summary.write_all(report, sides, tmp_path / "out")
+    report_files.write_all(report, sides, tmp_path / "out")
     assert json.loads((tmp_path / "out" / "regress.json").read_text())["cases"][0]["name"] == "norm/rmsnorm/forward"
     assert "no regression" in (tmp_path / "out" / "summary.md").read_text()
     assert step_summary.read_text() == (tmp_path / "out" / "summary.md").read_text() + "\n"
@@ -311,9 +324,9 @@ def test_sequential_rounds_stop_a_decided_case_early_and_give_a_straddling_one_i
 
     assert decided(Interval(1.2, 1.1, 1.3, 0.99), 0.05) and decided(Interval(1.0, 0.99, 1.01, 0.99), 0.05)
     assert not decided(Interval(1.05, 1.02, 1.08, 0.99), 0.05)  # straddles 1 + 5%: more rounds could settle it
-    rule = cli.rounds_rule(argparse.Namespace(rounds=40, min_rounds=10), 0.99)
+    rule = measure_case.rounds_rule(argparse.Namespace(rounds=40, min_rounds=10), 0.99)
     assert rule.looks[0] == 10 and rule.looks[-1] == 40 and rule.look_confidence > 0.99
-    assert cli.rounds_rule(argparse.Namespace(rounds=12, min_rounds=None), 0.99).looks == [12]
+    assert measure_case.rounds_rule(argparse.Namespace(rounds=12, min_rounds=None), 0.99).looks == [12]
     case = next(c for c in all_cases() if c.name == "norm/rmsnorm/forward")
     tree = head_tree().load()
     base = Tree("base", tree.root, tree.revision, tree.modules)
@@ -331,14 +344,15 @@ def test_sequential_rounds_stop_a_decided_case_early_and_give_a_straddling_one_i
         return time_case
 
     args = argparse.Namespace(rounds=40, min_rounds=10, min_run_time=0.001, warmup=1, threshold=5.0)
-    monkeypatch.setattr(cli, "time_case", rounds_of(lambda i: 1.0 + 0.01 * (-1) ** i))  # clearly within ±5%
-    row, _ = cli.measure(case, base, tree, args, 0.95)
+    monkeypatch.setattr(measure_case, "time_case", rounds_of(lambda i: 1.0 + 0.01 * (-1) ** i))  # clearly within ±5%
+    row, _ = measure_case.measure(case, base, tree, args, 0.95)
     assert row["rounds"] == 10 and row["stopped"] == "decided" and row["verdict"] == "unchanged"
-    monkeypatch.setattr(cli, "time_case", rounds_of(lambda i: 1.05 + 0.02 * (-1) ** i))  # straddles 1.05 throughout
-    row, _ = cli.measure(case, base, tree, args, 0.95)
+    # straddles 1.05 throughout
+    monkeypatch.setattr(measure_case, "time_case", rounds_of(lambda i: 1.05 + 0.02 * (-1) ** i))
+    row, _ = measure_case.measure(case, base, tree, args, 0.95)
     assert row["rounds"] == 40 and row["stopped"] == "budget"
-    monkeypatch.setattr(cli, "time_case", rounds_of(lambda i: 1.0))
-    row, _ = cli.measure(case, base, tree, argparse.Namespace(**{**vars(args), "min_rounds": None}), 0.95)
+    monkeypatch.setattr(measure_case, "time_case", rounds_of(lambda i: 1.0))
+    row, _ = measure_case.measure(case, base, tree, argparse.Namespace(**{**vars(args), "min_rounds": None}), 0.95)
     assert row["rounds"] == 40 and row["stopped"] == "fixed"
     text = summary.markdown({**fake_report(), "min_rounds": 10, "rounds": 40,
                              "cases": [{**fake_report()["cases"][0], "rounds": 40, "stopped": "budget"}]})
@@ -346,8 +360,8 @@ def test_sequential_rounds_stop_a_decided_case_early_and_give_a_straddling_one_i
 
 
 def test_merge_base_is_where_head_left_the_branch():
-    assert cli.merge_base("HEAD") == resolve("HEAD")
-    assert cli.merge_base("HEAD~1") == resolve("HEAD~1")
+    assert revisions.merge_base("HEAD") == resolve("HEAD")
+    assert revisions.merge_base("HEAD~1") == resolve("HEAD~1")
 
 
 def test_history_keeps_machines_and_torch_versions_apart(tmp_path):
@@ -356,25 +370,25 @@ def test_history_keeps_machines_and_torch_versions_apart(tmp_path):
     for i, (machine, version, ratio) in enumerate(runs):
         report = fake_report(ratio, ratio - 0.01, ratio + 0.01)
         report.update(machine=machine, torch=version, time=f"2026-12-0{i + 1}T00:00:00+0000")
-        summary.write_all(report, {}, tmp_path / f"run{i}")
-    table = summary.history_table(tmp_path, "norm/rmsnorm/forward")
+        report_files.write_all(report, {}, tmp_path / f"run{i}")
+    table = history.history_table(tmp_path, "norm/rmsnorm/forward")
     assert list(table["series"]) == ["cpu A, 2 cores, x86_64; torch 2.13", "cpu B, 16 cores, x86_64; torch 2.13",
                                      "cpu A, 2 cores, x86_64; torch 2.14", "cpu A, 2 cores, x86_64; torch 2.13"]
     assert table["series"].nunique() == 3
-    png = summary.history_figure(table, "norm/rmsnorm/forward", 5.0, tmp_path / "h.png")
+    png = history.history_figure(table, "norm/rmsnorm/forward", 5.0, tmp_path / "h.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert summary.machine().count(",") >= 2  # model, cores, architecture
+    assert check.machine().count(",") >= 2  # model, cores, architecture
 
 
 def test_history_draws_a_case_over_stored_runs(tmp_path):
     for i, ratio in enumerate((1.0, 1.02, 1.12)):
         report = fake_report(ratio, ratio - 0.01, ratio + 0.01)
         report["time"] = f"2026-12-0{i + 1}T00:00:00+0000"
-        summary.write_all(report, {}, tmp_path / f"run{i}")
-    table = summary.history_table(tmp_path, "norm/rmsnorm/forward")
+        report_files.write_all(report, {}, tmp_path / f"run{i}")
+    table = history.history_table(tmp_path, "norm/rmsnorm/forward")
     assert list(table["ratio"]) == [1.0, 1.02, 1.12]
     assert list(table["verdict"]) == ["unchanged", "unchanged", "regression"]
-    png = summary.history_figure(table, "norm/rmsnorm/forward", 5.0, tmp_path / "h.png")
+    png = history.history_figure(table, "norm/rmsnorm/forward", 5.0, tmp_path / "h.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -404,7 +418,7 @@ def test_a_callgrind_failure_leaves_the_timing_verdicts_and_says_so(tmp_path, mo
     monkeypatch.setattr(callgrind, "finish", fails)
     rows = [{"name": "norm/rmsnorm/forward", "counted": True, "ratio": 1.0, "verdict": "unchanged"}]
     tree = head_tree().load()
-    note = cli.count_instructions(rows, tree, tree, argparse.Namespace(no_callgrind=False), tmp_path)
+    note = instruction_counts.count_instructions(rows, tree, tree, argparse.Namespace(no_callgrind=False), tmp_path)
     assert note == "Instruction counts: failed (callgrind worker exited 1: vgdb: cannot attach); timing alone."
     assert "callgrind" not in rows[0] and rows[0]["verdict"] == "unchanged"
     assert capsys.readouterr().err.strip().endswith("timing alone")
@@ -446,9 +460,9 @@ def test_a_shared_slowdown_each_case_hides_behind_one_low_round_is_caught_by_its
     # Sequential rounds: only each case's first rounds pool (how many more it took depended on its rounds).
     assert pooled_rows(rows, 0.02, level, first=6)[0]["rounds"] == 96
     report = dict(fake_report(), threshold_pct=2.0, groups=[group])
-    assert summary.regression_lines(report) == [
-        f"regression: block/*/forward (16 cases, 192 rounds pooled): time head/base {summary.fmt_interval(group)} "
-        "(> 1 + 2%)"]
+    assert outcome_lines.regression_lines(report) == [
+        "regression: block/*/forward (16 cases, 192 rounds pooled): time head/base "
+        f"{outcome_lines.fmt_interval(group)} (> 1 + 2%)"]
     text = summary.markdown(report)
     assert ("**regression**: 0 of 1 case regressed, 1 passed, 0 not judged; 1 of 1 group regressed, 0 passed, 0 not "
             "judged." in text and "| `block/*/forward` | 16 | 192 |" in text)

@@ -13,13 +13,14 @@ import torch
 
 from ablations.measure.intervals import Interval, median_interval
 from ablations.measure.timing import PairedTiming
-from ablations.regress import cli, summary
+from ablations.regress import case_counts, check, cli, history, measure_case, outcome_lines, report_files, summary
 from ablations.regress.paired import NOT_JUDGED, judge, pooled_rows, rounds_to_judge
-from ablations.regress.trees import REPO, Tree, resolve
+from ablations.regress.revisions import REPO, resolve
+from ablations.regress.trees import Tree
 
 
 def row(name: str, lo: float, hi: float, threshold: float = 0.02, cg: float | None = None, rounds: int = 12) -> dict:
-    """A timed case's row as ``cli.measure`` leaves it (``cg``: its instructions head/base, when counted)."""
+    """A timed case's row as ``measure_case.measure`` leaves it (``cg``: its instructions head/base, when counted)."""
     iv = Interval((lo + hi) / 2, lo, hi, 0.99)
     out = {"name": name, "counted": cg is not None, "ratio": iv.median, "lo": lo, "hi": hi, "coverage": 0.99,
            "verdict": judge(iv, threshold), "rounds": rounds, "stopped": "fixed", "base_median_s": 1e-3}
@@ -49,13 +50,13 @@ def ten_cases() -> list[dict]:
 
 def test_the_summary_counts_regressed_cases_not_signals():
     report = report_of(ten_cases())
-    assert len(summary.regression_lines(report)) == 3  # the signals: exit status 1, one line each
-    n = summary.counts(report)
+    assert len(outcome_lines.regression_lines(report)) == 3  # the signals: exit status 1, one line each
+    n = case_counts.counts(report)
     assert (n["compared"], n["regressed"], n["passed"], n["not_judged"], n["failed"]) == (10, 2, 8, 0, 0)
     assert n["signals"] == {"time": 2, "instructions": 1}
     assert summary.headline(report) == ("**regression**: 2 of 10 cases regressed (3 signals: 2 time, 1 instructions), "
                                         "8 passed, 0 not judged.")
-    assert summary.regressed_text(report) == "2 of 10 cases regressed (3 signals: 2 time, 1 instructions)"
+    assert case_counts.regressed_text(report) == "2 of 10 cases regressed (3 signals: 2 time, 1 instructions)"
     assert summary.markdown(report).splitlines()[2].startswith(summary.headline(report) + " Time: median")
 
 
@@ -68,7 +69,7 @@ def test_groups_failures_and_cases_not_compared_are_counted_apart():
     assert summary.headline(report) == (
         "**regression**: 0 of 3 cases regressed, 2 passed, 0 not judged, 1 failed (the head cannot run it); "
         "1 of 1 group regressed, 0 passed, 0 not judged; 1 case not compared (below).")
-    assert summary.regressed_text(report) == (
+    assert case_counts.regressed_text(report) == (
         "0 of 3 cases regressed, 1 failed (the head cannot run it); 1 of 1 group regressed")
     one = report_of([row("norm/rmsnorm/forward", 0.99, 1.01)])
     assert summary.headline(one) == "**no regression**: 0 of 1 case regressed, 1 passed, 0 not judged."
@@ -83,9 +84,9 @@ def test_the_check_prints_and_stores_the_counts(tmp_path, monkeypatch, capsys):
         ratios = next(spreads)
         return PairedTiming(ratios, [1.0] * len(ratios))
 
-    monkeypatch.setattr(cli, "time_case", time_case)
-    monkeypatch.setattr(cli, "base_tree", lambda rev, dest: Tree("base", REPO, resolve("HEAD")))
-    monkeypatch.setattr(cli, "intended", lambda head: "c" * 12)
+    monkeypatch.setattr(measure_case, "time_case", time_case)
+    monkeypatch.setattr(check, "base_tree", lambda rev, dest: Tree("base", REPO, resolve("HEAD")))
+    monkeypatch.setattr(check, "intended", lambda root, revision: "c" * 12)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # the test process keeps its threads
     out = tmp_path / "out"
     # The base is the head's own folder, so the source is the same: --time-identical times it anyway, and the
@@ -103,7 +104,7 @@ def test_the_check_prints_and_stores_the_counts(tmp_path, monkeypatch, capsys):
     assert "blockbench regress: 1 of 2 cases regressed (1 signal: 1 time)" in err
     assert (f"blockbench regress: 1 of 2 cases regressed (1 signal: 1 time), intended by [perf-intended] in "
             f"{'c' * 12}: not failing") in err
-    report = json.loads((out / summary.REPORT_JSON).read_text())
+    report = json.loads((out / report_files.REPORT_JSON).read_text())
     assert report["counts"]["regressed"] == 1 and report["counts"]["not_judged"] == 1
     assert report["counts"]["groups"] == {"groups": 1, "regressed": 0, "not_judged": 1, "not_confirmed": 0, "passed": 0}
     assert report["not_judged"] == [
@@ -112,7 +113,7 @@ def test_the_check_prints_and_stores_the_counts(tmp_path, monkeypatch, capsys):
         "not judged: norm/*/forward (2 cases, 12 rounds pooled): its 95% interval [0.600, 3.000] is wider than the "
         "check can use (wider than the 0.040 between 1 − 2% and 1 + 2%); about 21,600 rounds per case would judge "
         "it"]
-    assert (out / summary.SUMMARY_MD).read_text() + "\n" in captured.out + "\n"
+    assert (out / report_files.SUMMARY_MD).read_text() + "\n" in captured.out + "\n"
 
 
 # --- 3. not judged: too wide to judge ---------------------------------------------------------------------------
@@ -159,13 +160,13 @@ def test_the_estimate_reaches_the_band_for_rounds_spread_as_measured(n):
 def test_a_case_not_judged_is_neither_a_regression_nor_a_pass_and_says_so():
     cases = [row("block/llama2/decode", 0.391, 11.851), row("block/gpt2/forward", 0.99, 1.01)]
     report = report_of(cases)
-    assert cases[0]["verdict"] == NOT_JUDGED and summary.regression_lines(report) == []
-    n = summary.counts(report)
+    assert cases[0]["verdict"] == NOT_JUDGED and outcome_lines.regression_lines(report) == []
+    n = case_counts.counts(report)
     assert (n["regressed"], n["passed"], n["not_judged"]) == (0, 1, 1)
     assert summary.headline(report) == "**no regression**: 0 of 2 cases regressed, 1 passed, 1 not judged."
     line = ("not judged: block/llama2/decode: its 95% interval [0.391, 11.851] is wider than the check can use "
             "(wider than the 0.040 between 1 − 2% and 1 + 2%); about 984,988 rounds would judge it")
-    assert summary.not_judged_lines(report) == [line]
+    assert outcome_lines.not_judged_lines(report) == [line]
     text = summary.markdown(report)
     assert f"- {line}" in text and "| `block/llama2/decode` | 6.121 [0.391, 11.851] | not judged | 12 |" in text
     # Listed widest first: the case whose rounds say nothing leads those a little too wide.
@@ -176,13 +177,13 @@ def test_a_case_not_judged_is_neither_a_regression_nor_a_pass_and_says_so():
     assert "not judged when it is wider than the 0.040 between them and neither" in text
     # A row stored without its estimate (written by hand, or by an older check) is estimated from its interval.
     del cases[0]["rounds_to_judge"]
-    assert summary.not_judged_lines(report) == [line]
+    assert outcome_lines.not_judged_lines(report) == [line]
 
 
 def test_a_case_not_judged_on_time_whose_instructions_regressed_regressed():
     report = report_of([row("norm/rmsnorm/forward", 0.9, 1.2, cg=1.05)])
     assert report["cases"][0]["verdict"] == NOT_JUDGED
-    n = summary.counts(report)
+    n = case_counts.counts(report)
     assert (n["regressed"], n["not_judged"], n["signals"]) == (1, 0, {"time": 0, "instructions": 1})
 
 
@@ -193,11 +194,11 @@ def test_a_group_too_wide_to_judge_is_not_judged_with_rounds_per_case():
     # 24 pooled rounds x (0.2 / 0.04)^2 = 600 pooled, 300 per case.
     assert group["rounds_to_judge"] == 300
     report = report_of([], [group])
-    assert summary.not_judged_lines(report) == [
+    assert outcome_lines.not_judged_lines(report) == [
         "not judged: norm/*/forward (2 cases, 24 rounds pooled): its 95% interval [0.900, 1.100] is wider than the "
         "check can use (wider than the 0.040 between 1 − 2% and 1 + 2%); about 300 rounds per case would judge it"]
     del group["rounds_to_judge"]  # estimated again from the interval, per case, as the check stores it
-    assert summary.judging_rounds(group, report) == 300
+    assert outcome_lines.judging_rounds(group, report) == 300
     narrow = [{"name": f"norm/v{i}/forward", "ratios": [0.995, 1.005] * 6} for i in range(2)]
     assert pooled_rows(narrow, 0.02, 0.99)[0]["verdict"] == "unchanged"
 
@@ -206,8 +207,8 @@ def test_history_draws_runs_not_judged(tmp_path):
     for i, (lo, hi) in enumerate(((0.99, 1.01), (0.5, 2.0))):
         report = report_of([row("norm/rmsnorm/forward", lo, hi)])
         report.update(machine="cpu A, 2 cores, x86_64", time=f"2026-12-0{i + 1}T00:00:00+0000")
-        summary.write_all(report, {}, tmp_path / f"run{i}")
-    table = summary.history_table(tmp_path, "norm/rmsnorm/forward")
+        report_files.write_all(report, {}, tmp_path / f"run{i}")
+    table = history.history_table(tmp_path, "norm/rmsnorm/forward")
     assert list(table["verdict"]) == ["unchanged", NOT_JUDGED]
-    png = summary.history_figure(table, "norm/rmsnorm/forward", 2.0, tmp_path / "h.png")
+    png = history.history_figure(table, "norm/rmsnorm/forward", 2.0, tmp_path / "h.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
