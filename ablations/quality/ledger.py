@@ -77,3 +77,14 @@ class Ledger:
         path = self._path(arm, seed)
         make_folder(path.parent)
         write_atomic(path, lambda f: pd.DataFrame(rows).to_csv(f, index=False))
+
+
+# Base keys a seed's ledger rows may lack (written before the column existed) that its arm id implies: the same arm
+# id is the same training, so the reading point's value is the seed's.
+PLAN_KEYS = ("train_steps",)
+
+
+def reused(rows: list[dict], base: dict) -> list[dict]:
+    """A ledger seed's rows as the point reading them records them: that point's file, and the plan keys the arm id
+    implies; the rest (the training, its time) is the seed's own."""
+    return [{**{k: base[k] for k in PLAN_KEYS if k in base}, **r, "point": base["point"]} for r in rows]

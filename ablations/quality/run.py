@@ -42,7 +42,7 @@ from ablations.quality.data import Corpus, CorpusError, open_corpus
 from ablations.quality.distributed import RankLost
 from ablations.quality.extrapolation import buckets, extrapolate
 from ablations.quality.inference import paired_test
-from ablations.quality.ledger import Ledger, arm_id
+from ablations.quality.ledger import Ledger, arm_id, reused
 from ablations.quality.seeds import BASELINE, STOPS, family_size, seed_rule
 from ablations.quality.train import TrainResult, curve_spans, step_flops, train, validation_spans
 from ablations.results.rows import Rows
@@ -181,8 +181,7 @@ def _seed(arm: _Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans: to
         ledger.put(aid, seed, seeded.rows)
         found = seeded.rows
     else:
-        # The rows say which point file holds them; the rest (the training, its time) is the seed's own.
-        found = [dict(r, point=arm.base["point"]) for r in found]
+        found = reused(found, arm.base)
     rows.rows.extend(found)
     for r in found:
         if r["metric"] == "val_loss" and r["mode"] == "final" and r.get("status") == "ok" and tc is protocol:

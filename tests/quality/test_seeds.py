@@ -295,3 +295,15 @@ def test_tail_averaging_scores_the_mean_of_the_last_weights():
         average.add(model)
     average.load_into(model)
     assert torch.allclose(model.weight, torch.full((2, 2), 3.0))
+
+
+def test_a_ledger_seed_without_a_later_column_takes_the_value_its_arm_id_implies():
+    """Rows a ledger wrote before ``train_steps`` existed read as the point's steps (the same arm id is the same
+    training), so reused and newly trained seeds group together; a value the rows carry is kept."""
+    from ablations.quality.ledger import reused
+
+    base = {"point": "p-new", "train_steps": 250, "dtype": "bfloat16"}
+    old = reused([{"point": "p-old", "metric": "val_loss", "value": 2.0}], base)
+    assert old == [{"train_steps": 250, "point": "p-new", "metric": "val_loss", "value": 2.0}]
+    kept = reused([{"point": "p-old", "train_steps": 60, "metric": "val_loss"}], base)
+    assert kept[0]["train_steps"] == 60 and "dtype" not in kept[0]
