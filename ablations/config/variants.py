@@ -123,6 +123,10 @@ def baseline_from(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     return baseline_of(arch, str(cfg.baseline.name), int(cfg.model.gqa_kv_heads))
 
 
+# What a label adds where ``match_params`` widened the FFN to its MHA version's parameters (``gqa2-matched``).
+MATCHED = "-matched"
+
+
 def variant_label(arch: ArchConfig, matched: bool = False) -> str:
     """A name that says what differs from the GPT-2 baseline: ``gpt2``, ``rmsnorm``, ``gqa2``, ``nobias``,
     ``llama2``, ``rope+rmsnorm``.
@@ -132,10 +136,10 @@ def variant_label(arch: ArchConfig, matched: bool = False) -> str:
     ``llama2-bias`` (the leave-one-out points). A choice neither model varies (``gpt2 == llama2``) adds its name
     when moved: ``llama2+qknorm``, ``rope+qknorm``. A block whose embeddings are not its family's (GPT-2's:
     ``ModelConfig``'s default; Llama-2's: ``LLAMA2_TIES_EMBEDDINGS``) says which it has: ``llama2-bias-tied``,
-    ``gpt2-untied``. ``matched`` (``match_params``) adds ``-matched`` where it changed the FFN (attention of other
+    ``gpt2-untied``. ``matched`` (``match_params``) adds ``MATCHED`` where it changed the FFN (attention of other
     weights than MHA's).
     """
-    suffix = "-matched" if matched and attention_weights_saved(arch) != 0 else ""
+    suffix = MATCHED if matched and attention_weights_saved(arch) != 0 else ""
     moved = llama2_choices()
     llama = {c.group: c.has(arch, c.llama2) for c in moved}
     family = sum(llama.values()) >= len(moved) - 1

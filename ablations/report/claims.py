@@ -1,9 +1,12 @@
-"""The claims table: each claim of the seed, what this run measured, the published figure, and a reading.
+"""The claims table: each declared claim, what this run measured, the published figure, and a reading.
 
-Readings are composed from the numbers (a ratio whose quartiles lie above 1 reads "slower"), never typed
-in. The claims, their published figures (each with its source) and the evidence each is read from are the choices'
-declarations (``components.choice.Claim``: ``evidence``, ``performs``, ``why``); this module has one reading per
-kind of evidence and names no group, so a new group's claim gets its row from its declaration alone.
+Readings are composed from the numbers, never typed in: a ratio reads "slower" or "faster" only where its 95%
+interval (the one the tables print) excludes 1 and clears the baseline's own A/A interval, and a loss reads from its
+verdict at the interval's Holm level. The claims, their published figures (each with its source) and the evidence
+each is read from are the choices' declarations (``components.choice.Claim``: ``evidence``, ``performs``, ``why``,
+``sweep``); this module has one reading per kind of evidence and names no group, value or sweep: what a reading needs
+of a group (its values, how prose shows them, the sweep its rows come from first) is read from the declaration, so
+a new group's claim gets its row from its declaration alone.
 """
 
 from __future__ import annotations
@@ -11,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ablations.config.variants import BASELINES, arch_from_row, flip_labels, llama2_70b_group
+from ablations.config.variants import BASELINES, MATCHED, arch_from_row, flip_labels, llama2_70b_group
 from ablations.report.formatting import fmt_bytes, fmt_p, fmt_util, fmt_verdict, is_true
 from ablations.report.sizes import kv_70b
-from components import Choice, Claim, choice, choices
+from components import Choice, Claim, choices
 
 NOT_MEASURED = "not measured in this run"
 
@@ -45,9 +48,19 @@ def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame |
     return pd.DataFrame(rows, columns=["claim", "measured in this run", "published", "reading"])
 
 
+def flip_value(c: Choice) -> str:
+    """The value a group's claim is about: Llama-2's, else the first value GPT-2's block is flipped to."""
+    return c.llama2 if c.in_llama2 else c.flips[0]
+
+
 def flip_variant(c: Choice) -> str:
-    """The variant that moves ``c`` alone from GPT-2's block: Llama-2's value, else the first other value."""
-    return c.value_name(c.llama2 if c.in_llama2 else c.flips[0])
+    """The variant that moves ``c`` alone from GPT-2's block to ``flip_value(c)``."""
+    return c.value_name(flip_value(c))
+
+
+def sweep_of(c: Choice, claim: Claim) -> str:
+    """The sweep a claim's rows are read from first: the one it declares, else its group's own."""
+    return claim.sweep or c.group
 
 
 # --- evidence helpers ---------------------------------------------------------------------------------
@@ -159,9 +172,9 @@ def verdict(q: dict | None) -> str | None:
 def speed(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
           sizes: pd.DataFrame) -> tuple[str, str]:
     """A claim of lower cost: the flip's forward and train time against its baseline's, then its loss."""
-    variant = flip_variant(c)
-    r = variant_row(cmp, variant, c.group)
-    q = quality_of(quality, variant, c.group if r is None else r["sweep"])
+    variant, sweep = flip_variant(c), sweep_of(c, claim)
+    r = variant_row(cmp, variant, sweep)
+    q = quality_of(quality, variant, sweep if r is None else r["sweep"])
     if r is None and q is None:
         return NOT_MEASURED, NOT_MEASURED + f" (no `{variant}` variant in the table)."
     measured, reading = _speed_cost(r)
@@ -206,9 +219,9 @@ def per_flop(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, qu
              sizes: pd.DataFrame) -> tuple[str, str]:
     """A claim of quality per FLOP: the flip's loss against GPT-2's value beside its FLOPs, parameters and time."""
     base = c.shown(c.gpt2)
-    variant = flip_variant(c)
-    r = variant_row(cmp, variant, c.group)
-    q = quality_of(quality, variant, c.group if r is None else r["sweep"])
+    variant, sweep = flip_variant(c), sweep_of(c, claim)
+    r = variant_row(cmp, variant, sweep)
+    q = quality_of(quality, variant, sweep if r is None else r["sweep"])
     if r is None and q is None:
         return NOT_MEASURED, NOT_MEASURED + f" (no `{variant}` variant in the table)."
     flops = np.nan if r is None else r["fwd_flops_ratio"]
@@ -242,27 +255,27 @@ def per_flop(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, qu
 def extrapolation(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
                   sizes: pd.DataFrame) -> tuple[str, str]:
     """A position scheme's claim to extend past its training length: every scheme's loss by evaluation length."""
-    ext = extrapolation_evidence(table)
-    r = variant_row(cmp, flip_variant(c), c.group)
+    ext = extrapolation_evidence(c, table, sweep_of(c, claim))
+    r = variant_row(cmp, flip_variant(c), sweep_of(c, claim))
     speed_txt = f"; its cost: forward {speed_word(r, 'fwd')} at {r['shape']}" if r is not None else ""
     if ext is None:
         return NOT_MEASURED + " (no extrapolation rows)" + speed_txt, NOT_MEASURED + "."
-    measured = "; ".join(f"{v}: {_curve_text(c)}" for v, c in ext.items()) + speed_txt
-    return measured, _rope_reading(ext)
+    measured = "; ".join(f"{v}: {_curve_text(curve)}" for v, curve in ext.items()) + speed_txt
+    return measured, _growth_reading(c, ext)
 
 
-def extrapolation_evidence(table: pd.DataFrame) -> dict[str, pd.Series] | None:
-    """Per position variant of a one-choice comparison (the GPT-2 block and each ``pos`` flip), mean loss by
-    evaluation length (NaN = cannot), keyed by the position scheme."""
-    pos = choice("pos")
-    names = {("gpt2" if v == pos.gpt2 else pos.value_name(v)): v for v in pos.values}
+def extrapolation_evidence(c: Choice, table: pd.DataFrame, sweep: str | None = None) -> dict[str, pd.Series] | None:
+    """Per variant of a one-choice comparison of ``c`` (the GPT-2 block and each flip of ``c``), mean loss by
+    evaluation length (NaN = cannot), keyed by ``c``'s value; from ``sweep`` (default: ``c``'s own) where it has the
+    claimed value's rows. None without the claimed value's rows (``flip_value``)."""
+    names = {("gpt2" if v == c.gpt2 else c.value_name(v)): v for v in c.values}
     rows = table[(table["metric"] == "extrap_loss") & (table["status"].fillna("ok") == "ok")]
     rows = rows[rows["variant"].isin(names)]
-    llama = pos.value_name(pos.llama2)
-    if rows.empty or not (rows["variant"] == llama).any():
+    claimed = flip_variant(c)
+    if rows.empty or not (rows["variant"] == claimed).any():
         return None
-    pos_sweep = rows[rows["sweep"] == pos.group]
-    rows = pos_sweep if (pos_sweep["variant"] == llama).any() else rows
+    own = rows[rows["sweep"] == (sweep or c.group)]
+    rows = own if (own["variant"] == claimed).any() else rows
     return {names[v]: g.groupby("seq_len")["value"].mean().sort_index() for v, g in rows.groupby("variant")}
 
 
@@ -284,9 +297,9 @@ def extrapolation_against_baseline(c: Choice, claim: Claim, value: str, table: p
         measured = f"`{variant}`: {_curve_text(curve)}"
         if base.empty:
             return measured + f" (sweep `{sweep}`; no `{base_name}` rows beside it)", "No baseline to compare with."
-        base_pos = arch_from_row(base.iloc[0]).pos.name
+        base_value = c.shown(getattr(arch_from_row(base.iloc[0]), c.group).name)
         bcurve = base.groupby("seq_len")["value"].mean().sort_index()
-        measured += f"; `{base_name}` ({choice('pos').shown(base_pos)}): {_curve_text(bcurve)} (sweep `{sweep}`)"
+        measured += f"; `{base_name}` ({base_value}): {_curve_text(bcurve)} (sweep `{sweep}`)"
         g, gb = _growth(curve), _growth(bcurve)
         L0, L1 = int(curve.index[0]), int(curve.index[-1])
         shown = c.shown(value)
@@ -294,10 +307,9 @@ def extrapolation_against_baseline(c: Choice, claim: Claim, value: str, table: p
             return measured, f"{shown} could not be evaluated at {L1}."
         reading = f"{shown}'s loss changes {100 * (g - 1):+.1f}% from {L0} to {L1} tokens"
         if pd.isna(gb):
-            reading += f"; {choice('pos').shown(base_pos)} cannot be evaluated past its table at all"
+            reading += f"; {base_value} cannot be evaluated past its table at all"
         else:
-            reading += (f", {'less' if g < gb else 'no less'} than {choice('pos').shown(base_pos)}'s "
-                        f"{100 * (gb - 1):+.1f}%")
+            reading += f", {'less' if g < gb else 'no less'} than {base_value}'s {100 * (gb - 1):+.1f}%"
         verdict_text = "extrapolates as claimed" if g <= 1.0 else (
             "degrades past its training length, less than its baseline" if pd.isna(gb) or g < gb else
             "does not extrapolate better than its baseline here")
@@ -317,26 +329,28 @@ def _growth(curve: pd.Series) -> float:
     return curve.iloc[-1] / curve.iloc[0]
 
 
-def _rope_reading(ext: dict[str, pd.Series]) -> str:
-    r = ext["rope"]
+def _growth_reading(c: Choice, ext: dict[str, pd.Series]) -> str:
+    """The claimed value's loss growth over evaluation length against GPT-2's value's (``learned positions``: the
+    value as shown, then the group's title), then each reference value's (NoPE: ``reference_only``)."""
+    claimed, r = c.shown(flip_value(c)), ext[flip_value(c)]
     L0, L1 = int(r.index[0]), int(r.index[-1])
     g = _growth(r)
     if pd.isna(g):
-        return f"RoPE could not be evaluated at {L1}; nothing to compare."
-    text = f"RoPE's loss changes {100 * (g - 1):+.1f}% from {L0} to {L1} tokens"
-    learned = ext.get("learned")
-    if learned is not None:
-        gl = _growth(learned)
-        if pd.isna(gl):
-            text += "; learned positions cannot be evaluated past their table at all, so RoPE extends where they cannot"
-        elif g < gl:
-            text += f", less than learned positions' {100 * (gl - 1):+.1f}%: more gracefully, as claimed"
+        return f"{claimed} could not be evaluated at {L1}; nothing to compare."
+    text = f"{claimed}'s loss changes {100 * (g - 1):+.1f}% from {L0} to {L1} tokens"
+    base, base_curve = f"{c.shown(c.gpt2)} {c.title or c.group}", ext.get(c.gpt2)
+    if base_curve is not None:
+        gb = _growth(base_curve)
+        if pd.isna(gb):
+            text += f"; {base} cannot be evaluated past their table at all, so {claimed} extends where they cannot"
+        elif g < gb:
+            text += f", less than {base}' {100 * (gb - 1):+.1f}%: more gracefully, as claimed"
         else:
-            text += f", no better than learned positions' {100 * (gl - 1):+.1f}%: the claim does not hold here"
-    none = ext.get("none")
-    if none is not None and not pd.isna(_growth(none)):
-        gn = _growth(none)
-        text += f"; NoPE {100 * (gn - 1):+.1f}% ({'less' if gn < g else 'more'} than RoPE)"
+            text += f", no better than {base}' {100 * (gb - 1):+.1f}%: the claim does not hold here"
+    for value, curve in ext.items():
+        if c.registry.traits(value).reference_only and not pd.isna(_growth(curve)):
+            gr = _growth(curve)
+            text += f"; {c.shown(value)} {100 * (gr - 1):+.1f}% ({'less' if gr < g else 'more'} than {claimed})"
     return text + "."
 
 
@@ -344,67 +358,70 @@ def kv_cache(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, qu
              sizes: pd.DataFrame) -> tuple[str, str]:
     """Attention's claim of a smaller KV cache: the arithmetic at Llama-2-70B, then this run's bytes and decode."""
     kv = kv_70b(sizes)
-    arithmetic = (f"Llama-2-70B at {kv['context']:,} tokens fp16 (computed on the meta device): MHA "
-                  f"{kv['mha_gib']:.3g} GiB vs GQA-{kv['kv_heads']} {kv['gqa_gib']:.3g} GiB, "
+    mha, gqa = c.shown(c.gpt2), c.shown(flip_value(c))
+    arithmetic = (f"Llama-2-70B at {kv['context']:,} tokens fp16 (computed on the meta device): {mha} "
+                  f"{kv['mha_gib']:.3g} GiB vs {gqa}-{kv['kv_heads']} {kv['gqa_gib']:.3g} GiB, "
                   f"{kv['ratio']:.3g}× smaller")
     reading = f"The {kv['ratio']:.3g}× cut at 70B is arithmetic and holds"
-    r = gqa_row(cmp)
+    r = gqa_row(c, cmp, sweep_of(c, claim))
     if r is None:
-        return arithmetic + "; no GQA variant timed in this run", reading + f"; long-context decode {NOT_MEASURED}."
+        return arithmetic + f"; no {gqa} variant timed in this run", reading + f"; long-context decode {NOT_MEASURED}."
     group = int(r["n_heads"]) // int(r["n_kv_heads"])
-    kv_txt = (f"KV {fmt_bytes(r['kv_per_token'])}/token ({1 / r['kv_per_token_ratio']:.3g}× smaller than MHA)"
+    kv_txt = (f"KV {fmt_bytes(r['kv_per_token'])}/token ({1 / r['kv_per_token_ratio']:.3g}× smaller than {mha})"
               if not pd.isna(r["kv_per_token_ratio"]) else f"KV {fmt_bytes(r['kv_per_token'])}/token")
     decode = ratio_text(r, "decode")
     ctx = "" if pd.isna(r["decode_ctx"]) else f" at context {int(r['decode_ctx']):,}, batch {int(r['decode_batch'])}"
     measured = (f"{arithmetic}. This run, `{r['variant']}` ({int(r['n_kv_heads'])} KV heads for {int(r['n_heads'])}"
-                f" query heads): {kv_txt}; decode step {decode} of MHA's time{ctx} ({where(r)})"
-                f"{_bytes_and_kernels(r)}")
+                f" query heads): {kv_txt}; decode step {decode} of {mha}'s time{ctx} ({where(r)})"
+                f"{_bytes_and_kernels(r, mha)}")
     word = speed_word(r, "decode")
     if word == "not timed":
         reading += f"; long-context decode speed {NOT_MEASURED}."
     else:
-        reading += f"; here ({group} query heads per KV head) one decode step{ctx} against MHA: {word}."
+        reading += f"; here ({group} query heads per KV head) one decode step{ctx} against {mha}: {word}."
     return measured, reading
 
 
-def _bytes_and_kernels(r: pd.Series) -> str:
-    """What the design cut (a decode step's bytes, its roofline ratio) and what this machine made of it."""
+def _bytes_and_kernels(r: pd.Series, mha: str) -> str:
+    """What the design cut (a decode step's bytes, its roofline ratio) and what this machine made of it, against
+    ``mha`` (the baseline's attention, as shown)."""
     if pd.isna(r.get("decode_bytes_ratio", np.nan)):
         return ""
-    text = (f". What the design cut: the step moves {r['decode_bytes_ratio']:.2f}× MHA's bytes "
+    text = (f". What the design cut: the step moves {r['decode_bytes_ratio']:.2f}× {mha}'s bytes "
             f"({fmt_bytes(r['decode_bytes'])})")
     if not pd.isna(r.get("decode_roofline", np.nan)):
         text += f", a roofline ratio of {r['decode_roofline']:.2f}×"
     if not pd.isna(r.get("decode_bw_util", np.nan)) and not pd.isna(r["decode"]):
         text += (f"; what this machine's kernels made of it: {r['decode']:.2f}× the time, at "
-                 f"{fmt_util(r['decode_bw_util'])} of the measured bandwidth against MHA's "
+                 f"{fmt_util(r['decode_bw_util'])} of the measured bandwidth against {mha}'s "
                  f"{fmt_util(r['decode_bw_util_baseline'])}")
     return text
 
 
-def gqa_row(cmp: pd.DataFrame) -> pd.Series | None:
-    """The GQA flip closest to Llama-2-70B's 8 query heads per KV head (MQA only when nothing else ran)."""
+def gqa_row(c: Choice, cmp: pd.DataFrame, sweep: str) -> pd.Series | None:
+    """The flip of ``c`` (attention) to fewer KV heads than query heads closest to Llama-2-70B's 8 query heads per KV
+    head (MQA only when nothing else ran), from ``sweep`` where it has one."""
     if cmp.empty:
         return None
-    others = [c for c in choices() if c.group != "attn"]
-    on_gpt2 = cmp.apply(lambda r: all(c.has(arch_from_row(r), c.gpt2) for c in others), axis=1)
+    others = [o for o in choices() if o.group != c.group]
+    on_gpt2 = cmp.apply(lambda r: all(o.has(arch_from_row(r), o.gpt2) for o in others), axis=1)
     flips = cmp[on_gpt2.astype(bool) & (cmp["n_kv_heads"] < cmp["n_heads"])]
     if flips.empty:
         return None
     group = flips["n_heads"] // flips["n_kv_heads"]
     # Prefer a timed, plain GQA flip (a parameter-matched one widens the FFN too), then 8 query heads per KV head.
-    matched = flips["variant"].astype(str).str.contains("matched")
+    matched = flips["variant"].astype(str).str.contains(MATCHED, regex=False)
     target = llama2_70b_group()
     score = (flips["n_kv_heads"] == 1) * 1000 + matched * 100 + (group - target).abs() - flips["decode"].notna() * 0.5
     best = flips.assign(score=score).sort_values("score")
-    own = best[best["sweep"] == "kv"]
+    own = best[best["sweep"] == sweep]
     return variant_row(cmp, rows=own if not own.empty else best)
 
 
 def flip(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
          sizes: pd.DataFrame) -> tuple[str, str]:
     """Any declared choice: its flip's cost against the GPT-2 block and its validation loss, read from the numbers."""
-    return flip_evidence(c, cmp, quality, _performs(claim), claim.why)
+    return flip_evidence(c, cmp, quality, _performs(claim), claim.why, sweep=sweep_of(c, claim))
 
 
 def _kv_text(r: pd.Series) -> str:
@@ -429,8 +446,9 @@ def stability(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, q
               "of parameters or at learning rates far above this harness's")
     if diverged == 0:
         return measured, (reading + f" Stability: none of the {runs} quality runs in this report diverged. {target}; "
-                          "at this scale and learning rate every block trains stably, so this run measures QK-norm's "
-                          "cost and its loss at a stable setting, not the stability claim.")
+                          f"at this scale and learning rate every block trains stably, so this run measures "
+                          f"{c.shown(flip_value(c))}'s cost and its loss at a stable setting, not the stability "
+                          "claim.")
     return measured, (reading + f" Stability: {diverged} of {runs} quality runs in this report diverged (the quality "
                       f"table says which). {target}; a divergence at this scale is not that instability.")
 
@@ -440,21 +458,23 @@ def value_evidence(c: Choice, claim: Claim, value: str, table: pd.DataFrame, cmp
     """A claim about a value other than Llama-2's (or a setting flip): its flip on Llama-2's block where the run has
     ``+sweep=modern``, else on GPT-2's, against the block it was paired with."""
     return flip_evidence(c, cmp, quality, _performs(claim, "as well as the block without it"), claim.why,
-                         variants=flip_labels(c, value))
+                         variants=flip_labels(c, value), sweep=sweep_of(c, claim))
 
 
 def flip_evidence(c: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, performs: str,
-                  why: str = "", variants: list[str] | None = None) -> tuple[str, str]:
+                  why: str = "", variants: list[str] | None = None, sweep: str | None = None) -> tuple[str, str]:
     """(measured, reading) of ``c``'s flip (the first of ``variants`` the run measured, default ``flip_variant(c)``,
-    else its flip on Llama-2's block): parameters, forward/train/decode ratios and the loss against the block it was
-    paired with; ``why`` follows the cost reading (``{params}``: the parameters)."""
-    variants = variants or flip_labels(c, c.llama2 if c.in_llama2 else c.flips[0])
-    r = variant_row(cmp, variants, c.group)
+    else its flip on Llama-2's block), from ``sweep`` (default: ``c``'s own) where it has it: parameters,
+    forward/train/decode ratios and the loss against the block it was paired with; ``why`` follows the cost reading
+    (``{params}``: the parameters)."""
+    variants = variants or flip_labels(c, flip_value(c))
+    sweep = sweep or c.group
+    r = variant_row(cmp, variants, sweep)
     variant = variants[0] if r is None else str(r["variant"])
     if r is None:
-        found = (v for v in variants if quality_of(quality, v, c.group) is not None)
+        found = (v for v in variants if quality_of(quality, v, sweep) is not None)
         variant = next(found, variants[0])
-    q = quality_of(quality, variant, c.group if r is None else r["sweep"])
+    q = quality_of(quality, variant, sweep if r is None else r["sweep"])
     if r is None and q is None:
         return NOT_MEASURED, NOT_MEASURED + f" (no {' or '.join(f'`{v}`' for v in variants)} variant in the table)."
     if r is None:
