@@ -55,7 +55,7 @@ def is_smoke(table: pd.DataFrame) -> bool:
 
 def claims_section(claims_frame: pd.DataFrame, smoke: bool) -> list[str]:
     """The claims this run measured, one row each; those it did not, named in one line."""
-    from ablations.report.claims import NOT_MEASURED
+    from ablations.report.readings import NOT_MEASURED
 
     unmeasured = claims_frame["measured in this run"].astype(str).str.startswith(NOT_MEASURED)
     shown = claims_frame[~unmeasured].copy()
