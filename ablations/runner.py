@@ -27,7 +27,8 @@ from ablations.measure.point import measure_point
 from ablations.measure.quality_step import measure_quality_step
 from ablations.quality import distributed
 from ablations.quality.arch import check_train, quality_pair
-from ablations.quality.data import check_data, open_corpus
+from ablations.quality.data import open_corpus
+from ablations.quality.data_checks import check_data
 from ablations.quality.precision import resolved
 from ablations.results.identity import point_identity
 from ablations.results.provenance import provenance

@@ -22,9 +22,10 @@ from ablations.config.errors import Fault, UsageError, command
 from ablations.measure.quality_step import quality_steps
 from ablations.measure.step_split import SPLIT, split_of
 from ablations.predict.quality_seed import composed
-from ablations.quality.data import CorpusError, open_corpus, train_starts, windows
+from ablations.quality.data import CorpusError, open_corpus
 from ablations.quality.precision import median_seconds, resolved
 from ablations.quality.train import step_flops
+from ablations.quality.windows import train_starts, windows
 from ablations.runner import plan_point
 from components.config import ConfigError
 

@@ -26,7 +26,15 @@ from components.mla import LatentCache, MultiHeadLatentAttention
 from components.model import Decoder, LanguageModel, common_random_init, count_parameters
 from components.norms import NORMS, LayerNorm, NormConfig, RMSNorm
 from components.positions import POSITIONS, LearnedPositions, NoPositions, PosConfig, RotaryPositions
-from components.presets import PRESETS, llama2_block, llama2_values, preset
+from components.presets import (
+    LLAMA2_TIES_EMBEDDINGS,
+    PRESETS,
+    embeddings_text,
+    llama2_block,
+    llama2_model,
+    llama2_values,
+    preset,
+)
 from components.registry import Registry, UnknownVariantError
 
 # Every module of the package, so each choice declared beside its components is known without being listed here.
@@ -77,6 +85,7 @@ class _NoFillsOnMeta(TorchFunctionMode):
 __all__ = [
     "ATTENTIONS",
     "FFNS",
+    "LLAMA2_TIES_EMBEDDINGS",
     "NORMS",
     "POSITIONS",
     "PRESETS",
@@ -112,10 +121,12 @@ __all__ = [
     "choices",
     "common_random_init",
     "count_parameters",
+    "embeddings_text",
     "ffn_hidden_dim",
     "ladder_choices",
     "llama2_block",
     "llama2_choices",
+    "llama2_model",
     "llama2_values",
     "new_cache",
     "preset",

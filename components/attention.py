@@ -274,7 +274,7 @@ ATTN = declare(Choice(
         (("arithmetic, Llama-2-70B fp16 at 4096 tokens", "GQA-8: 1.25 GiB; MHA: 10 GiB"),
          ("Ainslie et al. 2023, Table 1",
           "time/sample MHA-XXL 1.51 s, GQA-8 0.28 s, MQA 0.24 s; score 47.2 / 47.1 / 46.6")),
-        loss="no worse", evidence="kv_cache",
+        loss="no worse", evidence="kv_cache", sweep="kv",
     ),
     value_claims={
         "mla": Claim(

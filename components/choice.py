@@ -87,6 +87,9 @@ class Claim:
     performs: str | None = None
     # Said after the cost reading, ``{params}`` being the parameters the flip changed.
     why: str = ""
+    # The sweep whose rows the evidence is read from first (default: the group's own, ``+sweep=<group>``): a group
+    # whose sweep is a file of another name says it (attention's KV-cache claim: ``kv``, over KV heads).
+    sweep: str = ""
 
     def __post_init__(self) -> None:
         if self.evidence not in EVIDENCE:

@@ -14,6 +14,22 @@ from components.choice import choice, llama2_choices
 from components.config import ArchConfig, ModelConfig
 from components.positions import PosConfig
 
+# Llama-2 unties its input and output embeddings (Meta's checkpoints hold a separate output matrix); GPT-2 ties them,
+# as ``ModelConfig`` does by default. A model setting beside the choices, not a choice, declared here once: Llama-2's
+# presets and ``llama2_model`` (``baseline=llama2``, the labels) read it, and so do the ``variant=llama2`` configs
+# (``ablations.config.generated``) and the prose that says what Llama-2's block is (``embeddings_text``).
+LLAMA2_TIES_EMBEDDINGS = False
+
+
+def llama2_model(model: ModelConfig) -> ModelConfig:
+    """``model`` with Llama-2's embeddings (``LLAMA2_TIES_EMBEDDINGS``), the one model setting its block moves."""
+    return replace(model, tie_embeddings=LLAMA2_TIES_EMBEDDINGS)
+
+
+def embeddings_text(tied: bool) -> str:
+    """How prose names a model's embeddings: ``tied embeddings`` or ``untied embeddings``."""
+    return "tied embeddings" if tied else "untied embeddings"
+
 
 def llama2_values() -> dict[str, str]:
     """Each choice Llama-2 moved from GPT-2's, by group, at Llama-2's value: the block before any choice is sized
@@ -51,7 +67,8 @@ def llama2(
 ) -> ArchConfig:
     """Llama-2 at a published size. ``n_kv_heads`` None: every head its own KV head, which the declaration reads as
     MHA (``llama2-mha``), as Llama-2-7B and 13B have; the model configs' ``gqa_kv_heads`` say the same."""
-    model = ModelConfig(d_model, n_layers, n_heads, max_seq_len=4096, vocab_size=32000, tie_embeddings=False)
+    model = ModelConfig(d_model, n_layers, n_heads, max_seq_len=4096, vocab_size=32000,
+                        tie_embeddings=LLAMA2_TIES_EMBEDDINGS)
     arch = llama2_block(model, n_kv_heads or n_heads)
     return arch.replace(ffn=replace(arch.ffn, multiple_of=multiple_of, multiplier=multiplier))
 

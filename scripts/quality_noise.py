@@ -31,8 +31,9 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
 from ablations.cli import CONF_DIR
-from ablations.quality.data import chunk_spans, open_corpus
+from ablations.quality.data import open_corpus
 from ablations.quality.train import curve_spans, train, validation_spans, window_losses
+from ablations.quality.windows import chunk_spans
 from ablations.runner import plan_point
 
 

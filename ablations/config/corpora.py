@@ -1,5 +1,6 @@
 """The named byte corpora ``data.corpus`` may take, declared once: the schema's allowed values and the transfer sweep's
-texts derive from it, and ``ablations.quality.data`` reads each (a test holds the reader to this list)."""
+texts derive from it, and ``ablations.quality.corpus_files`` finds each (a test holds the reader to this
+list)."""
 
 from __future__ import annotations
 

@@ -28,13 +28,20 @@ from omegaconf import OmegaConf
 from ablations.config.corpora import CORPORA
 from ablations.config.paths import conf_dir
 from ablations.config.variants import BASELINES
-from components import Choice, choices, ladder_choices, llama2_choices, llama2_values
+from components import (
+    LLAMA2_TIES_EMBEDDINGS,
+    Choice,
+    ModelConfig,
+    choices,
+    embeddings_text,
+    ladder_choices,
+    llama2_choices,
+    llama2_values,
+)
 
 BASELINE = "gpt2"
 LLAMA2 = "llama2"
 TIED = "llama2_tied"
-# Untied input and output embeddings are Llama-2's, not a choice: its variants set them beside the choices.
-LLAMA2_MODEL = {"tie_embeddings": False}
 
 
 @dataclass(frozen=True)
@@ -63,13 +70,16 @@ def flips() -> list[Variant]:
 
 def llama2_variant(revert: Choice | None = None, tied: bool = False) -> Variant:
     values = {g: v for g, v in llama2_values().items() if revert is None or g != revert.group}
-    settings = {} if tied else {"model": dict(LLAMA2_MODEL)}
+    # Llama-2's embeddings (``components.presets.LLAMA2_TIES_EMBEDDINGS``), set beside its choices; tied: GPT-2's.
+    settings = {} if tied else {"model": {"tie_embeddings": LLAMA2_TIES_EMBEDDINGS}}
     if revert is not None:
         return Variant(f"{LLAMA2}_{flip_name(revert, revert.gpt2)}", values, settings,
                        f"the Llama-2 block with {revert.group} reverted to GPT-2's {revert.gpt2}")
     if tied:
-        return Variant(TIED, values, settings, "the Llama-2 block with GPT-2's tied embeddings")
-    return Variant(LLAMA2, values, settings, "Llama-2's block: every choice Llama-2 moved, untied embeddings")
+        return Variant(TIED, values, settings,
+                       f"the Llama-2 block with GPT-2's {embeddings_text(ModelConfig.tie_embeddings)}")
+    return Variant(LLAMA2, values, settings,
+                   f"Llama-2's block: every choice Llama-2 moved, {embeddings_text(LLAMA2_TIES_EMBEDDINGS)}")
 
 
 def leave_one_out() -> list[Variant]:

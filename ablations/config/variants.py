@@ -16,6 +16,7 @@ from ablations.config.columns import config_from_row, name_in
 from components import (
     ATTENTIONS,
     FFNS,
+    LLAMA2_TIES_EMBEDDINGS,
     PRESETS,
     ArchConfig,
     Choice,
@@ -24,6 +25,7 @@ from components import (
     choices,
     llama2_block,
     llama2_choices,
+    llama2_model,
 )
 from components import preset as make_preset
 from components.work import Step
@@ -97,16 +99,16 @@ BASELINES = ("gpt2", "llama2")
 
 
 def baseline_of(arch: ArchConfig, name: str = "gpt2", kv_heads: int | None = None) -> ArchConfig:
-    """The block ``arch`` is paired with, at its sizes: GPT-2's (every choice at its GPT-2 value, tied embeddings)
-    or Llama-2's (every choice Llama-2 moved at its value, GQA with ``kv_heads`` KV heads, untied embeddings: what
-    ``variant=llama2`` composes at the same size). Either is the block its name names (``variant_label``), so a
-    quality arm trained as the baseline and the baseline point's rows are the same arm under the same name; the
-    timed decoder has no embeddings, so the timing is the same either way."""
+    """The block ``arch`` is paired with, at its sizes: GPT-2's (every choice at its GPT-2 value, GPT-2's
+    embeddings) or Llama-2's (every choice Llama-2 moved at its value, GQA with ``kv_heads`` KV heads, Llama-2's
+    embeddings (``llama2_model``): what ``variant=llama2`` composes at the same size). Either is the block its name
+    names (``variant_label``), so a quality arm trained as the baseline and the baseline point's rows are the same
+    arm under the same name; the timed decoder has no embeddings, so the timing is the same either way."""
     if name == "gpt2":
-        return ArchConfig(model=replace(arch.model, tie_embeddings=True))
+        return ArchConfig(model=replace(arch.model, tie_embeddings=ModelConfig.tie_embeddings))
     if name != "llama2":
         raise ValueError(f"baseline {name!r} is not one of {BASELINES}")
-    return llama2_block(replace(arch.model, tie_embeddings=False), kv_heads or arch.n_kv_heads)
+    return llama2_block(llama2_model(arch.model), kv_heads or arch.n_kv_heads)
 
 
 def baseline_of_row(row: Mapping[str, Any], arch: ArchConfig) -> ArchConfig:
@@ -121,6 +123,10 @@ def baseline_from(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
     return baseline_of(arch, str(cfg.baseline.name), int(cfg.model.gqa_kv_heads))
 
 
+# What a label adds where ``match_params`` widened the FFN to its MHA version's parameters (``gqa2-matched``).
+MATCHED = "-matched"
+
+
 def variant_label(arch: ArchConfig, matched: bool = False) -> str:
     """A name that says what differs from the GPT-2 baseline: ``gpt2``, ``rmsnorm``, ``gqa2``, ``nobias``,
     ``llama2``, ``rope+rmsnorm``.
@@ -128,16 +134,18 @@ def variant_label(arch: ArchConfig, matched: bool = False) -> str:
     Every choice Llama-2 moved (``llama2_choices``) but one at Llama-2's value names the Llama-2 block and the odd
     one out, as its choice names it: ``llama2-learned``, ``llama2-gelu``, ``llama2-mha`` (or ``-mqa``),
     ``llama2-bias`` (the leave-one-out points). A choice neither model varies (``gpt2 == llama2``) adds its name
-    when moved: ``llama2+qknorm``, ``rope+qknorm``. Tied embeddings are GPT-2's and untied Llama-2's: a block of the
-    Llama-2 family with tied embeddings gets ``-tied``, any other with untied ones ``-untied``. ``matched``
-    (``match_params``) adds ``-matched`` where it changed the FFN (attention of other weights than MHA's).
+    when moved: ``llama2+qknorm``, ``rope+qknorm``. A block whose embeddings are not its family's (GPT-2's:
+    ``ModelConfig``'s default; Llama-2's: ``LLAMA2_TIES_EMBEDDINGS``) says which it has: ``llama2-bias-tied``,
+    ``gpt2-untied``. ``matched`` (``match_params``) adds ``MATCHED`` where it changed the FFN (attention of other
+    weights than MHA's).
     """
-    suffix = "-matched" if matched and attention_weights_saved(arch) != 0 else ""
+    suffix = MATCHED if matched and attention_weights_saved(arch) != 0 else ""
     moved = llama2_choices()
     llama = {c.group: c.has(arch, c.llama2) for c in moved}
     family = sum(llama.values()) >= len(moved) - 1
-    if family == arch.model.tie_embeddings:
-        suffix = ("-tied" if family else "-untied") + suffix
+    tied = arch.model.tie_embeddings
+    if tied != (LLAMA2_TIES_EMBEDDINGS if family else ModelConfig.tie_embeddings):
+        suffix = ("-tied" if tied else "-untied") + suffix
     extras = [name_in(c, arch) for c in choices() if not c.in_llama2 and not c.has(arch, c.gpt2)]
     if family:
         odd = [name_in(c, arch) for c in moved if not llama[c.group]]
@@ -161,7 +169,7 @@ def flip_labels(c: Choice, key: str) -> list[str]:
 
     out = [variant_label(moved(ArchConfig(model=model)))]
     if key in c.setting_flips or key in c.after_llama2:
-        llama = llama2_block(replace(model, tie_embeddings=False), kv_heads)
+        llama = llama2_block(llama2_model(model), kv_heads)
         out.insert(0, variant_label(moved(llama)))
     return out
 

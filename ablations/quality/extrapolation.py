@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ablations.quality.data import chunk_spans
 from ablations.quality.train import loss_by_position
+from ablations.quality.windows import chunk_spans
 from components import LanguageModel
 
 

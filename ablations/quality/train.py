@@ -25,7 +25,8 @@ import torch.nn.functional as F
 
 from ablations.config.schema import TrainConfig
 from ablations.quality import distributed
-from ablations.quality.data import Corpus, chunk_spans, eval_spans, train_starts, windows
+from ablations.quality.data import Corpus
+from ablations.quality.windows import chunk_spans, eval_spans, train_starts, windows
 from ablations.roofline.work import mode_work
 from components import ArchConfig, LanguageModel, build_lm, common_random_init
 from components.kernels import core_dtype

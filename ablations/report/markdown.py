@@ -37,7 +37,7 @@ from ablations.report.sections import (
 from ablations.report.step_efficiency import step_section
 from ablations.report.tables import SETUP_COLUMNS, baseline_name, combine, load_table, split
 from ablations.results.durable import write_atomic
-from components import choices
+from components import LLAMA2_TIES_EMBEDDINGS, ModelConfig, choices, embeddings_text
 
 REPORT = "REPORT.md"
 # A smoke run's report says what it is in its first line, and gives no readings.
@@ -55,7 +55,7 @@ def is_smoke(table: pd.DataFrame) -> bool:
 
 def claims_section(claims_frame: pd.DataFrame, smoke: bool) -> list[str]:
     """The claims this run measured, one row each; those it did not, named in one line."""
-    from ablations.report.claims import NOT_MEASURED
+    from ablations.report.readings import NOT_MEASURED
 
     unmeasured = claims_frame["measured in this run"].astype(str).str.startswith(NOT_MEASURED)
     shown = claims_frame[~unmeasured].copy()
@@ -134,14 +134,15 @@ def failures_section(bad: pd.DataFrame) -> list[str]:
 # What each baseline block is, for the sentence that opens a sweep's section.
 BASELINE_WHAT = {"gpt2": "GPT-2's block: every choice at GPT-2's value",
                  "llama2": "Llama-2's block: every choice Llama-2 moved at its value, GQA at the size's KV heads, "
-                           "untied embeddings"}
+                           + embeddings_text(LLAMA2_TIES_EMBEDDINGS)}
 
 
 def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
                   summary: tuple[pd.DataFrame | None, str], figures: list[str]) -> list[str]:
     gpt2 = ", ".join(f"{c.group}={c.gpt2}" for c in choices())
     paired = baseline_name(s if not s.empty else q)
-    lines = [f"## Sweep `{sweep}`", "", f"What each variant is (GPT-2's values: {gpt2}, tied embeddings):", "",
+    tied = embeddings_text(ModelConfig.tie_embeddings)
+    lines = [f"## Sweep `{sweep}`", "", f"What each variant is (GPT-2's values: {gpt2}, {tied}):", "",
              variants_table(s if not s.empty else q), "",
              f"Baseline: every point here is paired with `{paired}` ({BASELINE_WHAT.get(paired, paired)}), at the "
              "same sizes and seeds: its ratios and loss differences are against that block.", ""]
@@ -172,8 +173,8 @@ def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
 HOW_TO_READ = [
     "## How to read this",
     "",
-    "- `llama2` is Llama-2's block: RoPE, RMSNorm, SwiGLU, GQA and no linear biases, with untied embeddings in "
-    "the quality model.",
+    "- `llama2` is Llama-2's block: RoPE, RMSNorm, SwiGLU, GQA and no linear biases, with "
+    f"{embeddings_text(LLAMA2_TIES_EMBEDDINGS)} in the quality model.",
     "- Every timing is paired: the variant and its sweep's baseline (the GPT-2 block, or Llama-2's in a sweep run "
     "with `baseline=llama2`) alternate (ABBA) in one process, and the ratio is taken per round. The baseline's own "
     "row is it timed against itself: its spread is the noise floor.",

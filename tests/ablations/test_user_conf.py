@@ -17,7 +17,7 @@ from ablations import cli
 from ablations.config import paths
 from ablations.config.paths import conf_dir, home_dir
 from ablations.predict import __main__ as predict
-from ablations.predict import calibrate, full_size
+from ablations.predict import calibrate, full_size_tables
 from ablations.report import roofline
 from ablations.results import durable
 from ablations.roofline.hardware import load_hardware
@@ -27,7 +27,7 @@ ONE_LINE = "blockbench {command}: error: {key}: {problem}"
 
 def entry(name: str, **changes: object) -> dict:
     """A hardware entry as calibrate writes one: the package's H200 with ``changes`` (plain floats, no Hydra)."""
-    h200 = dataclasses.asdict(full_size.device("h200"))
+    h200 = dataclasses.asdict(full_size_tables.device("h200"))
     return h200 | {"name": name, "matmul_efficiency": [list(p) for p in h200["matmul_efficiency"]]} | changes
 
 
@@ -86,7 +86,7 @@ def test_calibrate_writes_the_user_folder_and_never_the_package(home, no_measuri
     # Every reader now takes the user's calibration over the package's (the reference machine's), and says so.
     assert load_hardware("this_machine").peak_flops == 1.25e12
     assert roofline.calibration().source == "made up by the test"
-    assert full_size.device("this_machine").source == "made up by the test"  # Hydra's, as predict composes it
+    assert full_size_tables.device("this_machine").source == "made up by the test"  # Hydra's, as predict composes it
     assert capsys.readouterr().err == (f"blockbench: note: hardware/this_machine.yaml in {home} replaces the "
                                        "package's of the same name (the user's folder wins)\n")
 
@@ -101,7 +101,7 @@ def test_a_user_hardware_entry_resolves_in_every_command(home, capsys):
     assert "mybox" in predict.options("hardware")
     # predict's composition (its table, seconds of kernel counting per model, is tested in tests/predict)
     assert predict.load(["hardware=mybox"]).hardware.source == "my own box"
-    assert full_size.device("mybox").peak_flops == 2.5e12  # full-size composes through predict's Hydra config
+    assert full_size_tables.device("mybox").peak_flops == 2.5e12  # full-size composes through predict's Hydra config
     assert load_hardware("mybox").source == "my own box"  # the report's reader
     assert predict.main(["--help"]) == 0
     assert "mybox" in next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("hardware: "))

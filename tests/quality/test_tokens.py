@@ -18,8 +18,9 @@ from ablations.cli import hydra_main, prevalidate
 from ablations.config.errors import UsageError
 from ablations.config.plan import SweepEnd
 from ablations.quality.__main__ import report as quality_report
-from ablations.quality.data import data_format, open_corpus, vocab_of, windows
+from ablations.quality.data import data_format, open_corpus, vocab_of
 from ablations.quality.tokens import GPT2_VOCAB, LLMC_HEADER_INTS, LLMC_MAGIC, LLMC_VERSION, MAX_VOCAB, open_tokens
+from ablations.quality.windows import windows
 from ablations.results.identity import point_identity
 from ablations.runner import plan_point
 from components import build_lm, count_parameters

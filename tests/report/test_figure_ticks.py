@@ -24,6 +24,7 @@ from matplotlib.text import Text
 from ablations.quality.worth import worth
 from ablations.report import figures
 from ablations.report.comparison import comparison
+from ablations.report.figure_style import STYLE
 from ablations.report.sections import summarize_quality
 from ablations.report.tables import load_table, split
 
@@ -78,7 +79,7 @@ def build(table: str, sweep: str, stem: str) -> Figure | str:
     data = frame[frame["sweep"] == sweep] if not frame.empty else frame
     if data.empty:
         return figures.ABSENT[kind.source]
-    with matplotlib.rc_context(figures.STYLE):
+    with matplotlib.rc_context(STYLE):
         fig = kind.build(data)
         if isinstance(fig, Figure):
             FigureCanvasAgg(fig).draw()  # lays it out (constrained) and places every tick label, at the saved size

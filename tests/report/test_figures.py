@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from ablations.report.axes import ReadableLogLocator, plain_number, si_number
-from ablations.report.figures import decode_ratio_vs_context, ratio_vs_seq
 from ablations.report.tables import split
+from ablations.report.timing_figures import decode_ratio_vs_context, ratio_vs_seq
 
 DRIFT = 1.25  # the rmsnorm point ran on a slower machine: both sides of each of its pairings took 25% longer
 
@@ -98,7 +98,7 @@ def test_the_ratio_figures_draw_95_intervals_and_mark_the_aa_floor(synthetic):
     """One notation: every error bar is the ratio's 95% interval (the ``ratio_interval`` rows), never its quartiles,
     and the baseline's own bar is marked as the A/A noise floor, not a result."""
     from ablations.report.comparison import comparison
-    from ablations.report.figures import ratio_bars
+    from ablations.report.timing_figures import ratio_bars
 
     table = synthetic(quality=False, sweeps=("norm",), failed=False)
     iv = table["metric"] == "ratio_interval"

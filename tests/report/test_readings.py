@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ablations.report.claims import _speed_cost, ratio_text, speed_word
+from ablations.report.readings import ratio_text, speed_cost, speed_word
 
 # The quick start's RMSNorm row: quartiles that cleared the A/A's p75 by 0.002, a 95% interval that holds 1.
 WIDE = {"train": 1.53, "train_lo": 1.228, "train_hi": 1.71, "train_ci_lo": 0.930, "train_ci_hi": 2.121,
@@ -46,7 +46,7 @@ def test_no_cause_keyed_to_a_version_or_device():
     slower = {**WIDE, "train_ci_lo": 1.4, "train_ci_hi": 1.6, "fwd": 1.0, "fwd_lo": 0.99, "fwd_hi": 1.01,
               "fwd_ci_lo": 0.98, "fwd_ci_hi": 1.02, "device": "cpu", "dtype": "float32", "compile": False,
               "torch": "2.13.0+cpu", "sweep": "norm", "shape": "4x512", "baseline": "gpt2"}
-    _, reading = _speed_cost(pd.Series(slower))
+    _, reading = speed_cost(pd.Series(slower))
     assert "slower" in reading
     for keyed in ("2.13", "composite", "autograd", "cpu", "compile"):
         assert keyed not in reading, reading

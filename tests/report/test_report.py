@@ -405,3 +405,30 @@ def test_a_new_groups_claim_is_read_from_the_evidence_it_declares():
     assert measured == claims.NOT_MEASURED
     assert "`extra`" in reading and reading.endswith("Stability: no quality runs, nothing to say.")
 
+
+
+# The claims table and its readings, one module each job: none may name a group, a value or a declared sweep.
+CLAIM_MODULES = ("claims", "claim_rows", "readings", "extrapolation_reading", "kv_cache_reading")
+
+
+def test_no_reading_names_a_group_a_value_or_a_sweep():
+    import ast
+    import importlib
+
+    declared = {c.group for c in choices()} | {v for c in choices() for v in c.values}
+    declared |= {claim.sweep for c in choices() for claim in [c.claim, *c.value_claims.values()] if claim and
+                 claim.sweep}
+    for name in CLAIM_MODULES:
+        module = importlib.import_module(f"ablations.report.{name}")
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        named = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        assert not named & declared, f"ablations/report/{name}.py names {sorted(named & declared)}"
+
+
+def test_a_claim_reads_a_sweep_that_exists():
+    from ablations.config.generated import sweep_lines
+
+    for c in choices():
+        for claim in [c.claim, *c.value_claims.values()]:
+            if claim is not None and claim.sweep:
+                assert claim.sweep in sweep_lines(), (c.group, claim.sweep)
