@@ -39,9 +39,11 @@ def trust_lines(worth: pd.DataFrame) -> list[str]:
         return []
     verdicts = failed["calibrated"].map(known_verdict)
     total = len(known_answers(worth))
-    counts = [f"{n} of {total} known answers {what}"
-              for n, what in ((int((verdicts == MISSES).sum()), "miss the multiple they must read"),
-                              (int((verdicts != MISSES).sum()), "have one seed, no interval to judge")) if n]
+    counts = [f"{n} of {total} known answers {what[n == 1]}"
+              for n, what in ((int((verdicts == MISSES).sum()), ("miss the multiple they must read",
+                                                                  "misses the multiple it must read")),
+                              (int((verdicts != MISSES).sum()), ("have one seed, no interval to judge",
+                                                                  "has one seed, no interval to judge"))) if n]
     which = "; ".join(f"{_where(r)}: {r['variant']} reads {r['k_steps_text']}" for _, r in failed.head(4).iterrows())
     more = f" and {len(failed) - 4} more" if len(failed) > 4 else ""
     return [f"**The compute multipliers in this report are not trusted:** {'; '.join(counts)} ({which}{more}; "

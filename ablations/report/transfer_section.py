@@ -70,7 +70,7 @@ def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
     finals = rows[(rows["metric"] == "val_loss") & (rows["mode"] == "final") & (rows["status"].fillna("ok") == "ok")]
     lines = ["### Does the verdict carry? (`transfer`)", "",
              f"Each choice at {c['d_model'].nunique()} rungs (quality widths {widths}, width and steps growing "
-             f"together) on {c['corpus'].nunique()} texts: {texts}. Each cell: the verdict against the baseline of "
+             f"together) on {c['corpus'].nunique()} text{'s' if c['corpus'].nunique() != 1 else ''}: {texts}. Each cell: the verdict against the baseline of "
              "the same rung and text (paired t, Holm over the cell's comparisons) and k, the compute multiplier in "
              "FLOPs [95% CI]. Sign agreement (the fraction of choice, text and lower rung whose loss difference "
              "against the baseline has the top rung's sign; half of such cases may be null effects, whose sign is a "
