@@ -8,8 +8,8 @@ import math
 import pandas as pd
 
 from ablations.quality.worth import training_bytes_per_param
-from ablations.report.buys import GPT2, agreement, published_loss
 from ablations.report.formatting import markdown_table
+from ablations.report.published import GPT2, agreement, published_loss
 
 
 def corpus_names(table: pd.DataFrame) -> dict[str, str]:
@@ -68,11 +68,13 @@ def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
     texts = ", ".join(f"{names.get(k, str(k)[:8])} (`{str(k)[:12]}`)" for k in c["corpus"].unique())
     widths = ", ".join(str(int(d)) for d in sorted(c["d_model"].unique()))
     finals = rows[(rows["metric"] == "val_loss") & (rows["mode"] == "final") & (rows["status"].fillna("ok") == "ok")]
+    n_texts = c["corpus"].nunique()
+    on_texts = f"{n_texts} text{'s' if n_texts != 1 else ''}"
     lines = ["### Does the verdict carry? (`transfer`)", "",
              f"Each choice at {c['d_model'].nunique()} rungs (quality widths {widths}, width and steps growing "
-             f"together) on {c['corpus'].nunique()} text{'s' if c['corpus'].nunique() != 1 else ''}: {texts}. Each cell: the verdict against the baseline of "
-             "the same rung and text (paired t, Holm over the cell's comparisons) and k, the compute multiplier in "
-             "FLOPs [95% CI]. Sign agreement (the fraction of choice, text and lower rung whose loss difference "
+             f"together) on {on_texts}: {texts}. Each cell: the verdict against the baseline of the same rung and "
+             "text (paired t, Holm over the cell's comparisons) and k, the compute multiplier in FLOPs [95% CI]. "
+             "Sign agreement (the fraction of choice, text and lower rung whose loss difference "
              "against the baseline has the top rung's sign; half of such cases may be null effects, whose sign is a "
              f"coin flip): **{'—' if math.isnan(rate) else f'{100 * rate:.0f}%'}** of {n}. Trend of k: its factor "
              "(in steps) per doubling of training compute with the 95% interval (least squares over every seed and "

@@ -36,7 +36,7 @@ def test_the_horizons_span_one_to_twenty_bytes_per_parameter_at_one_width():
 def test_the_check_budgets_lie_at_the_middle_between_two_knots():
     """Each between-knot budget at the geometric middle of two neighbouring knots, one past 1x and one past 2x; the
     knots half a doubling apart from 1x to 4x."""
-    knots = sorted({1.0, *HORIZON_TRAIN["budgets"]})
+    knots = sorted({1.0, *composed("train=horizon_s").train.budgets})
     assert [b / a for a, b in zip(knots[1:], knots[2:], strict=False)] == pytest.approx([2**0.5] * 4)
     checks = HORIZON_TRAIN["check_budgets"]
     for check in checks:
