@@ -25,7 +25,7 @@ from ablations.config.schema import TrainConfig, register_configs
 from ablations.predict.table import ELEMENT_BYTES, fmt_seconds
 from ablations.quality.arch import quality_arch
 from ablations.quality.data import vocab_of
-from ablations.quality.train import final_batches
+from ablations.quality.validation import final_batches
 from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware
 from ablations.roofline.model import predict

@@ -44,7 +44,9 @@ from ablations.quality.extrapolation import buckets, extrapolate
 from ablations.quality.inference import paired_test
 from ablations.quality.ledger import Ledger, arm_id, reused
 from ablations.quality.seeds import BASELINE, STOPS, family_size, seed_rule
-from ablations.quality.train import TrainResult, curve_spans, step_flops, train, validation_spans
+from ablations.quality.train import TrainResult, train
+from ablations.quality.train_step import step_flops
+from ablations.quality.validation import curve_spans, validation_spans
 from ablations.results.rows import Rows
 from components import ArchConfig, build_lm, choices, count_parameters
 
