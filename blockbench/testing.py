@@ -147,7 +147,7 @@ def check_regression_cases(c: Choice, value: str) -> None:
 
 def check_generated_variants(c: Choice, value: str) -> None:
     """Every generated variant that sets the group (``variant=NAME``) composes to what its name says."""
-    from ablations.config.generated import all_variants
+    from ablations.config.generated_variants import all_variants
     from ablations.config.variants import arch_from
 
     for v in all_variants():
