@@ -69,7 +69,7 @@ def tiny(**groups: Any) -> ArchConfig:
 def check_composes(c: Choice, value: str) -> None:
     """``GROUP=VALUE`` composes through Hydra (a value without a file in ``conf/`` is generated from the
     declaration) into the group's own schema, and reads back as that value."""
-    from ablations.config.schema import RunConfig
+    from ablations.config.run_config import RunConfig
     from ablations.config.variants import arch_from
 
     cfg = compose([f"{c.group}={value}", "train=smoke"])
