@@ -28,16 +28,9 @@ from omegaconf import DictConfig, OmegaConf
 from ablations.config.checks import check_keys
 from ablations.config.errors import Fault, UsageError, command, os_error_line
 from ablations.config.paths import conf_dir
-from ablations.config.schema import (
-    BaselineConfig,
-    DataConfig,
-    LoggerConfig,
-    ModelSizes,
-    ProfileConfig,
-    RunConfig,
-    TrainConfig,
-    register_configs,
-)
+from ablations.config.run_config import RunConfig
+from ablations.config.schema import BaselineConfig, DataConfig, LoggerConfig, ModelSizes, ProfileConfig, TrainConfig
+from ablations.config.store import register_configs
 from ablations.config.variants import BASELINES
 from ablations.results.durable import probe_folder
 from ablations.runner import plan_point

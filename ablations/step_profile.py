@@ -24,7 +24,7 @@ from ablations.measure.step_split import SPLIT, split_of
 from ablations.predict.quality_seed import composed
 from ablations.quality.data import CorpusError, open_corpus
 from ablations.quality.precision import median_seconds, resolved
-from ablations.quality.train import step_flops
+from ablations.quality.train_step import step_flops
 from ablations.quality.windows import train_starts, windows
 from ablations.runner import plan_point
 from components.config import ConfigError

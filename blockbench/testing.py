@@ -69,7 +69,7 @@ def tiny(**groups: Any) -> ArchConfig:
 def check_composes(c: Choice, value: str) -> None:
     """``GROUP=VALUE`` composes through Hydra (a value without a file in ``conf/`` is generated from the
     declaration) into the group's own schema, and reads back as that value."""
-    from ablations.config.schema import RunConfig
+    from ablations.config.run_config import RunConfig
     from ablations.config.variants import arch_from
 
     cfg = compose([f"{c.group}={value}", "train=smoke"])
@@ -147,7 +147,7 @@ def check_regression_cases(c: Choice, value: str) -> None:
 
 def check_generated_variants(c: Choice, value: str) -> None:
     """Every generated variant that sets the group (``variant=NAME``) composes to what its name says."""
-    from ablations.config.generated import all_variants
+    from ablations.config.generated_variants import all_variants
     from ablations.config.variants import arch_from
 
     for v in all_variants():

@@ -17,7 +17,7 @@ from components.positions import PosConfig
 # Llama-2 unties its input and output embeddings (Meta's checkpoints hold a separate output matrix); GPT-2 ties them,
 # as ``ModelConfig`` does by default. A model setting beside the choices, not a choice, declared here once: Llama-2's
 # presets and ``llama2_model`` (``baseline=llama2``, the labels) read it, and so do the ``variant=llama2`` configs
-# (``ablations.config.generated``) and the prose that says what Llama-2's block is (``embeddings_text``).
+# (``ablations.config.generated_variants``) and the prose that says what Llama-2's block is (``embeddings_text``).
 LLAMA2_TIES_EMBEDDINGS = False
 
 

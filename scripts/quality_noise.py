@@ -32,7 +32,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from ablations.cli import CONF_DIR
 from ablations.quality.data import open_corpus
-from ablations.quality.train import curve_spans, train, validation_spans, window_losses
+from ablations.quality.train import train
+from ablations.quality.validation import curve_spans, validation_spans, window_losses
 from ablations.quality.windows import chunk_spans
 from ablations.runner import plan_point
 

@@ -4,7 +4,7 @@
     python -m scripts.quality_step_table --rounds 40 --out results/runs/quality_step_table.json
 
 For GPT-2's and Llama-2's quality model at the default training shape (``train=default``: d=128, 4 layers, batch
-32 x 128 bytes), one step (``ablations.quality.train.training_step``: forward, loss, backward, clipping, AdamW) in
+32 x 128 bytes), one step (``ablations.quality.train_step.training_step``: forward, loss, backward, clipping, AdamW) in
 each setting of ``SETTINGS``, every setting built on one shared batch. Each round steps every setting once, in a
 rotated order, so a load change hits all of them; each setting's speed-up is the median over rounds of float32
 eager's time over its own in the same round, with its distribution-free 95% interval. Compiled settings are compiled
@@ -29,7 +29,7 @@ from ablations.measure.quality_step import QualityStep
 from ablations.measure.tuned_malloc import reexec_with_tuned_malloc
 from ablations.predict.quality_seed import composed
 from ablations.quality.precision import matmul_peak
-from ablations.quality.train import step_flops
+from ablations.quality.train_step import step_flops
 from ablations.runner import plan_point
 
 # (label, train.precision, train.attention_core, train.compile): the first is what every ratio is against.

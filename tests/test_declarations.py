@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from ablations.cli import CONF_DIR
-from ablations.config.generated import all_variants, leave_one_out
+from ablations.config.generated_variants import all_variants, leave_one_out
 from ablations.config.variants import arch_from, variant_label
 from ablations.results.identity import point_identity
 from ablations.results.store import config_hash

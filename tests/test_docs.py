@@ -169,7 +169,7 @@ def page_text(page: Path) -> str:
 def help_sections() -> dict[str, str]:
     """The "Sweeps" and "Design choices" sections of ``python -m ablations --help``, as the code renders them, by
     the marker name that asks for each."""
-    from ablations.config.generated import help_node
+    from ablations.config.help_page import help_node
 
     template = help_node()["template"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ablations.config.generated import help_node, value_marks
+from ablations.config.help_page import help_node, value_marks
 from components import Choice, choices
 
 END = "<!-- /generated -->"

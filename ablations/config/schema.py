@@ -1,24 +1,18 @@
-"""The Hydra schema: structured configs registered in the ConfigStore.
-
-The choice groups are the declared choices' own dataclasses (``components.choice``): ``RunConfig`` has one field
-per declared choice, generated, so the CLI cannot describe a model the Python API could not and a new group needs
-no edit here. Hydra rejects unknown keys and wrong types against these before any job runs, except keys added
-with ``+`` (``checks.check_keys`` rejects those); ``ablations.config.checks`` adds the cross-field rules.
+"""Each config group's schema: the structured config that the group's files in ``conf/`` extend (``model``,
+``profile``, ``train``, ``data``, ``logger``, ``baseline``). The choice groups' schemas are the declared choices' own
+dataclasses (``components.choice``); ``ablations.config.run_config`` puts them all in the primary config.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from ablations.config.corpora import CORPORA
 from ablations.config.trackers import TRACKERS
-from components import choices
 from components.config import ModelConfig
 
 
@@ -198,18 +192,6 @@ class LoggerConfig:
     log_dir: str = ""
 
 
-class Device(StrEnum):
-    auto = "auto"
-    cpu = "cpu"
-    cuda = "cuda"
-
-
-class DType(StrEnum):
-    float32 = "float32"
-    bfloat16 = "bfloat16"
-    float16 = "float16"  # CUDA only
-
-
 @dataclass
 class BaselineConfig:
     """The block every point is paired with, in timing and in quality (``baseline=gpt2|llama2``); its name is also
@@ -217,85 +199,3 @@ class BaselineConfig:
 
     name: str = "gpt2"
 
-
-@dataclass
-class RunSettings:
-    """Everything of a run that is not a design choice; ``RunConfig`` adds one field per declared choice."""
-
-    model: ModelSizes = field(default_factory=ModelSizes)
-    profile: ProfileConfig = field(default_factory=ProfileConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
-    baseline: BaselineConfig = field(default_factory=BaselineConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    # Set by +logger=mlflow or +logger=tensorboard (conf/logger); null: the results folder only.
-    logger: LoggerConfig | None = None
-    # false: skip the latency/FLOPs/memory measurement and run only the quality runs (train.enabled).
-    measure: bool = True
-    # Like for like: change the FFN's width by the weights the attention saves against MHA (GQA/MQA's K/V heads,
-    # MLA's latent), so the block keeps its MHA version's parameter count (Llama-2's GQA ablation did this for GQA).
-    # Computed per model size.
-    match_params: bool = False
-    # Name of the sweep a point belongs to ("adhoc" for a single run); set by each sweep (+sweep=NAME).
-    sweep_name: str = "adhoc"
-    device: Device = Device.auto
-    dtype: DType = DType.float32
-    compile: bool = False
-    # CPU threads for torch; 0 means all cores. Pinned and recorded with every row.
-    threads: int = 0
-    seed: int = 0
-    # Where per-point files and the collected table go; empty means Hydra's sweep (or run) folder.
-    out: str = ""
-    # false: REPORT.md without its figures, seconds sooner (a CI check reads the table); `blockbench report FOLDER`
-    # draws them later from the same table.
-    figures: bool = True
-    # Under a parallel launcher points share the CPU, so timings lie: timing is skipped there
-    # unless this is set (the rows then carry the launcher's name).
-    allow_parallel_timing: bool = False
-
-
-def _run_config() -> type:
-    """``RunSettings`` with the choice groups after ``model``, in declaration order (as ``--cfg job`` prints them)."""
-    hints = typing.get_type_hints(RunSettings)
-    specs = []
-    for f in dataclasses.fields(RunSettings):
-        default = {"default_factory": f.default_factory} if f.default is dataclasses.MISSING else {"default": f.default}
-        specs.append((f.name, hints[f.name], field(**default)))
-        if f.name == "model":
-            specs += [(c.group, c.config, field(default_factory=c.config)) for c in choices()]
-    cls = dataclasses.make_dataclass("RunConfig", specs)
-    cls.__module__ = __name__
-    return cls
-
-
-RunConfig = _run_config()
-
-
-def share_config_store() -> None:
-    """Let Hydra's copies of its config repository share the one ConfigStore instead of deep-copying it.
-
-    Hydra 1.3 deep-copies its whole repository, the ConfigStore and every node stored in it, each time it builds a
-    ``CachingConfigRepository``: once per composed job, and once per config group when it writes ``--help`` (over a
-    hundred groups here: most of the help's time). The copy exists so that ``initialize_sources`` cannot mutate the
-    delegate's sources (hydra PR 1541); it never mutates the store, whose ``load`` already hands out a deep copy of each
-    node it returns, and Hydra's later releases fetch the live singleton instead (hydra PR 2928; hydra-zen issue 769
-    reports the same cost in sweeps). So a copy of the store may be the store."""
-    ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
-
-
-def register_configs() -> None:
-    """Store the schemas at the top of the ConfigStore, not in their groups: a group's schema would be listed
-    (and selectable) as one of its options, e.g. ``model=model_schema`` in ``--help``. A group's config
-    extends its schema with ``defaults: [/model_schema@_here_]``. Also puts the user's config folder on Hydra's
-    search path (``ablations.config.searchpath``): every command that composes calls this first."""
-    from ablations.config.generated import register_generated
-    from ablations.config.searchpath import register_search_path
-
-    register_search_path()
-    share_config_store()
-    cs = ConfigStore.instance()
-    cs.store(name="run_schema", node=RunConfig)
-    groups = {"model": ModelSizes, **{c.group: c.config for c in choices()}, "profile": ProfileConfig,
-              "train": TrainConfig, "baseline": BaselineConfig, "logger": LoggerConfig}
-    for group, node in groups.items():
-        cs.store(name=f"{group}_schema", node=node)
-    register_generated(cs)

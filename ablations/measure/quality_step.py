@@ -2,7 +2,7 @@
 
 Time to loss (``ablations.quality.multiplier``: how much sooner in wall time a variant reaches the baseline's loss) is
 the compute multiplier in steps over this ratio, so the step timed is the one the quality run runs
-(``ablations.quality.train.training_step``): the quality model at ``train``'s sizes and precision
+(``ablations.quality.train_step.training_step``): the quality model at ``train``'s sizes and precision
 (``train.precision``, ``train.attention_core``, ``train.compile``, as resolved at the run's start), a ``train.batch``
 x ``train.context`` batch of ids, cross-entropy, backward, clipping at ``train.clip``, AdamW (``make_optimizer``).
 Left out: reading the batch from the corpus, the same for both arms, and the evaluations, which the step count does
@@ -25,11 +25,12 @@ from ablations.measure.intervals import precision_of
 from ablations.measure.point import add_paired, paired_with, phase
 from ablations.measure.step_split import SPLIT, SPLIT_CALLS, split_of
 from ablations.measure.timing import time_call
-from ablations.quality.train import TimedStep, to_device
+from ablations.quality.train_step import TimedStep
+from ablations.quality.windows import to_device
 from ablations.results.rows import Rows
 
 MODE = "quality_step"
-# One arm of the timing: the step the quality run takes (``ablations.quality.train.TimedStep``).
+# One arm of the timing: the step the quality run takes (``ablations.quality.train_step.TimedStep``).
 QualityStep = TimedStep
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ablations.quality.train import loss_by_position
+from ablations.quality.validation import loss_by_position
 from ablations.quality.windows import chunk_spans
 from components import LanguageModel
 

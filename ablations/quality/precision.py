@@ -35,8 +35,9 @@ import torch.nn.functional as F
 from ablations.config.plan import QualityPlan
 from ablations.config.schema import TrainConfig
 from ablations.quality import distributed
+from ablations.quality.compiled import CompiledOrEager
 from ablations.quality.seeds import seed_rule
-from ablations.quality.train import CompiledOrEager, TimedStep
+from ablations.quality.train_step import TimedStep
 from components import ArchConfig
 from components.config import ConfigError
 

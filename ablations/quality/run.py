@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import statistics
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -44,7 +43,10 @@ from ablations.quality.extrapolation import buckets, extrapolate
 from ablations.quality.inference import paired_test
 from ablations.quality.ledger import Ledger, arm_id, reused
 from ablations.quality.seeds import BASELINE, STOPS, family_size, seed_rule
-from ablations.quality.train import TrainResult, curve_spans, step_flops, train, validation_spans
+from ablations.quality.step_efficiency import efficiency_rows
+from ablations.quality.train import TrainResult, train
+from ablations.quality.train_step import step_flops
+from ablations.quality.validation import curve_spans, validation_spans
 from ablations.results.rows import Rows
 from components import ArchConfig, build_lm, choices, count_parameters
 
@@ -170,7 +172,7 @@ def _seed(arm: _Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans: to
                 chosen = seeded.base.get("step_choice")
                 seeded.base.update(compile=None, step_choice=f"{chosen}; {eager}" if chosen else eager)
             _result_rows(seeded, result, tc, spans, arm.note, corpus.unit, extras)
-            _efficiency_rows(seeded, result, tc, arm.peak_flops)
+            efficiency_rows(seeded, result, tc, arm.peak_flops)
             seeded.add("train_wall_time", time.perf_counter() - began, "s", mode="quality",
                        note="the whole seed: build, training, every evaluation and the extrapolation")
         except RankLost:
@@ -243,28 +245,6 @@ def _failed(seeded: Rows, rows: Rows, error: str, label: str) -> str:
     seeded.add("error", None, "", mode="quality", status="failed", error=error)
     rows.rows.extend(seeded.rows)
     return "failed"
-
-
-def _efficiency_rows(rows: Rows, result: TrainResult, tc: TrainConfig, peak_flops: float) -> None:
-    """The seed's training step against the machine: achieved FLOP/s at the median step, its fraction of the
-    measured matrix-product peak, the share of step time spent reading batches and, compiled, the compile time."""
-    if not result.step_seconds:
-        return
-    step = statistics.median(result.step_seconds)
-    flops = float(rows.base.get("train_flops_step") or math.nan)
-    rate = flops / step
-    rows.add("train_step_time", step, "s", mode="quality", statistic="median",
-             note="one optimizer step, batch reading included")
-    rows.add("train_flops_per_s", rate, "FLOP/s", mode="quality", statistic="median",
-             note="the work model's training FLOPs per step over the median step")
-    if math.isfinite(peak_flops) and peak_flops > 0:
-        rows.add("train_peak_fraction", rate / peak_flops, "ratio", mode="quality", statistic="median",
-                 note=f"of {peak_flops / 1e9:.4g} GFLOP/s, this machine's square matrix product in {tc.precision}")
-    rows.add("train_data_share", result.data_seconds / result.train_seconds, "ratio", mode="quality",
-             note="the steps' time spent reading batches")
-    if tc.compile and not result.compile_failed:
-        rows.add("compile_time", max(0.0, result.step_seconds[0] - step), "s", mode="quality",
-                 note="the first step less the median: torch.compile of the training forward and backward")
 
 
 def _result_rows(rows: Rows, result: TrainResult, tc: TrainConfig, spans: torch.Tensor, note: str,

@@ -1,4 +1,5 @@
-"""The windows a split is read in: the training loop's, drawn from the seed alone, and the evaluation's, fixed.
+"""The windows a split is read in: the training loop's, drawn from the seed alone, and the evaluation's, fixed; and
+how a batch of them reaches the device.
 
 Every variant of a seed trains on the same bytes in the same order and every variant and seed is scored on the same
 validation bytes, so a loss difference is the block's, not the data's.
@@ -42,3 +43,11 @@ def chunk_spans(spans: torch.Tensor, length: int) -> torch.Tensor:
     k = (spans.shape[1] - 1) // length
     idx = torch.arange(k)[:, None] * length + torch.arange(length + 1)
     return spans[:, idx].reshape(-1, length + 1)
+
+
+def to_device(rows: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``rows`` on ``device``; to a GPU from pinned memory without blocking, so the copy overlaps the work queued
+    before it (the next use is on the same stream, which orders it)."""
+    if device.type == "cuda":
+        return rows.pin_memory().to(device, non_blocking=True)
+    return rows.to(device)

@@ -10,7 +10,8 @@ import pytest
 from ablations.cli import check_every_point, prevalidate
 from ablations.config.corpora import CORPORA
 from ablations.config.errors import UsageError
-from ablations.config.generated import all_sweep, horizons, ladder, leave_one_out, modern, sweep_lines, transfer_rungs
+from ablations.config.generated_sweeps import all_sweep, horizons, sweep_lines, transfer_rungs
+from ablations.config.generated_variants import ladder, leave_one_out, modern
 from components import choices, llama2_choices
 
 # The sweeps written as files; the generated ones follow from the declarations.

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from ablations.cli import CONF_DIR
-from ablations.config.generated import all_variants, file_sweeps
-from ablations.config.generated import sweeps as generated_sweeps
+from ablations.config.generated_sweeps import file_sweeps
+from ablations.config.generated_sweeps import sweeps as generated_sweeps
+from ablations.config.generated_variants import all_variants
 from ablations.config.variants import BASELINES
 from components import choices
 

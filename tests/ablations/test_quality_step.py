@@ -12,6 +12,7 @@ from ablations import runner
 from ablations.measure import quality_step as qs
 from ablations.measure.step_split import SPLIT_CALLS
 from ablations.quality import train as train_module
+from ablations.quality import train_step
 from ablations.quality.data import load_corpus
 from ablations.results.rows import Rows
 from ablations.results.store import collect
@@ -90,17 +91,17 @@ def test_the_timed_calls_are_optimizer_steps_of_the_two_quality_models(monkeypat
 
 
 def test_the_step_is_the_one_train_runs(monkeypatch):
-    # train() steps through training_step, the very function every timed call runs (the timed arm is train's
+    # train() steps through training_step, the very function every timed call runs (the timed arm is train_step's
     # TimedStep): one call per training step.
-    assert qs.QualityStep is train_module.TimedStep
+    assert qs.QualityStep is train_step.TimedStep
     calls = []
-    real = train_module.training_step
+    real = train_step.training_step
 
     def counted(*args, **kw):
         calls.append(args[0])
         return real(*args, **kw)
 
-    monkeypatch.setattr(train_module, "training_step", counted)
+    monkeypatch.setattr(train_step, "training_step", counted)
     cfg = composed("train.steps=3", "train.warmup=1", "train.eval_interval=3")
     torch.set_num_threads(1)
     quality = plan_point(cfg).quality

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from ablations.config.columns import name_in
-from ablations.config.generated import flips
+from ablations.config.generated_variants import flips
 from components import ArchConfig, ModelConfig, choices
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,8 @@ takes tens of ms.
 
 from __future__ import annotations
 
-from ablations.config.generated import all_variants, modern, sweeps
+from ablations.config.generated_sweeps import sweeps
+from ablations.config.generated_variants import all_variants, modern
 from ablations.regress.architecture import split_overrides
 from components import ArchConfig, ModelConfig, choice, choices
 

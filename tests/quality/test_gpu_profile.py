@@ -14,8 +14,10 @@ from ablations.cli import prevalidate
 from ablations.config.errors import UsageError
 from ablations.config.paths import conf_entry
 from ablations.predict.quality_seed import evaluations, run, seed_time
+from ablations.quality.compiled import CompiledOrEager, training_forward
 from ablations.quality.ledger import arm_id
-from ablations.quality.train import CompiledOrEager, autocast, to_device, training_forward
+from ablations.quality.step_precision import autocast
+from ablations.quality.windows import to_device
 from ablations.results.identity import NEUTRAL_ARM_SETTINGS
 from ablations.roofline.hardware import Hardware
 from ablations.runner import plan_point

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ablations.config.generated import HORIZON_TRAIN, horizons
+from ablations.config.generated_sweeps import HORIZON_TRAIN, horizons
 from ablations.quality import horizon
 from ablations.quality.transfer import decision_accuracy
 from ablations.roofline.work import lm_params

@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from ablations.cli import prevalidate
 from ablations.config.errors import UsageError
 from ablations.quality import precision
-from ablations.quality.train import CompiledOrEager, autocast
+from ablations.quality.compiled import CompiledOrEager
+from ablations.quality.step_precision import autocast
 from ablations.runner import plan_point
 from components import build_lm
 from components.feedforward import gelu_tanh

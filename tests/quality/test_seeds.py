@@ -285,7 +285,7 @@ def test_the_learning_rate_check_trains_one_seed_at_half_and_twice_the_rate_and_
 
 
 def test_tail_averaging_scores_the_mean_of_the_last_weights():
-    from ablations.quality.train import TailAverage
+    from ablations.quality.optimizer import TailAverage
 
     model = torch.nn.Linear(2, 2)
     average = TailAverage(span=3)

@@ -8,7 +8,8 @@ import torch
 
 from ablations.config.schema import TrainConfig
 from ablations.quality.data import load_corpus
-from ablations.quality.train import lr_at, train
+from ablations.quality.optimizer import lr_at
+from ablations.quality.train import train
 from ablations.quality.windows import train_starts
 from ablations.runner import plan_point
 from tests.quality.helpers import composed, quality_rows

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ablations.config.generated import transfer_rungs
+from ablations.config.generated_sweeps import transfer_rungs
 from ablations.quality.transfer import cells, consistency_rate, per_choice, trend
 from ablations.roofline.work import lm_params, mode_work
 from ablations.runner import plan_point

@@ -426,7 +426,7 @@ def test_no_reading_names_a_group_a_value_or_a_sweep():
 
 
 def test_a_claim_reads_a_sweep_that_exists():
-    from ablations.config.generated import sweep_lines
+    from ablations.config.generated_sweeps import sweep_lines
 
     for c in choices():
         for claim in [c.claim, *c.value_claims.values()]:

@@ -1,0 +1,49 @@
+"""The quality run's optimizer: AdamW with weight decay on matrices only, its learning-rate schedule (linear warm-up
+then cosine decay), and the tail average of the weights that the final score reads (``train.average_last``)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ablations.config.schema import TrainConfig
+
+
+class TailAverage:
+    """The mean of the weights over the last ``span`` optimizer steps (Polyak's tail average), loaded into the model
+    for the final score: it scores where the run's last steps went rather than the last step's noise."""
+
+    def __init__(self, span: int) -> None:
+        self.span, self.count, self.sums = span, 0, None
+
+    @torch.no_grad()
+    def add(self, model: torch.nn.Module) -> None:
+        params = [p.detach() for p in model.parameters()]
+        if self.sums is None:
+            self.sums = [p.double().clone() for p in params]
+        else:
+            torch._foreach_add_(self.sums, [p.double() for p in params])
+        self.count += 1
+
+    @torch.no_grad()
+    def load_into(self, model: torch.nn.Module) -> None:
+        for p, total in zip(model.parameters(), self.sums or [], strict=True):
+            p.copy_(total / self.count)
+
+
+def lr_at(step: int, tc: TrainConfig) -> float:
+    """Linear warm-up over ``warmup`` steps, then cosine decay to ``lr * lr_min_ratio`` at the last step."""
+    if step < tc.warmup:
+        return tc.lr * (step + 1) / tc.warmup
+    progress = (step - tc.warmup) / max(1, tc.steps - tc.warmup)
+    floor = tc.lr * tc.lr_min_ratio
+    return floor + 0.5 * (tc.lr - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def make_optimizer(model: torch.nn.Module, tc: TrainConfig) -> torch.optim.Optimizer:
+    # Decay matrices and embeddings only; norms' weights and biases are scales and offsets (GPT-2/nanoGPT).
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    other = [p for p in model.parameters() if p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": tc.weight_decay}, {"params": other, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=tc.lr, betas=(0.9, 0.95), eps=1e-8)
