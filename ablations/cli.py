@@ -38,10 +38,10 @@ from ablations.config.schema import (
     TrainConfig,
     register_configs,
 )
-from ablations.config.variants import BASELINES
 from ablations.results.durable import probe_folder
 from ablations.runner import plan_point
 from components import choices
+from components.baselines import BASELINES
 
 CONF_DIR = conf_dir()
 CONFIG_NAME = "config"

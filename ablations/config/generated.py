@@ -27,7 +27,6 @@ from omegaconf import OmegaConf
 
 from ablations.config.corpora import CORPORA
 from ablations.config.paths import conf_dir
-from ablations.config.variants import BASELINES
 from components import (
     LLAMA2_TIES_EMBEDDINGS,
     Choice,
@@ -38,6 +37,7 @@ from components import (
     llama2_choices,
     llama2_values,
 )
+from components.baselines import BASELINES
 
 BASELINE = "gpt2"
 LLAMA2 = "llama2"
