@@ -31,10 +31,10 @@ from ablations.config.paths import conf_dir
 from ablations.config.run_config import RunConfig
 from ablations.config.schema import BaselineConfig, DataConfig, LoggerConfig, ModelSizes, ProfileConfig, TrainConfig
 from ablations.config.store import register_configs
-from ablations.config.variants import BASELINES
 from ablations.results.durable import probe_folder
 from ablations.runner import plan_point
 from components import choices
+from components.baselines import BASELINES
 
 CONF_DIR = conf_dir()
 CONFIG_NAME = "config"

@@ -21,7 +21,7 @@ from ablations.config.checks import check_run, resolve_device, resolve_dtype
 from ablations.config.columns import row_values
 from ablations.config.errors import Fault
 from ablations.config.plan import Machine, Output, Pair, Plan, QualityPlan, TimingPlan, logger_of, settings_of
-from ablations.config.variants import baseline_from, variant_label
+from ablations.config.read_arch import baseline_from
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import measure_point
 from ablations.measure.quality_step import measure_quality_step
@@ -34,6 +34,7 @@ from ablations.results.identity import point_identity
 from ablations.results.provenance import provenance
 from ablations.results.rows import Rows
 from ablations.results.store import config_hash, point_done, point_path, write_point
+from ablations.results.variant_labels import variant_label
 from ablations.track import check_logger
 from ablations.track.plan import save_point_config
 from components import ArchConfig, choices

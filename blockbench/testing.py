@@ -69,8 +69,8 @@ def tiny(**groups: Any) -> ArchConfig:
 def check_composes(c: Choice, value: str) -> None:
     """``GROUP=VALUE`` composes through Hydra (a value without a file in ``conf/`` is generated from the
     declaration) into the group's own schema, and reads back as that value."""
+    from ablations.config.read_arch import arch_from
     from ablations.config.run_config import RunConfig
-    from ablations.config.variants import arch_from
 
     cfg = compose([f"{c.group}={value}", "train=smoke"])
     assert getattr(arch_from(cfg), c.group).name == value, f"{c.group}={value}: composed as another value"
@@ -82,8 +82,9 @@ def check_builds_labels_counts_and_reads_back(c: Choice, value: str) -> None:
     """The block builds and runs it; its label says "gpt2" only for GPT-2's block; the work model counts it; a
     result row written for it reads back as the same value, in columns the results table has."""
     from ablations.config.columns import row_values
-    from ablations.config.variants import arch_from_row, variant_label
+    from ablations.results.row_arch import arch_from_row
     from ablations.results.store import COLUMNS
+    from ablations.results.variant_labels import variant_label
 
     arch = tiny(**{c.group: c.at_size(value, 2)}).validate()
     model = build_decoder(arch)
@@ -115,8 +116,8 @@ def check_quality_model(c: Choice, value: str) -> None:
 def check_flips(c: Choice) -> None:
     """The predictor and the sizes table flip GPT-2's block to each of the group's flips."""
     from ablations.config.columns import name_in
-    from ablations.config.variants import flips_of
     from ablations.predict.scenarios import flips
+    from ablations.report.flip_sets import flips_of
     from ablations.report.sizes import counterfactuals
 
     base = tiny()
@@ -148,7 +149,7 @@ def check_regression_cases(c: Choice, value: str) -> None:
 def check_generated_variants(c: Choice, value: str) -> None:
     """Every generated variant that sets the group (``variant=NAME``) composes to what its name says."""
     from ablations.config.generated_variants import all_variants
-    from ablations.config.variants import arch_from
+    from ablations.config.read_arch import arch_from
 
     for v in all_variants():
         if v.values.get(c.group) != value or c.group in v.settings:

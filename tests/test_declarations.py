@@ -14,9 +14,10 @@ import pytest
 
 from ablations.cli import CONF_DIR
 from ablations.config.generated_variants import all_variants, leave_one_out
-from ablations.config.variants import arch_from, variant_label
+from ablations.config.read_arch import arch_from
 from ablations.results.identity import point_identity
 from ablations.results.store import config_hash
+from ablations.results.variant_labels import variant_label
 from blockbench import testing
 from components import FFNS, POSITIONS, ArchConfig, Choice, ModelConfig, choice, choices, declarations, llama2_choices
 from components.registry import BUILT_IN, Registry, Traits, traits

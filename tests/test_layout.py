@@ -184,7 +184,7 @@ def test_the_checks_catch_a_cycle_and_forbidden_imports(broken_tree: Path):
 # and only these modules read it: the entry points, the config package's rules and plan, a point's identity (its
 # hash is of the resolved config), and the predictor, which composes its own.
 DOOR = {"ablations.cli", "ablations.runner", "ablations.callbacks", "ablations.config.checks",
-        "ablations.config.variants", "ablations.config.plan", "ablations.results.identity",
+        "ablations.config.read_arch", "ablations.config.plan", "ablations.results.identity",
         "ablations.predict.__main__", "ablations.predict.quality_seed"}
 
 

@@ -13,8 +13,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
+from ablations.config.read_arch import arch_from, baseline_from
 from ablations.config.run_config import RunConfig
-from ablations.config.variants import arch_from, baseline_from
 from components import ArchConfig
 from components.config import ConfigError
 

@@ -20,8 +20,8 @@ from ablations.config.generated_sweeps import sweeps
 from ablations.config.generated_variants import all_variants
 from ablations.config.help_page import help_node
 from ablations.config.paths import conf_dir
-from ablations.config.variants import BASELINES
 from components import choices
+from components.baselines import BASELINES
 
 
 def _check_no_file(group: str, name: str) -> None:

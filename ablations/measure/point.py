@@ -16,12 +16,12 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ablations.config.checks import Shape, parse_shape
-from ablations.config.headline import headline_decode, headline_shape
 from ablations.config.plan import TimingPlan
 from ablations.config.schema import ProfileConfig
 from ablations.measure import flops as F
 from ablations.measure.backends import sdpa_backends
 from ablations.measure.ceilings import Ceilings, run_ceilings
+from ablations.measure.headline_shapes import headline_decode, headline_shape
 from ablations.measure.intervals import Precision, precision_of
 from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
 from ablations.measure.timing import PairedTiming, time_call, time_paired

@@ -28,9 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ablations.config.variants import flip_config, gqa_heads_at, llama2_at_size, preset_of, sizes_of, variant_label
-from ablations.config.variants import flips_at_size as flips
+from ablations.report.flip_sets import flips_at_size as flips
+from ablations.report.flip_sets import gqa_heads_at, preset_of, sizes_of
+from ablations.results.variant_labels import variant_label
 from components import PRESETS, ArchConfig, Choice, ModelConfig, choices
+from components.flip_configs import flip_config, llama2_at_size
 
 
 @dataclass(frozen=True)

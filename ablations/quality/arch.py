@@ -12,12 +12,12 @@ from dataclasses import replace
 import torch
 
 from ablations.config.schema import DataConfig, TrainConfig
-from ablations.config.variants import match_params
 from ablations.quality.data import vocab_of
 from ablations.quality.precision import check_step_settings
 from ablations.quality.seeds import seed_rule
 from components import POSITIONS, ArchConfig, ModelConfig
 from components.config import ConfigError
+from components.matched_params import match_params
 
 
 def map_kv_heads(kv_heads: int, n_heads: int, quality_heads: int) -> int:

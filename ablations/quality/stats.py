@@ -36,7 +36,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from ablations.config.variants import arch_from_row, llama2_count
 from ablations.quality.inference import (
     ALPHA,
     RUNG_SWEEP,
@@ -47,7 +46,9 @@ from ablations.quality.inference import (
     minimum_detectable_effect,
     paired_test,
 )
+from ablations.results.row_arch import arch_from_row
 from ablations.results.table import baseline_variant
+from components.baselines import llama2_count
 
 
 # How many of the five choices are Llama-2's, from the row's columns (the ladder's rung).

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ablations.config.variants import arch_from_row
 from ablations.report.flips import flip_name, flip_order
 from ablations.report.formatting import markdown_table, signed
 from ablations.report.known_answers import known_answer_table, regime_line
 from ablations.report.predicted import train_step_ratios
 from ablations.report.published import GPT2, agreement, no_worse_margin, published_loss
 from ablations.report.sections import headline_cells
+from ablations.results.row_arch import arch_from_row
 
 
 def _loss_cell(q: pd.Series | None, withhold: bool = False) -> str:

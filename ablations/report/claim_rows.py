@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ablations.config.variants import BASELINES
 from components import Choice, Claim
+from components.baselines import BASELINES
 
 
 def flip_value(c: Choice) -> str:

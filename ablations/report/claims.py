@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ablations.config.variants import BASELINES, flip_labels
 from ablations.report.claim_rows import flip_value, flip_variant, quality_of, sweep_of, variant_row
 from ablations.report.extrapolation_reading import extrapolation, extrapolation_against_baseline
+from ablations.report.flip_sets import flip_labels
 from ablations.report.formatting import fmt_bytes
 from ablations.report.kv_cache_reading import kv_cache
 from ablations.report.readings import (
@@ -34,6 +34,7 @@ from ablations.report.readings import (
     where,
 )
 from components import Choice, Claim, choices
+from components.baselines import BASELINES
 
 
 def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ablations.config.variants import arch_from_row, flip_labels
 from ablations.report.claim_rows import flip_value, flip_variant, sweep_of, variant_row
+from ablations.report.flip_sets import flip_labels
 from ablations.report.readings import NOT_MEASURED, speed_word
+from ablations.results.row_arch import arch_from_row
 from components import Choice, Claim
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ablations.config.variants import arch_from_row
 from ablations.report.formatting import number_word
+from ablations.results.row_arch import arch_from_row
 from components import ArchConfig, choices
 from components.choice import Choice
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ablations.config.variants import arch_from_row
 from ablations.quality import horizon
 from ablations.quality.stats import CELL_FAMILIES
 from ablations.report.flips import flip_name
 from ablations.report.formatting import markdown_table
+from ablations.results.row_arch import arch_from_row
 
 
 def headline_bytes_per_param(worth: pd.DataFrame) -> float | None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ablations.config.variants import MATCHED, arch_from_row, llama2_70b_group
 from ablations.report.claim_rows import flip_value, sweep_of, variant_row
 from ablations.report.formatting import fmt_bytes, fmt_util
 from ablations.report.readings import NOT_MEASURED, ratio_text, speed_word, where
 from ablations.report.sizes import kv_70b
+from ablations.results.row_arch import arch_from_row
+from ablations.results.variant_labels import MATCHED
 from components import Choice, Claim, choices
+from components.flip_configs import llama2_70b_group
 
 
 def kv_cache(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,

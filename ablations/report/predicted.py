@@ -13,7 +13,7 @@ import functools
 from omegaconf import OmegaConf
 
 from ablations.config.paths import conf_dir
-from ablations.config.variants import flips_at_size
+from ablations.report.flip_sets import flips_at_size
 from ablations.report.flips import flip_name
 from ablations.roofline.hardware import Hardware
 from ablations.roofline.model import predict_mode

@@ -6,7 +6,7 @@ import functools
 
 import pandas as pd
 
-from ablations.config.variants import arch_from_row
+from ablations.results.row_arch import arch_from_row
 from components import choices
 
 GPT2 = "gpt2"

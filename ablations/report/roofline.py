@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from ablations.config.columns import row_columns
-from ablations.config.variants import arch_from_row, baseline_of_row
 from ablations.measure.calibration import MACHINE
 from ablations.report.formatting import fmt_pct, fmt_ratio_with, fmt_util, fmt_x, markdown_table
 from ablations.report.tables import baseline_name
+from ablations.results.row_arch import arch_from_row, baseline_of_row
 from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware, load_hardware
 from ablations.roofline.model import predict

@@ -23,8 +23,8 @@ import torch
 
 from ablations.config.columns import name_in
 from ablations.config.errors import command, prog
-from ablations.config.variants import flips_of, llama_like_kv_heads
 from ablations.measure.flops import per_token_forward_flops
+from ablations.report.flip_sets import flips_of
 from ablations.report.formatting import (
     fmt_bytes,
     fmt_count,
@@ -37,6 +37,7 @@ from ablations.report.formatting import (
 from ablations.roofline.work import lm_params
 from components import ArchConfig, choices, llama2_choices, new_cache
 from components import preset as make_preset
+from components.flip_configs import llama_like_kv_heads
 
 PUBLISHED = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama2-7b", "llama2-13b", "llama2-70b")
 KV_DTYPE = torch.float16

@@ -14,10 +14,12 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 from ablations.cli import CONF_DIR, prevalidate, with_baseline_variant
-from ablations.config.variants import BASELINES, arch_from, baseline_from, baseline_of, variant_label
+from ablations.config.read_arch import arch_from, baseline_from
 from ablations.quality.stats import summarize
 from ablations.results.identity import point_identity
+from ablations.results.variant_labels import variant_label
 from components import ArchConfig, ModelConfig, choices
+from components.baselines import BASELINES, baseline_of
 
 
 def composed(*overrides: str):

@@ -5,7 +5,8 @@ and the default for a plain group."""
 from __future__ import annotations
 
 from ablations.config.columns import cell, config_from_row, name_in, row_columns, row_values
-from ablations.config.variants import arch_from_row, variant_label
+from ablations.results.row_arch import arch_from_row
+from ablations.results.variant_labels import variant_label
 from components import ArchConfig, AttnConfig, BiasConfig, ModelConfig, PosConfig, choice
 from components.parallel import BlockConfig
 from components.presets import llama2_block

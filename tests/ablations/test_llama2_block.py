@@ -12,25 +12,29 @@ import pytest
 import torch
 
 import components
-from ablations.config import variants
 from ablations.config.columns import row_values
-from ablations.config.variants import arch_from, baseline_of, variant_label
+from ablations.config.read_arch import arch_from
 from ablations.predict import scenarios
 from ablations.regress.architecture import arch as regress_arch
 from ablations.regress.cases import block_variants as regress_block_variants
 from ablations.regress.shapes import GQA_KV_HEADS as REGRESS_GQA_KV_HEADS
+from ablations.report import flip_sets
+from ablations.results.variant_labels import variant_label
 from components import (
     AttnConfig,
     ConfigError,
     ModelConfig,
     PosConfig,
     RotaryPositions,
+    baselines,
     build_decoder,
     choice,
+    flip_configs,
     llama2_block,
     llama2_choices,
     preset,
 )
+from components.baselines import baseline_of
 from components.presets import llama2_block as presets_llama2_block
 from scripts import rope_layout_timing
 from tests.benchmarks import cases as bench_cases
@@ -40,7 +44,8 @@ UNTIED = ModelConfig(d_model=64, n_layers=1, n_heads=8, max_seq_len=64, tie_embe
 
 
 def test_one_definition_reached_by_every_name():
-    assert variants.llama2_block is presets_llama2_block is components.llama2_block
+    assert baselines.llama2_block is flip_configs.llama2_block is flip_sets.llama2_block is presets_llama2_block
+    assert presets_llama2_block is components.llama2_block
     # variant=llama2 and baseline=llama2 compose the block it builds at the point's sizes and KV heads.
     cfg = composed("variant=llama2")
     point = arch_from(cfg)
@@ -53,7 +58,7 @@ def test_one_definition_reached_by_every_name():
     assert bench == llama2_block(bench.model, bench_cases.GQA_KV_HEADS)
     # The predictor's and sizes' all-at-once flip of GPT-2's block (which keeps that block's tied embeddings).
     gpt2 = components.ArchConfig(model=UNTIED)
-    assert variants.flips_of(gpt2, 2)["llama2"] == llama2_block(UNTIED, 2)
+    assert flip_sets.flips_of(gpt2, 2)["llama2"] == llama2_block(UNTIED, 2)
     # The presets: the block at their sizes, with their own FFN rule (and Mistral's window).
     for name, kv in (("llama2-7b", 32), ("llama2-70b", 8), ("mistral-7b", 8)):
         published = preset(name)
@@ -126,10 +131,10 @@ def test_the_predictors_llama2_is_the_one_block_with_the_presets_ffn_rule(model_
     model = preset(name).model if name in components.PRESETS else UNTIED
     block = llama2_block(model, kv)
     expected = block.replace(ffn=replace(preset(name).ffn)) if name in components.PRESETS else block
-    on_gpt2 = variants.flips_at_size(model, kv, model_name)["llama2"]
+    on_gpt2 = flip_sets.flips_at_size(model, kv, model_name)["llama2"]
     assert on_gpt2 == expected and variant_label(on_gpt2) == "llama2"
     assert scenarios.llama2_flips(model, kv, model_name)["llama2"] == on_gpt2
-    assert variants.flips_of(components.ArchConfig(model=model), kv)["llama2"] == block
+    assert flip_sets.flips_of(components.ArchConfig(model=model), kv)["llama2"] == block
 
 
 def llama2_assemblies(source: str) -> list[int]:

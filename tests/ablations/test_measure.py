@@ -9,13 +9,13 @@ import pytest
 import torch
 from torch import nn
 
-from ablations.config.variants import variant_label
 from ablations.measure import flops
 from ablations.measure.memory import parameter_bytes, saved_activation_bytes
 from ablations.measure.timing import PairedTiming, time_paired
 from ablations.regress.cases import block_variants
 from ablations.results.rows import Summary
 from ablations.results.store import COLUMNS, collect, point_done, write_point
+from ablations.results.variant_labels import variant_label
 from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, build_decoder
 
 VARIANTS = [

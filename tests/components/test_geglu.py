@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ablations.config.variants import variant_label
+from ablations.results.variant_labels import variant_label
 from components import FFNS, ArchConfig, FFNConfig, ModelConfig, SwiGLU, build_decoder, count_parameters
 from components.feedforward import GeGLU
 from components.work import Step

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ablations.config.variants import variant_label
+from ablations.results.variant_labels import variant_label
 from components import (
     ArchConfig,
     Block,

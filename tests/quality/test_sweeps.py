@@ -13,9 +13,9 @@ from hydra.types import RunMode
 
 from ablations.cli import CONF_DIR, expand_jobs, prevalidate
 from ablations.config.errors import UsageError
-from ablations.config.variants import match_params, variant_label
 from ablations.quality.arch import map_kv_heads
 from ablations.quality.stats import _rung, summarize
+from ablations.results.variant_labels import variant_label
 from ablations.runner import check_point as check_run
 from ablations.runner import plan_point
 from components import (
@@ -29,6 +29,7 @@ from components import (
     build_lm,
     count_parameters,
 )
+from components.matched_params import match_params
 from tests.quality.helpers import composed
 
 LADDER = ["gpt2", "rmsnorm", "rope+rmsnorm", "rope+rmsnorm+swiglu", "llama2-bias-tied", "llama2"]
