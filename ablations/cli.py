@@ -41,7 +41,7 @@ from ablations.config.schema import (
 from ablations.config.variants import BASELINES
 from ablations.results.durable import probe_folder
 from ablations.runner import plan_point
-from components import choices
+from blockbench import choices
 
 CONF_DIR = conf_dir()
 CONFIG_NAME = "config"

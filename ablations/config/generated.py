@@ -28,16 +28,8 @@ from omegaconf import OmegaConf
 from ablations.config.corpora import CORPORA
 from ablations.config.paths import conf_dir
 from ablations.config.variants import BASELINES
-from components import (
-    LLAMA2_TIES_EMBEDDINGS,
-    Choice,
-    ModelConfig,
-    choices,
-    embeddings_text,
-    ladder_choices,
-    llama2_choices,
-    llama2_values,
-)
+from blockbench import Choice, choices, ladder_choices, llama2_choices
+from components import LLAMA2_TIES_EMBEDDINGS, ModelConfig, embeddings_text, llama2_values
 
 BASELINE = "gpt2"
 LLAMA2 = "llama2"

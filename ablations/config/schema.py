@@ -18,7 +18,7 @@ from omegaconf import MISSING
 
 from ablations.config.corpora import CORPORA
 from ablations.config.trackers import TRACKERS
-from components import choices
+from blockbench import choices
 from components.config import ModelConfig
 
 

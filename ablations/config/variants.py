@@ -13,22 +13,19 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ablations.config.columns import config_from_row, name_in
+from blockbench import Choice, Step, choices, llama2_choices
 from components import (
     ATTENTIONS,
     FFNS,
     LLAMA2_TIES_EMBEDDINGS,
     PRESETS,
     ArchConfig,
-    Choice,
     ConfigError,
     ModelConfig,
-    choices,
     llama2_block,
-    llama2_choices,
     llama2_model,
 )
 from components import preset as make_preset
-from components.work import Step
 
 
 def arch_from(cfg: DictConfig) -> ArchConfig:

@@ -30,7 +30,8 @@ from typing import Any
 
 from ablations.config.variants import flip_config, gqa_heads_at, llama2_at_size, preset_of, sizes_of, variant_label
 from ablations.config.variants import flips_at_size as flips
-from components import PRESETS, ArchConfig, Choice, ModelConfig, choices
+from blockbench import Choice, choices
+from components import PRESETS, ArchConfig, ModelConfig
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ from ablations.quality.ledger import Ledger, arm_id, reused
 from ablations.quality.seeds import BASELINE, STOPS, family_size, seed_rule
 from ablations.quality.train import TrainResult, curve_spans, step_flops, train, validation_spans
 from ablations.results.rows import Rows
-from components import ArchConfig, build_lm, choices, count_parameters
+from blockbench import choices
+from components import ArchConfig, build_lm, count_parameters
 
 log = logging.getLogger("ablations")
 BITS = "bits/byte"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ablations.config.variants import BASELINES
-from components import Choice, Claim
+from blockbench import Choice, Claim
 
 
 def flip_value(c: Choice) -> str:

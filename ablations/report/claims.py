@@ -33,7 +33,7 @@ from ablations.report.readings import (
     verdict,
     where,
 )
-from components import Choice, Claim, choices
+from blockbench import Choice, Claim, choices
 
 
 def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,

@@ -10,7 +10,7 @@ import pandas as pd
 from ablations.config.variants import arch_from_row, flip_labels
 from ablations.report.claim_rows import flip_value, flip_variant, sweep_of, variant_row
 from ablations.report.readings import NOT_MEASURED, speed_word
-from components import Choice, Claim
+from blockbench import Choice, Claim
 
 
 def extrapolation(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,

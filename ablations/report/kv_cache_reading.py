@@ -12,7 +12,7 @@ from ablations.report.claim_rows import flip_value, sweep_of, variant_row
 from ablations.report.formatting import fmt_bytes, fmt_util
 from ablations.report.readings import NOT_MEASURED, ratio_text, speed_word, where
 from ablations.report.sizes import kv_70b
-from components import Choice, Claim, choices
+from blockbench import Choice, Claim, choices
 
 
 def kv_cache(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,

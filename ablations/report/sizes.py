@@ -35,7 +35,8 @@ from ablations.report.formatting import (
     number_word,
 )
 from ablations.roofline.work import lm_params
-from components import ArchConfig, choices, llama2_choices, new_cache
+from blockbench import choices, llama2_choices
+from components import ArchConfig, new_cache
 from components import preset as make_preset
 
 PUBLISHED = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama2-7b", "llama2-13b", "llama2-70b")

@@ -17,7 +17,8 @@ from ablations.cli import CONF_DIR, prevalidate, with_baseline_variant
 from ablations.config.variants import BASELINES, arch_from, baseline_from, baseline_of, variant_label
 from ablations.quality.stats import summarize
 from ablations.results.identity import point_identity
-from components import ArchConfig, ModelConfig, choices
+from blockbench import choices
+from components import ArchConfig, ModelConfig
 
 
 def composed(*overrides: str):

@@ -11,7 +11,7 @@ from ablations.cli import check_every_point, prevalidate
 from ablations.config.corpora import CORPORA
 from ablations.config.errors import UsageError
 from ablations.config.generated import all_sweep, horizons, ladder, leave_one_out, modern, sweep_lines, transfer_rungs
-from components import choices, llama2_choices
+from blockbench import choices, llama2_choices
 
 # The sweeps written as files; the generated ones follow from the declarations.
 FILE_SWEEP_POINTS = {"kv": 5, "gqa_matched": 3, "scale": 6}

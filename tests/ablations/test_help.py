@@ -14,7 +14,7 @@ from ablations.cli import CONF_DIR
 from ablations.config.generated import all_variants, file_sweeps
 from ablations.config.generated import sweeps as generated_sweeps
 from ablations.config.variants import BASELINES
-from components import choices
+from blockbench import choices
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,6 +19,7 @@ from ablations.predict import scenarios
 from ablations.regress.architecture import arch as regress_arch
 from ablations.regress.cases import block_variants as regress_block_variants
 from ablations.regress.shapes import GQA_KV_HEADS as REGRESS_GQA_KV_HEADS
+from blockbench import choice, llama2_choices
 from components import (
     AttnConfig,
     ConfigError,
@@ -26,9 +27,7 @@ from components import (
     PosConfig,
     RotaryPositions,
     build_decoder,
-    choice,
     llama2_block,
-    llama2_choices,
     preset,
 )
 from components.presets import llama2_block as presets_llama2_block
