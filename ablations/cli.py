@@ -33,7 +33,7 @@ from ablations.config.schema import BaselineConfig, DataConfig, LoggerConfig, Mo
 from ablations.config.store import register_configs
 from ablations.results.durable import probe_folder
 from ablations.runner import plan_point
-from components import choices
+from blockbench import choices
 from components.baselines import BASELINES
 
 CONF_DIR = conf_dir()

@@ -37,7 +37,8 @@ from ablations.results.store import config_hash, point_done, point_path, write_p
 from ablations.results.variant_labels import variant_label
 from ablations.track import check_logger
 from ablations.track.plan import save_point_config
-from components import ArchConfig, choices
+from blockbench import choices
+from components import ArchConfig
 from components.config import ConfigError
 
 log = logging.getLogger("ablations")

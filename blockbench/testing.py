@@ -23,9 +23,8 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
-from components import ArchConfig, Decoder, ModelConfig, build_decoder, choice, choices, llama2_choices
-from components.choice import Choice
-from components.work import Step
+from blockbench import Choice, Step, choice, choices, llama2_choices
+from components import ArchConfig, Decoder, ModelConfig, build_decoder
 
 # The size every check builds: small enough for a test, with 4 heads so GQA has 2 KV heads to share.
 _D, _HEADS, _LAYERS, _SEQ = 32, 4, 2, 32

@@ -4,23 +4,26 @@ Nothing here knows of Hydra, files or timing. Build from an ``ArchConfig``::
 
     from components import ArchConfig, build_lm, preset
     lm = build_lm(preset("llama2-7b"), device="meta")
+
+The API a choice is declared with (``Choice``, ``declare``, ``choices``, ``Registry``, ``Work``, ...) is imported from
+``blockbench``, its one path; modules of this package import it from the modules that define it.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from components import declarations
 from components.attention import ATTENTIONS, AttnConfig, CausalSelfAttention, KVCache, new_cache
 from components.bias import BiasConfig
 from components.block import Block
-from components.choice import Choice, Claim, choice, choices, ladder_choices, llama2_choices
 from components.config import ArchConfig, ConfigError, ModelConfig
-from components.declarations import import_built_ins
 from components.feedforward import FFNS, FFNConfig, GeluMLP, SwiGLU, ffn_hidden_dim
 from components.mla import LatentCache, MultiHeadLatentAttention
 from components.model import Decoder, LanguageModel, common_random_init, count_parameters
@@ -35,32 +38,35 @@ from components.presets import (
     llama2_values,
     preset,
 )
-from components.registry import Registry, UnknownVariantError
+from components.registry import UnknownVariantError
+
+if TYPE_CHECKING:
+    from components.registry import Registry
 
 # Every module of the package, so each choice declared beside its components is known without being listed here.
-import_built_ins(__name__, __path__)
+declarations.import_built_ins(__name__, __path__)
 
 
 def registries() -> dict[str, Registry]:
     """The registry behind each choice, keyed by its config group."""
-    return {c.group: c.registry for c in choices()}
+    return {declared.group: declared.registry for declared in declarations.choices()}
 
 
-def build_decoder(cfg: ArchConfig, device: torch.device | str = "cpu", dtype: torch.dtype | None = None) -> Decoder:
-    """The timed unit: positions, ``cfg.model.n_layers`` blocks and the final norm."""
-    return _build(Decoder, cfg, device, dtype)
+def build_decoder(arch: ArchConfig, device: torch.device | str = "cpu", dtype: torch.dtype | None = None) -> Decoder:
+    """The timed unit: positions, ``arch.model.n_layers`` blocks and the final norm."""
+    return _build(Decoder, arch, device, dtype)
 
 
-def build_lm(cfg: ArchConfig, device: torch.device | str = "cpu", dtype: torch.dtype | None = None) -> LanguageModel:
+def build_lm(arch: ArchConfig, device: torch.device | str = "cpu", dtype: torch.dtype | None = None) -> LanguageModel:
     """A decoder LM; ``device="meta"`` builds any size without allocating, for counting."""
-    return _build(LanguageModel, cfg, device, dtype)
+    return _build(LanguageModel, arch, device, dtype)
 
 
-def _build(cls: type[nn.Module], cfg: ArchConfig, device: torch.device | str, dtype: torch.dtype | None) -> nn.Module:
-    cfg.validate()
+def _build(cls: type[nn.Module], arch: ArchConfig, device: torch.device | str, dtype: torch.dtype | None) -> nn.Module:
+    arch.validate()
     on_meta = torch.device(device).type == "meta"
     with torch.device(device), (_NoFillsOnMeta() if on_meta else contextlib.nullcontext()):
-        module = cls(cfg)
+        module = cls(arch)
     return module.to(dtype) if dtype is not None else module
 
 
@@ -94,8 +100,6 @@ __all__ = [
     "BiasConfig",
     "Block",
     "CausalSelfAttention",
-    "Choice",
-    "Claim",
     "ConfigError",
     "Decoder",
     "FFNConfig",
@@ -111,21 +115,16 @@ __all__ = [
     "NormConfig",
     "PosConfig",
     "RMSNorm",
-    "Registry",
     "RotaryPositions",
     "SwiGLU",
     "UnknownVariantError",
     "build_decoder",
     "build_lm",
-    "choice",
-    "choices",
     "common_random_init",
     "count_parameters",
     "embeddings_text",
     "ffn_hidden_dim",
-    "ladder_choices",
     "llama2_block",
-    "llama2_choices",
     "llama2_model",
     "llama2_values",
     "new_cache",

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import nn
 
-from components.choice import Choice, Claim, declare, hook_classes, hook_modules
+from components.choice import Choice, Claim
 from components.config import ArchConfig, ConfigError
+from components.declarations import declare, hook_classes, hook_modules
 from components.kernels import attend
 from components.kv_cache import KVCache, RollingKVCache
 from components.kv_heads import ATTENTIONS, CONFIGURED, ONE_IN_ALL, PER_QUERY_HEAD, KVHeads, resolve_kv_heads

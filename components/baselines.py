@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from components.choice import llama2_choices
 from components.config import ArchConfig, ModelConfig
+from components.declarations import llama2_choices
 from components.presets import llama2_block, llama2_model
 
 # The blocks a point can be paired with (``baseline=NAME``): GPT-2's and Llama-2's.

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.choice import Choice, Claim, declare
+from components.choice import Choice, Claim
+from components.declarations import declare
 from components.registry import Registry
 
 # Both values build nothing: attention and the FFNs pass ``cfg.bias.enabled`` to ``nn.Linear``.

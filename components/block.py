@@ -16,8 +16,8 @@ import torch
 from torch import nn
 
 from components.attention import ATTENTIONS, KVCache, build_attention
-from components.choice import hook_classes
 from components.config import ArchConfig, check_one_residual
+from components.declarations import hook_classes
 from components.feedforward import FFNS, build_ffn
 from components.norms import NORMS, build_norm
 from components.positions import Rotation, ScoreBias

@@ -6,7 +6,7 @@ Every consumer derives from these declarations: ``ArchConfig``'s fields and chec
 generated variants and sweeps, row columns and point identity, variant labels, the predictor's and sizes' flips,
 the regression and benchmark cases, the report's tables and claims, and ``--help``. A declaration sits beside its
 components (``norms.py`` declares ``norm``) and joins the declared set (``components.declarations``) when its
-module is imported; ``docs/choices.md`` ("Adding a choice") lists the six things a new group is made of.
+module is imported; ``docs/choices.md`` ("Adding a choice") counts what a new group is made of.
 """
 
 from __future__ import annotations
@@ -15,44 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-# The declared set is ``components.declarations``'s; its functions are named here too, where modules declare.
-from components.declarations import (  # noqa: F401
-    choice,
-    choices,
-    declare,
-    declared_by,
-    hook_classes,
-    hook_modules,
-    ladder_choices,
-    llama2_choices,
-)
 from components.registry import DuplicateError, Registry, current_source
 
 if TYPE_CHECKING:
     from components.config import ArchConfig
 
-# Where a choice's module plugs in. The block and attention ask for the modules of a hook; they never branch on
-# a choice's name, and a hook no declared choice fills at the point's values costs nothing (the same modules, init
-# draws and code paths as without it). ``docs/plugins.md`` lists them with the published variants each serves:
-# - ``positions``, ``norm``, ``ffn``, ``attention``: the value's class is the module (one choice each);
-# - ``qkv``: transforms each head's Q, K and V of the step's positions, right after the projections and before the
-#   ``qk`` transforms, the rotation and the cache (Primer's depthwise convolutions), in declaration order; built only
-#   when one builds a module;
-# - ``qk``: transforms each head's Q and K before the rotation (QK-norm), in declaration order;
-# - ``scores``: transforms the scaled attention scores, (batch, heads, queries, keys), before the mask and any
-#   score bias (Gemma-2's soft cap); any such module moves attention off fused SDPA to explicit scores;
-# - ``branch``: transforms a branch's output, attention's and the FFN's, before it joins the residual (Gemma-2's and
-#   OLMo-2's post-norms; NormFormer's after attention alone: a class's ``branches = ("attn",)``), built per branch
-#   (``Block.attn_out``, ``Block.ffn_out``), in declaration order;
-# - ``block``: how the branches join the residual (``components.block``: the parallel block; DeepNet's scaled
-#   residual would be one), at most one choice's class per point (``components.config``: two are refused);
-# - ``embedding``: transforms the token embeddings before the decoder (Gemma's ``√d`` scale), and ``logits``: the
-#   head's output (Gemma-2's final soft cap); both on the language model (``components.model.LanguageModel``), outside
-#   the timed ``Decoder``, so they reach the quality runs and not the block's timings;
-# - ``init``: adjusts each parameter in place right after ``components.model.init_weights`` draws it, given the
-#   parameter's name (DeepNet's β on the FFN, V and output projections), in declaration order; under common random
-#   init too, so both arms of a seed start from the same adjusted draws;
-# - ``flag``: builds nothing itself: layers read its config (``bias.enabled``).
+# Where a choice's module plugs in. What a class on each hook provides (how it is built and called, its ``work`` and
+# traits) is written once, in docs/plugins.md ("What each hook's class provides"), whose table
+# tests/components/test_hooks.py holds to these names. The block and attention ask for the modules of a hook
+# (``components.declarations.hook_modules``) and never branch on a choice's name; a hook no declared choice fills at
+# a point's values costs nothing (the same modules, init draws and code paths as without it).
 HOOKS = ("positions", "norm", "ffn", "attention", "qkv", "qk", "scores", "branch", "block", "embedding", "logits",
          "init", "flag")
 # The hooks whose module is one group's value: a second group there would never be built, so it is refused.
@@ -174,8 +146,8 @@ class Choice:
 
     def at_size(self, value: str, kv_heads: int, **settings: Any) -> Any:
         """A config at ``value`` with what it needs at a size filled in (GQA's ``kv_heads`` KV heads)."""
-        cfg = self.at(value, **settings)
-        return self.sized(cfg, kv_heads) if self.sized is not None else cfg
+        config = self.at(value, **settings)
+        return self.sized(config, kv_heads) if self.sized is not None else config
 
     @property
     def after_llama2(self) -> list[str]:

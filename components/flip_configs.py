@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from components.choice import Choice, llama2_choices
+from components.choice import Choice
 from components.config import ArchConfig, ModelConfig
+from components.declarations import llama2_choices
 from components.presets import llama2_block
 from components.presets import preset as make_preset
 

@@ -50,8 +50,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from components.choice import choices
 from components.config import ArchConfig, ConfigError
+from components.declarations import choices
 from components.kernels import FOLD_MAX_QUERIES, step_mask
 from components.kv_cache import LatentCache
 from components.kv_heads import ATTENTIONS, PER_QUERY_HEAD, KVHeads

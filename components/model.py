@@ -13,8 +13,8 @@ from torch import nn
 
 from components.attention import KVCache, new_cache
 from components.block import Block, through
-from components.choice import hook_modules
 from components.config import ArchConfig
+from components.declarations import hook_modules
 from components.norms import NORMS, build_norm
 from components.positions import POSITIONS, build_positions
 from components.work import Step, Work

@@ -9,8 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from components.choice import Choice, Claim, declare
+from components.choice import Choice, Claim
 from components.config import require_positive
+from components.declarations import declare
 from components.registry import Registry
 from components.work import Step, Work, norm
 

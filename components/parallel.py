@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from components.choice import Choice, Claim, declare
+from components.choice import Choice, Claim
 from components.config import ConfigError
+from components.declarations import declare
 from components.registry import Registry
 from components.work import Step, Work
 

@@ -17,8 +17,9 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from components.choice import Choice, Claim, declare
+from components.choice import Choice, Claim
 from components.config import ArchConfig, ConfigError, require_positive
+from components.declarations import declare
 from components.registry import Registry
 from components.work import Step, Work
 

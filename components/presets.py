@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from components.choice import choice, llama2_choices
 from components.config import ArchConfig, ModelConfig
+from components.declarations import choice, llama2_choices
 from components.positions import PosConfig
 
 # Llama-2 unties its input and output embeddings (Meta's checkpoints hold a separate output matrix); GPT-2 ties them,

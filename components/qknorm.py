@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from components.choice import Choice, Claim, declare
+from components.choice import Choice, Claim
 from components.config import require_positive
+from components.declarations import declare
 from components.norms import RMSNorm
 from components.registry import Registry
 from components.work import Step, Work, norm

@@ -1,7 +1,7 @@
 """Name -> class registries, so a config names a variant and a new variant is one decorated class.
 
 Every entry remembers who registered it (``source``): blockbench itself, or the plugin being imported
-(``components.declarations`` sets it around each import), so a name registered twice is refused with one line
+(``components.plugins`` sets it around each import), so a name registered twice is refused with one line
 naming both. What the harness reads off a registered class beyond its hook's methods is declared once, in
 ``Traits``, each with the default a class that says nothing gets.
 """
@@ -108,7 +108,7 @@ class Registry(Generic[T]):
         return traits(self.get(name))
 
     def forget(self, name: str) -> None:
-        """Undo a registration (a plugin whose import failed half-way, ``components.declarations``)."""
+        """Undo a registration (a plugin whose import failed half-way, ``components.plugins``)."""
         del self._entries[name], self._sources[name]
 
     def source(self, name: str) -> str:

@@ -1,4 +1,5 @@
-"""A choice group declared for the length of a test, to show that a consumer takes up a group it has never seen."""
+"""Declarations that last one test: a choice group a consumer has never seen (``temporary_choice``), and
+``kept()``, which takes back whatever a test declares, registers or loads as a plugin."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from components import Choice, choices, declarations
-from components.registry import Registry
+from blockbench import Choice, Registry, choices, declare
+from components.declared_set import DECLARED
 
 
 @dataclass
@@ -26,8 +27,21 @@ def temporary_choice(**fields: Any) -> Iterator[Choice]:
     spec = dict(group="extra", config=ExtraConfig, registry=registry, gpt2="off", llama2="off", hook="flag",
                 order=max(c.order for c in choices()) + 1, title="extra thing",
                 about={"off": "no extra thing", "on": "the extra thing, switched on"})
-    extra = declarations.declare(Choice(**{**spec, **fields}))
+    extra = declare(Choice(**{**spec, **fields}))
     try:
         yield extra
     finally:
-        declarations.undeclare(extra.group)
+        DECLARED.remove(extra.group)
+
+
+@contextmanager
+def kept() -> Iterator[None]:
+    """Everything declared, registered, described and loaded as a plugin inside the block is taken back after it (a
+    test that declares a group or imports a plugin for a while)."""
+    mark = DECLARED.mark()
+    plugins, broken, started = dict(DECLARED.plugins), list(DECLARED.broken), DECLARED.plugins_started
+    try:
+        yield
+    finally:
+        DECLARED.back_to(mark)
+        DECLARED.plugins, DECLARED.broken, DECLARED.plugins_started = plugins, broken, started

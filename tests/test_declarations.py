@@ -18,9 +18,10 @@ from ablations.config.read_arch import arch_from
 from ablations.results.identity import point_identity
 from ablations.results.store import config_hash
 from ablations.results.variant_labels import variant_label
-from blockbench import testing
-from components import FFNS, POSITIONS, ArchConfig, Choice, ModelConfig, choice, choices, declarations, llama2_choices
-from components.registry import BUILT_IN, Registry, Traits, traits
+from blockbench import Choice, Registry, Traits, choice, choices, declare, llama2_choices, testing
+from components import FFNS, POSITIONS, ArchConfig, ModelConfig
+from components.registry import BUILT_IN, traits
+from tests.temporary_choice import kept
 
 VALUES = [(c.group, v) for c in choices() for v in c.values]
 IDS = [f"{g}={v}" for g, v in VALUES]
@@ -60,9 +61,9 @@ def test_a_group_is_declared_with_what_it_alone_can_say():
     registry.add("off", None)
     registry.add("on", None)
     last = choices()[-1].order
-    with declarations.kept():
-        tiny_choice = declarations.declare(Choice(group="tiny", config=TinyConfig, registry=registry, hook="flag",
-                                                  about={"off": "nothing", "on": "something"}))
+    with kept():
+        tiny_choice = declare(Choice(group="tiny", config=TinyConfig, registry=registry, hook="flag",
+                                     about={"off": "nothing", "on": "something"}))
         # GPT-2's value is the config's default; neither model has it; it goes after every group declared before it.
         assert (tiny_choice.gpt2, tiny_choice.llama2, tiny_choice.order) == ("off", "off", last + 1)
         assert choices()[-1] is tiny_choice and tiny_choice.title == "" and not tiny_choice.in_llama2

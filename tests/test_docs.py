@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import choices
+from blockbench import choices
 from tests.temporary_choice import temporary_choice
 
 ROOT = Path(__file__).resolve().parent.parent

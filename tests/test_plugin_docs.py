@@ -17,7 +17,8 @@ import pytest
 
 from ablations.config import plugin_args
 from ablations.config.errors import UsageError
-from components import choice, plugins
+from blockbench import choice
+from components import plugins
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "plugins.md"

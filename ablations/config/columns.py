@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components import ArchConfig, Choice, choices
+from blockbench import Choice, choices
+from components import ArchConfig
 from components.attention import AttnConfig, attention_kind, mla_sizes
 from components.bias import BiasConfig
 from components.parallel import BlockConfig

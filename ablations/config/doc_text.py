@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 
 from ablations.config.help_page import help_node, value_marks
-from components import Choice, choices
+from blockbench import Choice, choices
 
 END = "<!-- /generated -->"
 # A marker line, then (in a committed page) the text it holds up to END, never reaching past another marker.

@@ -89,8 +89,8 @@ def command(name: str) -> Callable[[Main], Callable[[list[str] | None], int]]:
 
 def _broken_plugins(exc: CommandError) -> str:
     """Bad input while an installed plugin was skipped for failing to import: it may be what the input named, so
-    the line says so (``components.declarations``; read only if loaded, so this module still imports nothing)."""
-    plugins = sys.modules.get("components.declarations")
+    the line says so (``components.plugins``; read only if loaded, so this module still imports nothing)."""
+    plugins = sys.modules.get("components.plugins")
     return plugins.broken_note() if plugins is not None and isinstance(exc, UsageError) else ""
 
 

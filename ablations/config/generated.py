@@ -20,7 +20,7 @@ from ablations.config.generated_sweeps import sweeps
 from ablations.config.generated_variants import all_variants
 from ablations.config.help_page import help_node
 from ablations.config.paths import conf_dir
-from components import choices
+from blockbench import choices
 from components.baselines import BASELINES
 
 

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from ablations.config.corpora import CORPORA
 from ablations.config.generated_variants import BASELINE, LLAMA2, flip_name, ladder, leave_one_out, modern
 from ablations.config.paths import conf_dir
-from components import choices, ladder_choices, llama2_choices
+from blockbench import choices, ladder_choices, llama2_choices
 
 
 def all_sweep() -> list[str]:

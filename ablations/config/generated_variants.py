@@ -11,16 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components import (
-    LLAMA2_TIES_EMBEDDINGS,
-    Choice,
-    ModelConfig,
-    choices,
-    embeddings_text,
-    ladder_choices,
-    llama2_choices,
-    llama2_values,
-)
+from blockbench import Choice, choices, ladder_choices, llama2_choices
+from components import LLAMA2_TIES_EMBEDDINGS, ModelConfig, embeddings_text, llama2_values
 
 BASELINE = "gpt2"
 LLAMA2 = "llama2"

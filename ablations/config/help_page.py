@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ablations.config.generated_sweeps import sweep_lines
-from components import Choice, choices
+from blockbench import Choice, choices
 
 HELP_HEADER = """blockbench run (python -m ablations)
 What each GPT-2 -> Llama-2 block design choice buys: every variant timed paired against the GPT-2 block

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from components import ArchConfig, ModelConfig, choices
+from blockbench import choices
+from components import ArchConfig, ModelConfig
 from components.baselines import baseline_of
 from components.matched_params import match_params
 

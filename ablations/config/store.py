@@ -10,7 +10,7 @@ from ablations.config.generated import register_generated
 from ablations.config.run_config import RunConfig
 from ablations.config.schema import BaselineConfig, LoggerConfig, ModelSizes, ProfileConfig, TrainConfig
 from ablations.config.searchpath import register_search_path
-from components import choices
+from blockbench import choices
 
 
 def share_config_store() -> None:

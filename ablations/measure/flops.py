@@ -17,8 +17,8 @@ from collections.abc import Callable
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from blockbench import Step, Work
 from components import ArchConfig, Decoder
-from components.work import Step, Work
 
 
 def count_flops(fn: Callable[[], object]) -> int:

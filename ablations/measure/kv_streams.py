@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import torch
 
+from blockbench import Step
 from components import ArchConfig, CausalSelfAttention, ModelConfig
-from components.work import Step
 
 Cache = tuple[torch.Tensor, torch.Tensor]
 DecodeAttention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], torch.Tensor]

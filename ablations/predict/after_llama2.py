@@ -13,7 +13,8 @@ from ablations.predict.__main__ import extended, load, scenarios
 from ablations.predict.scenarios import moved_from, predicted, preset_of
 from ablations.predict.table import prediction_table
 from ablations.roofline.hardware import Hardware
-from components import ArchConfig, Choice, ModelConfig
+from blockbench import Choice
+from components import ArchConfig, ModelConfig
 
 # Table 2's models. A model in OWN_FLIPS_ONLY shows only the flips that make Llama-2's block at its sizes into the
 # published model (Mistral-7B: the window); every other flip there would repeat Llama-2-7B's at nearly its sizes.

@@ -16,7 +16,8 @@ from ablations.report.flips import flip_name
 from ablations.report.formatting import fmt_bytes, fmt_count, markdown_table
 from ablations.roofline.hardware import Hardware
 from ablations.roofline.work import kv_bytes_per_token, kv_cache_bytes, largest_batch
-from components import ArchConfig, ModelConfig, choices
+from blockbench import choices
+from components import ArchConfig, ModelConfig
 
 MODELS = ("llama2_7b", "llama2_70b")
 MEMORY_HARDWARE = ("h100_sxm", "h200")

@@ -31,7 +31,8 @@ from typing import Any
 from ablations.report.flip_sets import flips_at_size as flips
 from ablations.report.flip_sets import gqa_heads_at, preset_of, sizes_of
 from ablations.results.variant_labels import variant_label
-from components import PRESETS, ArchConfig, Choice, ModelConfig, choices
+from blockbench import Choice, choices
+from components import PRESETS, ArchConfig, ModelConfig
 from components.flip_configs import flip_config, llama2_at_size
 
 

@@ -48,7 +48,8 @@ from ablations.quality.train import TrainResult, train
 from ablations.quality.train_step import step_flops
 from ablations.quality.validation import curve_spans, validation_spans
 from ablations.results.rows import Rows
-from components import ArchConfig, build_lm, choices, count_parameters
+from blockbench import choices
+from components import ArchConfig, build_lm, count_parameters
 
 log = logging.getLogger("ablations")
 BITS = "bits/byte"

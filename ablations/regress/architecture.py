@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from types import ModuleType
 
 from ablations.regress.shapes import MODEL_SIZES
-from ablations.regress.tree_compat import undeclared_arch
+from ablations.regress.tree_compat import declarations_of, undeclared_arch
 
 
 def split_overrides(overrides: Mapping[str, object]) -> tuple[dict[str, tuple[str, dict[str, object]]], int]:
@@ -29,8 +29,9 @@ def arch(c: ModuleType, kv: int | None = None, **values: object) -> object:
     ``attn.window``), from tree ``c``'s own classes. A tree that lacks a group or a setting raises, and the
     regression check then leaves the case ``not compared`` (as it does one whose declaration lacks the setting:
     ``ablations.regress.comparable``)."""
-    if not callable(getattr(c, "choice", None)):
+    declared = declarations_of(c)
+    if not callable(getattr(declared, "choice", None)):
         return undeclared_arch(c, kv, **values)
     split, _ = split_overrides(values)
-    groups = {g: c.choice(g).at_size(v, kv or 0, **s) for g, (v, s) in split.items()}
+    groups = {g: declared.choice(g).at_size(v, kv or 0, **s) for g, (v, s) in split.items()}
     return c.ArchConfig(model=c.ModelConfig(**MODEL_SIZES), **groups)

@@ -21,7 +21,8 @@ from ablations.regress.shapes import (
 )
 from ablations.regress.subjects import Subject, decode_step, timed_call
 from ablations.regress.tree_compat import one_layer_cache
-from components import POSITIONS, ArchConfig, ModelConfig, choice
+from blockbench import choice
+from components import POSITIONS, ArchConfig, ModelConfig
 
 
 def norm_case(name: str, mode: str) -> Callable[[ModuleType], Subject]:

@@ -28,7 +28,8 @@ from ablations.regress.shapes import (
     POS_SHAPE,
 )
 from ablations.regress.subjects import Subject
-from components import ArchConfig, Choice, ModelConfig, choice, choices, llama2_values
+from blockbench import Choice, choice, choices
+from components import ArchConfig, ModelConfig, llama2_values
 
 MODES = ("forward", "train", "decode")
 

@@ -23,7 +23,7 @@ from dataclasses import asdict, fields, is_dataclass
 from types import ModuleType
 
 from ablations.regress.architecture import split_overrides
-from ablations.regress.tree_compat import CONFIG_CLASSES
+from ablations.regress.tree_compat import CONFIG_CLASSES, declarations_of
 
 
 def _declared_settings(decl: object) -> set[str]:
@@ -36,7 +36,8 @@ def _declared_settings(decl: object) -> set[str]:
 def declaration_gap(c: ModuleType, overrides: Mapping[str, object]) -> str | None:
     """Why tree ``c``'s declarations do not cover a case's ``overrides`` (group values, dotted settings), or None."""
     groups, _ = split_overrides(overrides)
-    if not callable(getattr(c, "choice", None)):  # a tree without declared choices: its config classes
+    declared = declarations_of(c)
+    if not callable(getattr(declared, "choice", None)):  # a tree without declared choices: its config classes
         unknown = sorted(set(groups) - set(CONFIG_CLASSES))
         if unknown:
             return f"the base has no choice group {', '.join(unknown)}"
@@ -44,7 +45,7 @@ def declaration_gap(c: ModuleType, overrides: Mapping[str, object]) -> str | Non
         return f"the base declares no settings ({', '.join(settings)})" if settings else None
     for group, (value, settings) in groups.items():
         try:
-            decl = c.choice(group)
+            decl = declared.choice(group)
         except KeyError:
             return f"the base declares no choice group {group!r}"
         if value not in decl.values:

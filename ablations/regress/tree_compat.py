@@ -1,11 +1,19 @@
 """Building a case in a tree without part of the API the cases use, so that a base revision without it still
-compares: a tree without declared choices (its config classes), without the bias group, or without ``new_cache``."""
+compares: a tree whose declared choices are listed on the package itself, a tree without declared choices (its config
+classes), without the bias group, or without ``new_cache``."""
 
 from __future__ import annotations
 
 from types import ModuleType
 
 from ablations.regress.shapes import MODEL_SIZES
+
+
+def declarations_of(c: ModuleType) -> ModuleType:
+    """Where tree ``c`` lists its declared choices (``choice``, ``choices``): ``components.declarations`` in a tree
+    that has it, else the package itself (a tree from before that module, or one without declared choices)."""
+    return getattr(c, "declarations", c)
+
 
 # The config class of each choice group in a tree without declared choices (no ``components.choice``).
 CONFIG_CLASSES = {"pos": "PosConfig", "norm": "NormConfig", "ffn": "FFNConfig", "attn": "AttnConfig",

@@ -24,6 +24,7 @@ from types import ModuleType
 
 from ablations.regress.revisions import REPO, git, resolve
 from ablations.regress.setup_error import SetupError
+from ablations.regress.tree_compat import declarations_of
 
 # The packages whose code is timed; everything else (torch, the harness, the case definitions) is shared.
 TIMED_PACKAGES = ("components",)
@@ -42,10 +43,10 @@ def extract(sha: str, dest: Path, repo: Path = REPO) -> Path:
 
 
 def timed_packages() -> tuple[str, ...]:
-    """The packages each side imports apart: ``components``, and with plugins loaded (``components.declarations``) the
+    """The packages each side imports apart: ``components``, and with plugins loaded (``components.plugins``) the
     ``blockbench`` API they import it through and each plugin's top package, so that every side's plugins register
     into that side's registries."""
-    plugins = sys.modules.get("components.declarations")
+    plugins = sys.modules.get("components.plugins")
     tops = [p.module.split(".")[0] for p in plugins.loaded()] if plugins is not None else []
     return tuple(dict.fromkeys([*TIMED_PACKAGES, *(["blockbench", *tops] if tops else [])]))
 
@@ -91,7 +92,7 @@ class Tree:
                 if self.root.resolve() not in loaded.parents:
                     raise ImportError(f"{package} came from {loaded}, not from {self.root}")
             # A tree that loads plugins imports them now, into its own registries (one without plugins has none).
-            sys.modules["components"].choices()
+            declarations_of(sys.modules["components"]).choices()
         except Exception as exc:  # any error while importing the tree is this tree's setup problem
             raise SetupError(f"the {self.label} tree ({self.revision[:12]}) does not import: "
                              f"{type(exc).__name__}: {exc}") from None

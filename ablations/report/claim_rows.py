@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from components import Choice, Claim
+from blockbench import Choice, Claim
 from components.baselines import BASELINES
 
 

@@ -33,7 +33,7 @@ from ablations.report.readings import (
     verdict,
     where,
 )
-from components import Choice, Claim, choices
+from blockbench import Choice, Claim, choices
 from components.baselines import BASELINES
 
 

@@ -11,7 +11,7 @@ from ablations.report.claim_rows import flip_value, flip_variant, sweep_of, vari
 from ablations.report.flip_sets import flip_labels
 from ablations.report.readings import NOT_MEASURED, speed_word
 from ablations.results.row_arch import arch_from_row
-from components import Choice, Claim
+from blockbench import Choice, Claim
 
 
 def extrapolation(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,

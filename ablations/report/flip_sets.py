@@ -8,7 +8,8 @@ from dataclasses import replace
 
 from ablations.config.columns import name_in
 from ablations.results.variant_labels import variant_label
-from components import PRESETS, ArchConfig, Choice, ModelConfig, choices, llama2_block, llama2_model
+from blockbench import Choice, choices
+from components import PRESETS, ArchConfig, ModelConfig, llama2_block, llama2_model
 from components import preset as make_preset
 from components.flip_configs import flip_config, llama2_at_size, llama_like_kv_heads
 

@@ -11,8 +11,8 @@ import pandas as pd
 
 from ablations.report.formatting import number_word
 from ablations.results.row_arch import arch_from_row
-from components import ArchConfig, choices
-from components.choice import Choice
+from blockbench import Choice, choices
+from components import ArchConfig
 
 LLAMA2 = "llama2"
 

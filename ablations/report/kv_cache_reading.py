@@ -13,7 +13,7 @@ from ablations.report.readings import NOT_MEASURED, ratio_text, speed_word, wher
 from ablations.report.sizes import kv_70b
 from ablations.results.row_arch import arch_from_row
 from ablations.results.variant_labels import MATCHED
-from components import Choice, Claim, choices
+from blockbench import Choice, Claim, choices
 from components.flip_configs import llama2_70b_group
 
 

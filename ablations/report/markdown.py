@@ -37,7 +37,8 @@ from ablations.report.sections import (
 from ablations.report.step_efficiency import step_section
 from ablations.report.tables import SETUP_COLUMNS, baseline_name, combine, load_table, split
 from ablations.results.durable import write_atomic
-from components import LLAMA2_TIES_EMBEDDINGS, ModelConfig, choices, embeddings_text
+from blockbench import choices
+from components import LLAMA2_TIES_EMBEDDINGS, ModelConfig, embeddings_text
 
 REPORT = "REPORT.md"
 # A smoke run's report says what it is in its first line, and gives no readings.

@@ -7,7 +7,7 @@ import functools
 import pandas as pd
 
 from ablations.results.row_arch import arch_from_row
-from components import choices
+from blockbench import choices
 
 GPT2 = "gpt2"
 NONE = "no detectable difference"

@@ -30,7 +30,7 @@ from ablations.report.formatting import (
     markdown_table,
 )
 from ablations.report.tables import BASELINE, with_intervals
-from components import choices
+from blockbench import choices
 
 log = logging.getLogger("ablations")
 

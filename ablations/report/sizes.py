@@ -35,7 +35,8 @@ from ablations.report.formatting import (
     number_word,
 )
 from ablations.roofline.work import lm_params
-from components import ArchConfig, choices, llama2_choices, new_cache
+from blockbench import choices, llama2_choices
+from components import ArchConfig, new_cache
 from components import preset as make_preset
 from components.flip_configs import llama_like_kv_heads
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from components import choices
+from blockbench import choices
 from components.plugins import shaping
 
 # Settings that say where and how to run, not what is measured.

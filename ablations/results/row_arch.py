@@ -8,7 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from ablations.config.columns import config_from_row
-from components import ArchConfig, ModelConfig, choices
+from blockbench import choices
+from components import ArchConfig, ModelConfig
 from components.baselines import baseline_of
 
 

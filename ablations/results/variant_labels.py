@@ -4,7 +4,8 @@ choice named as its columns name it (``ablations.config.columns.name_in``)."""
 from __future__ import annotations
 
 from ablations.config.columns import name_in
-from components import LLAMA2_TIES_EMBEDDINGS, ArchConfig, ModelConfig, choices, llama2_choices
+from blockbench import choices, llama2_choices
+from components import LLAMA2_TIES_EMBEDDINGS, ArchConfig, ModelConfig
 from components.matched_params import attention_weights_saved
 
 # What a label adds where ``match_params`` widened the FFN to its MHA version's parameters (``gqa2-matched``).

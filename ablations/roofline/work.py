@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from blockbench import Step, linear
+from blockbench import Work as Elements
 from components import ArchConfig, Decoder, build_decoder, build_lm, count_parameters, new_cache
-from components.work import Step, linear
-from components.work import Work as Elements
 
 MODES = ("forward", "train", "prefill", "decode")
 # Bytes per element of each precision the predictor prices.

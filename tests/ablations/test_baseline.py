@@ -18,7 +18,8 @@ from ablations.config.read_arch import arch_from, baseline_from
 from ablations.quality.stats import summarize
 from ablations.results.identity import point_identity
 from ablations.results.variant_labels import variant_label
-from components import ArchConfig, ModelConfig, choices
+from blockbench import choices
+from components import ArchConfig, ModelConfig
 from components.baselines import BASELINES, baseline_of
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from ablations.config.columns import cell, config_from_row, name_in, row_columns, row_values
 from ablations.results.row_arch import arch_from_row
 from ablations.results.variant_labels import variant_label
-from components import ArchConfig, AttnConfig, BiasConfig, ModelConfig, PosConfig, choice
+from blockbench import choice
+from components import ArchConfig, AttnConfig, BiasConfig, ModelConfig, PosConfig
 from components.parallel import BlockConfig
 from components.presets import llama2_block
 

@@ -12,7 +12,7 @@ from ablations.config.corpora import CORPORA
 from ablations.config.errors import UsageError
 from ablations.config.generated_sweeps import all_sweep, horizons, sweep_lines, transfer_rungs
 from ablations.config.generated_variants import ladder, leave_one_out, modern
-from components import choices, llama2_choices
+from blockbench import choices, llama2_choices
 
 # The sweeps written as files; the generated ones follow from the declarations.
 FILE_SWEEP_POINTS = {"kv": 5, "gqa_matched": 3, "scale": 6}

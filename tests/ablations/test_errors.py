@@ -27,7 +27,7 @@ from ablations.config.schema import ProfileConfig, TrainConfig
 from ablations.results import durable
 from ablations.results.store import point_done
 from ablations.results.table import POINTS_DIR
-from components import choices
+from blockbench import choices
 
 ROOT = Path(__file__).resolve().parents[2]
 INJECT = Path(__file__).resolve().parent / "inject"

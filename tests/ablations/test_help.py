@@ -14,7 +14,7 @@ from ablations.cli import CONF_DIR
 from ablations.config.generated_sweeps import file_sweeps
 from ablations.config.generated_sweeps import sweeps as generated_sweeps
 from ablations.config.generated_variants import all_variants
-from components import choices
+from blockbench import choices
 from components.baselines import BASELINES
 
 ROOT = Path(__file__).resolve().parents[2]

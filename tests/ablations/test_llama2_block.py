@@ -20,6 +20,7 @@ from ablations.regress.cases import block_variants as regress_block_variants
 from ablations.regress.shapes import GQA_KV_HEADS as REGRESS_GQA_KV_HEADS
 from ablations.report import flip_sets
 from ablations.results.variant_labels import variant_label
+from blockbench import choice, llama2_choices
 from components import (
     AttnConfig,
     ConfigError,
@@ -28,10 +29,8 @@ from components import (
     RotaryPositions,
     baselines,
     build_decoder,
-    choice,
     flip_configs,
     llama2_block,
-    llama2_choices,
     preset,
 )
 from components.baselines import baseline_of

@@ -1,9 +1,9 @@
-"""Plugins (``components.declarations``, ``ablations.config.plugin_args``): found, refused in one line when they clash
+"""Plugins (``components.plugins``, ``ablations.config.plugin_args``): found, refused in one line when they clash
 or fail, recorded in rows, in a point's identity only where they shape it; and an uninstalled copy of the example plugin
 working through ``plugins=`` (the installed one: ``tests/ablations/test_plugin_install.py``, extended tier).
 
 The in-process tests write small plugin modules into a temporary folder and take back every declaration,
-registration and plugin record after each test (``isolated``: ``components.declarations.kept``), so no other test
+registration and plugin record after each test (``isolated``: ``tests.temporary_choice.kept``), so no other test
 sees them."""
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ import pytest
 
 from ablations.config import plugin_args
 from ablations.config.errors import UsageError, command
-from components import FFNS, choices
-from components import choice as choice_of
-from components import declarations as plugins
+from blockbench import choice as choice_of
+from blockbench import choices
+from components import FFNS, plugins
+from components.declared_set import DECLARED
 from components.plugins import Plugin, PluginError
+from tests.temporary_choice import kept
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "blockbench-relu2-softcap"
@@ -33,7 +35,7 @@ def isolated(tmp_path, monkeypatch):
     """A folder for plugin modules on the path; every declaration, registry entry and plugin record as it was."""
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv(plugins.ENV, "")  # and as it was after: ``plugins=`` writes it for the child processes
-    with plugins.kept():
+    with kept():
         yield tmp_path
     for name in [m for m in sys.modules if m.startswith("plug_")]:
         del sys.modules[name]
@@ -125,17 +127,11 @@ def test_the_environment_variable_is_named_once():
     assert plugin_args.ENV == plugins.ENV
 
 
-def test_the_old_module_names_the_same_functions():
-    from components import plugins as old
-
-    assert old.load_plugins is plugins.load_plugins and old.shaping is plugins.shaping and old.Plugin is Plugin
-
-
 def test_a_broken_installed_plugin_is_skipped_with_a_warning_and_named_where_input_is_bad(isolated, monkeypatch,
                                                                                          capsys):
     point = importlib.metadata.EntryPoint(name="gone", value="plug_not_there", group=plugins.GROUP)
     monkeypatch.setattr(plugins.importlib.metadata, "entry_points", lambda group: [point])
-    monkeypatch.setattr(plugins, "_plugins_started", False)
+    monkeypatch.setattr(DECLARED, "plugins_started", False)
     plugins.load_plugins()  # goes on: the run may not need it
     warning = capsys.readouterr().err
     assert warning.count("\n") == 1 and warning.startswith("blockbench: warning: installed plugin gone (entry point "
@@ -160,19 +156,19 @@ def test_a_plugin_enters_the_identity_only_where_it_shapes_the_point(isolated, m
     before = point_identity(plain)
     shaping = Plugin("relu-pkg", "2.0", "relu_pkg", (), (("ffn", "swiglu"),))  # as if it provided swiglu
     unrelated = Plugin("other-pkg", "1.0", "other_pkg", (), (("ffn", "relu9"),))
-    monkeypatch.setitem(plugins._loaded, "other_pkg", unrelated)
+    monkeypatch.setitem(DECLARED.plugins, "other_pkg", unrelated)
     assert point_identity(plain) == before  # installed, not used: no identity changes
     cfg = compose(["ffn=swiglu"])
     without = point_identity(cfg)
-    monkeypatch.setitem(plugins._loaded, "relu_pkg", shaping)
+    monkeypatch.setitem(DECLARED.plugins, "relu_pkg", shaping)
     assert point_identity(cfg) == {**without, "plugins": {"relu-pkg": "2.0"}}
-    monkeypatch.setitem(plugins._loaded, "relu_pkg", Plugin("relu-pkg", "2.1", "relu_pkg", (), shaping.values))
+    monkeypatch.setitem(DECLARED.plugins, "relu_pkg", Plugin("relu-pkg", "2.1", "relu_pkg", (), shaping.values))
     assert point_identity(cfg)["plugins"] == {"relu-pkg": "2.1"}  # a new version: a new point
     assert point_identity(plain) == before
     # A group it declares shapes a point only off GPT-2's value.
     assert plugins.shaping({"qknorm": "off"}) == []
     owner = Plugin("qk-pkg", "1.0", "qk_pkg", ("qknorm",), (("qknorm", "off"), ("qknorm", "on")))
-    monkeypatch.setitem(plugins._loaded, "qk_pkg", owner)
+    monkeypatch.setitem(DECLARED.plugins, "qk_pkg", owner)
     assert plugins.shaping({"qknorm": "on"}) == [owner] and plugins.shaping({"qknorm": "off"}) == []
 
 

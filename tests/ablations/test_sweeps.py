@@ -11,7 +11,8 @@ import pytest
 
 from ablations.config.columns import name_in
 from ablations.config.generated_variants import flips
-from components import ArchConfig, ModelConfig, choices
+from blockbench import choices
+from components import ArchConfig, ModelConfig
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from ablations.config.generated_sweeps import sweeps
 from ablations.config.generated_variants import all_variants, modern
 from ablations.regress.architecture import split_overrides
-from components import ArchConfig, ModelConfig, choice, choices
+from blockbench import choice, choices
+from components import ArchConfig, ModelConfig
 
 D_MODEL = 512
 N_HEADS = 8  # heads of 64, as GPT-2 and Llama-2

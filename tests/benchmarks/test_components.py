@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from components import ATTENTIONS, NORMS, POSITIONS, choice, new_cache
+from blockbench import choice
+from components import ATTENTIONS, NORMS, POSITIONS, new_cache
 from components.positions import apply_rotation
 from tests.benchmarks import cases
 from tests.benchmarks.calls import MODES, describe, make_call

@@ -12,7 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig, choice
+from blockbench import choice
+from components import ArchConfig, AttnConfig, BiasConfig, FFNConfig, ModelConfig, NormConfig, PosConfig
 
 # (pos, layout), norm, ffn, (attn, n_kv_heads): every combination of every declared value of the four module
 # choices, RoPE in both of its layouts, GQA at 2 KV heads of 4.

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from ablations.results.variant_labels import variant_label
+from blockbench import Step, Work
 from components import (
     POSITIONS,
     ArchConfig,
@@ -22,7 +23,6 @@ from components import (
     count_parameters,
 )
 from components.positions import ALiBiPositions
-from components.work import Step, Work
 
 ATTN = [("mha", None), ("gqa", 2), ("gqa", 4), ("mqa", None)]
 # Prefill 12, a 5-token chunk after that prefix, then 3 single-token decode steps.

@@ -5,16 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from components import (
-    AttnConfig,
-    ConfigError,
-    UnknownVariantError,
-    build_decoder,
-    build_lm,
-    choices,
-    preset,
-    registries,
-)
+from blockbench import choices
+from components import AttnConfig, ConfigError, UnknownVariantError, build_decoder, build_lm, preset, registries
 from components.qknorm import QKNormConfig
 
 

@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from ablations.results.variant_labels import variant_label
+from blockbench import Step
 from components import FFNS, ArchConfig, FFNConfig, ModelConfig, SwiGLU, build_decoder, count_parameters
 from components.feedforward import GeGLU
-from components.work import Step
 
 
 def _x(shape, seed=0, scale=1.0):

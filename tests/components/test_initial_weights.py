@@ -10,6 +10,7 @@ import hashlib
 import pytest
 import torch
 
+from blockbench import choice
 from components import (
     ArchConfig,
     AttnConfig,
@@ -17,7 +18,6 @@ from components import (
     ModelConfig,
     build_decoder,
     build_lm,
-    choice,
     common_random_init,
     llama2_block,
 )

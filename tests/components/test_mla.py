@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from blockbench import Step, Work
 from components import (
     ATTENTIONS,
     ArchConfig,
@@ -30,7 +31,6 @@ from components import (
 from components.mla import LATENT_NORM_EPS, LatentCache, MultiHeadLatentAttention
 from components.positions import build_positions
 from components.qknorm import QKNormConfig
-from components.work import Step, Work
 
 D, HEADS = 64, 4  # head_dim 16: by default a latent of 64 and a RoPE key of 8
 # Prefill 12, a 5-token chunk after that prefix, then 3 single-token decode steps.

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from ablations.results.variant_labels import variant_label
+from blockbench import Step, Work
 from components import (
     ArchConfig,
     Block,
@@ -26,7 +27,6 @@ from components import (
 from components.block import SequentialResidual, residual_of
 from components.norms import NORMS
 from components.parallel import BLOCKS, BlockConfig, ParallelResidual
-from components.work import Step, Work
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 BATCH, SEQ, PREFILL = 2, 12, 5

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ablations.results.variant_labels import variant_label
+from blockbench import Step, Work
 from components import (
     ArchConfig,
     CausalSelfAttention,
@@ -23,7 +24,6 @@ from components import (
 )
 from components.presets import llama2_block
 from components.qknorm import QKNORMS, QKNorm, QKNormConfig
-from components.work import Step, Work
 
 ON, OFF = QKNormConfig("on"), QKNormConfig("off")
 ATTN = [("mha", None), ("gqa", 2), ("mqa", None)]

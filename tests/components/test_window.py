@@ -18,12 +18,12 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from blockbench import Step
 from components import AttnConfig, CausalSelfAttention, KVCache, RotaryPositions, build_decoder, kernels, new_cache
 from components.kernels import causal_mask
 from components.kv_cache import RollingKVCache
 from components.model import Decoder
 from components.positions import ALiBiPositions
-from components.work import Step
 
 ATTN = [("mha", None), ("gqa", 2), ("mqa", None)]
 SEQ = 20

@@ -21,7 +21,8 @@ from ablations.predict.full_size_tables import device, memory_table
 from ablations.predict.scenarios import full_size_settings, llama2_flips, moved_from, predicted
 from ablations.roofline.calls import replica
 from ablations.roofline.work import kv_bytes_per_token, kv_cache_bytes, largest_batch, lm_params, mode_work
-from components import AttnConfig, ModelConfig, build_lm, choice, choices, count_parameters, new_cache, preset
+from blockbench import choice, choices
+from components import AttnConfig, ModelConfig, build_lm, count_parameters, new_cache, preset
 from components.mla import mla_sizes
 from components.presets import MISTRAL_7B_CONFIG
 

@@ -7,7 +7,8 @@ import pytest
 from ablations.predict.__main__ import main, options
 from ablations.predict.scenarios import flips
 from ablations.roofline.work import kv_cache_bytes, largest_batch, lm_params
-from components import ModelConfig, choices, count_parameters, preset
+from blockbench import choices
+from components import ModelConfig, count_parameters, preset
 from components import build_lm as torch_lm
 
 
@@ -71,7 +72,7 @@ def test_memory_figures_by_hand():
 
 def test_full_size_table_has_every_choice_at_7b_and_70b():
     from ablations.predict.full_size_tables import full_size_table
-    from components import choices
+    from blockbench import choices
 
     text, hw = full_size_table()
     assert hw.name == "h100_sxm"

@@ -109,7 +109,8 @@ def test_a_tree_from_before_declarations_compares_only_what_its_config_classes_n
 
 
 def test_the_design_and_config_gaps_name_the_first_difference():
-    from components import ArchConfig, choice
+    from blockbench import choice
+    from components import ArchConfig
 
     assert comparable.design_gap({"parameters": 10}, {"parameters": 10}) is None
     assert comparable.design_gap({"parameters": 10}, {"parameters": 10, "KV cache": 4}) == (

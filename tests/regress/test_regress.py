@@ -81,7 +81,8 @@ def test_verdict_needs_the_whole_interval_past_the_threshold(lo, hi, expected):
     assert verdict(Interval((lo + hi) / 2, lo, hi, 0.95), 0.05) == expected
 
 
-from components import ArchConfig, ModelConfig, choice, choices  # noqa: E402
+from blockbench import choice, choices  # noqa: E402
+from components import ArchConfig, ModelConfig  # noqa: E402
 
 # --- cases --------------------------------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ from ablations.report.flips import flip_name
 from ablations.report.formatting import number_word
 from ablations.report.headline import baseline_line, headline_table, main
 from ablations.report.tables import ReportError, load_table
-from components import ArchConfig, ModelConfig, choices, llama2_block
+from blockbench import choices
+from components import ArchConfig, ModelConfig, llama2_block
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "results" / "reference"

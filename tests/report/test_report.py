@@ -18,8 +18,7 @@ from ablations.report.markdown import build_report, quality_section
 from ablations.report.sections import summarize_quality
 from ablations.report.sizes import sizes_table
 from ablations.report.tables import load_table, split
-from components import Claim, choice, choices
-from components.choice import EVIDENCE
+from blockbench import EVIDENCE, Claim, choice, choices
 from tests.temporary_choice import temporary_choice
 
 LINK = re.compile(r"\]\((figures/[^)]+)\)")

@@ -7,7 +7,8 @@ import torch
 
 from ablations.measure.flops import count_flops
 from ablations.report import sizes
-from components import build_lm, choices, preset
+from blockbench import choices
+from components import build_lm, preset
 from tests.temporary_choice import temporary_choice
 
 GIB = 2**30

@@ -11,8 +11,8 @@ from ablations.roofline import calls
 from ablations.roofline.hardware import Hardware
 from ablations.roofline.model import predict, roofline_bound, roofline_time
 from ablations.roofline.work import Work
+from blockbench import Work as Elements
 from components import ArchConfig, AttnConfig, ModelConfig, PosConfig
-from components.work import Work as Elements
 
 # At 2 bytes an element: 100 B of weights, 20 B of norms, 30 B of KV read and 10 B written.
 WORK = Work(Elements(linear_flops=600, attention_flops=400, weights=50, norm_activations=10, kv_read=15, kv_write=5),

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from ablations.roofline.work import decoder_params, decoder_work, mode_work
+from blockbench import Step
 from components import (
     ArchConfig,
     AttnConfig,
@@ -19,7 +20,6 @@ from components import (
     build_decoder,
 )
 from components import count_parameters as torch_count
-from components.work import Step
 
 TINY = ArchConfig(ModelConfig(d_model=8, n_layers=1, n_heads=2, max_seq_len=16), bias=BiasConfig("on"))
 

@@ -1,0 +1,94 @@
+"""The declared set's state, in one object: the choices declared so far and who declared each, and the plugins that
+declared some of them.
+
+``components.declarations`` declares into it and lists it; ``components.plugins`` loads plugins into it and takes
+back what a plugin that failed half-way left. Nothing here imports at call time: the regression check runs this
+code while another tree's ``components`` is imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from components.registry import DuplicateError, current_source
+
+if TYPE_CHECKING:
+    from components.choice import Choice
+    from components.plugins import Plugin
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What was declared, registered and described at one moment, to take back whatever came after."""
+
+    groups: frozenset[str]
+    values: frozenset[tuple[str, str]]
+    described: frozenset[tuple[str, str, str]]  # (group, table, value): ``about``, ``display``, ``value_claims``
+
+
+@dataclass
+class DeclaredSet:
+    """The declared choices and the plugins loaded into them: one per process, ``DECLARED``."""
+
+    choices: dict[str, Choice] = field(default_factory=dict)  # by group, in ``order``
+    sources: dict[str, str] = field(default_factory=dict)  # who declared each group: ``blockbench`` or a plugin
+    plugins: dict[str, Plugin] = field(default_factory=dict)  # the plugins imported, by module, in load order
+    broken: list[str] = field(default_factory=list)  # one line per installed entry point that failed to import
+    plugins_started: bool = False  # whether the plugins were imported (once per process)
+
+    def add(self, choice: Choice) -> Choice:
+        """``choice`` in the set, with its ``order`` filled in; a clash with a declared group is a ``DuplicateError``
+        naming both sources."""
+        if choice.group in self.choices:
+            raise DuplicateError(f"choice group {choice.group!r} is declared twice: by {self.sources[choice.group]} "
+                                 f"and by {current_source()}")
+        owner = next((other for other in self.choices.values() if other.hook == choice.hook and other.owns_hook), None)
+        if owner is not None:
+            raise DuplicateError(f"choice group {choice.group!r}: hook={choice.hook!r} is group {owner.group!r}'s (by "
+                                 f"{self.sources[owner.group]}), whose one module the block builds; register a value "
+                                 f"into its registry ({owner.registry.key}) instead")
+        orders = {other.order: other.group for other in self.choices.values()}
+        if choice.order is None:
+            choice = replace(choice, order=max(orders, default=0) + 1)
+        elif choice.order in orders:
+            taken = orders[choice.order]
+            raise DuplicateError(f"choice group {choice.group!r}: order={choice.order} is {taken!r}'s (by "
+                                 f"{self.sources[taken]}); allowed: any other integer, or none (after every group)")
+        self.choices[choice.group] = choice
+        self.sources[choice.group] = current_source()
+        ordered = sorted(self.choices.values(), key=lambda declared: declared.order)
+        self.choices = {declared.group: declared for declared in ordered}
+        return choice
+
+    def remove(self, group: str) -> None:
+        """Take a group out of the set (what a plugin that failed half-way declared)."""
+        del self.choices[group], self.sources[group]
+
+    def mark(self) -> Mark:
+        """What is declared, registered and described now."""
+        declared = list(self.choices.values())
+        return Mark(frozenset(self.choices),
+                    frozenset((each.group, value) for each in declared for value in each.registry.names()),
+                    frozenset(entry for each in declared for entry in _described(each)))
+
+    def back_to(self, mark: Mark) -> None:
+        """Take back every group declared, value registered and value described since ``mark``."""
+        for declared in list(self.choices.values()):
+            for value in declared.registry.names():
+                if (declared.group, value) not in mark.values:
+                    declared.registry.forget(value)
+            for _, table, value in set(_described(declared)) - mark.described:
+                del getattr(declared, table)[value]
+            if declared.group not in mark.groups:
+                self.remove(declared.group)
+
+
+def _described(declared: Choice) -> Iterator[tuple[str, str, str]]:
+    for table in ("about", "display", "value_claims"):
+        yield from ((declared.group, table, value) for value in getattr(declared, table))
+
+
+# The one declared set of this process (of each tree's ``components``, under the regression check).
+DECLARED = DeclaredSet()
