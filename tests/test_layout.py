@@ -93,7 +93,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     def visit(node: str, path: list[str]) -> None:
         if node in path:
             cycle = path[path.index(node):]
-            if set(cycle) not in [set(c) for c in found]:
+            if set(cycle) not in [set(cycle_found) for cycle_found in found]:
                 found.append(cycle + [node])
             return
         if node in done:
@@ -168,7 +168,7 @@ def broken_tree(tmp_path: Path) -> Path:
 
 def test_the_checks_catch_a_cycle_and_forbidden_imports(broken_tree: Path):
     graph = import_graph(broken_tree)
-    assert [set(c) for c in cycles(graph)] == [{"ablations.config.checks", "ablations.results.rows"}]
+    assert [set(cycle) for cycle in cycles(graph)] == [{"ablations.config.checks", "ablations.results.rows"}]
     found = "\n".join(violations(graph))
     assert "ablations.quality.run -> ablations.measure.point: quality -> measure is forbidden" in found
     assert "ablations.quality.run -> ablations.cli: nothing but __main__ imports the CLI" in found

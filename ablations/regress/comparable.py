@@ -33,10 +33,11 @@ def _declared_settings(decl: object) -> set[str]:
     return {key for settings in flips.values() for key in settings} | set(getattr(decl, "llama2_settings", {}) or {})
 
 
-def declaration_gap(c: ModuleType, overrides: Mapping[str, object]) -> str | None:
-    """Why tree ``c``'s declarations do not cover a case's ``overrides`` (group values, dotted settings), or None."""
+def declaration_gap(components: ModuleType, overrides: Mapping[str, object]) -> str | None:
+    """Why the declarations of tree ``components`` do not cover a case's ``overrides`` (group values, dotted
+    settings), or None."""
     groups, _ = split_overrides(overrides)
-    if not callable(getattr(c, "choice", None)):  # a tree without declared choices: its config classes
+    if not callable(getattr(components, "choice", None)):  # a tree without declared choices: its config classes
         unknown = sorted(set(groups) - set(CONFIG_CLASSES))
         if unknown:
             return f"the base has no choice group {', '.join(unknown)}"
@@ -44,7 +45,7 @@ def declaration_gap(c: ModuleType, overrides: Mapping[str, object]) -> str | Non
         return f"the base declares no settings ({', '.join(settings)})" if settings else None
     for group, (value, settings) in groups.items():
         try:
-            decl = c.choice(group)
+            decl = components.choice(group)
         except KeyError:
             return f"the base declares no choice group {group!r}"
         if value not in decl.values:

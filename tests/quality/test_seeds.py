@@ -72,10 +72,10 @@ def test_one_global_stream_shifts_every_draw_after_the_first_module_that_differs
 def test_common_init_keeps_the_gpt2_init_scales():
     model = build_lm(_quality_model())
     common_random_init(model, seed=0)
-    std = model.cfg.model.init_std
+    std = model.arch.model.init_std
     for name, p in model.named_parameters():
         if name.endswith(("attn.out.weight", "ffn.down.weight")):
-            assert abs(p.std().item() - std / math.sqrt(2 * model.cfg.model.n_layers)) < 0.2 * std
+            assert abs(p.std().item() - std / math.sqrt(2 * model.arch.model.n_layers)) < 0.2 * std
         elif p.ndim >= 2:
             assert abs(p.std().item() - std) < 0.1 * std
 
