@@ -45,8 +45,8 @@ register_configs()
 
 _NOISE = ("object_type=", "reference_type=", "Set the environment", "provider=", "path=", "full_key:",
           "To append to your config")
-_SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, *(c.config for c in choices()), ProfileConfig,
-                                          TrainConfig, DataConfig, BaselineConfig, LoggerConfig)}
+_SCHEMAS = {cls.__name__: cls for cls in (RunConfig, ModelSizes, *(choice.config for choice in choices()),
+                                          ProfileConfig, TrainConfig, DataConfig, BaselineConfig, LoggerConfig)}
 
 
 def one_line(exc: BaseException) -> str:

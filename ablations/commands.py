@@ -52,7 +52,7 @@ def usage() -> str:
     lines = [f"usage: {PROG} COMMAND [ARGS ...]", "",
              "What each GPT-2 -> Llama-2 block design choice buys: sweeps, reports and predictions.", "",
              "commands:"]
-    lines += [f"  {name:<{width}}  {c.summary}" for name, c in COMMANDS.items()]
+    lines += [f"  {name:<{width}}  {command.summary}" for name, command in COMMANDS.items()]
     lines += ["", f"{PROG} COMMAND --help: the command's own help. Bad input stops it with one line and exit status 2,",
               "a fault during the run with one line and exit status 1.", "",
               "Every command takes plugins=[pkg.module,...]: modules that declare choices of their own, imported",

@@ -141,7 +141,7 @@ def point_columns(plan: Plan) -> dict[str, Any]:
     return {
         "sweep": plan.sweep, "variant": plan.pair.variant, "point": plan.output.point.stem,
         "baseline": plan.pair.baseline_name,
-        **{k: v for c in choices() for k, v in row_values(c, arch).items()},
+        **{k: v for choice in choices() for k, v in row_values(choice, arch).items()},
         "tie_embeddings": arch.model.tie_embeddings, "d_model": arch.model.d_model, "n_layers": arch.model.n_layers,
         "n_heads": arch.model.n_heads, "ffn_hidden": arch.ffn_hidden, "seed": plan.seed, "profile": plan.profile,
         **provenance(m.device, m.dtype, m.threads, m.compile, m.launcher),

@@ -73,8 +73,8 @@ def _check_window(window: object, arch: ArchConfig) -> None:
 class CausalSelfAttention(nn.Module):
     """Multi-head causal attention ``softmax(QK^T / sqrt(d_k)) V`` with n_kv_heads K/V heads.
 
-    MHA, GQA and MQA differ only in ``cfg.n_kv_heads``; with n_kv_heads == n_heads this is exactly MHA. With
-    ``cfg.attn.window`` = W each query sees only its last W keys, its own included (Mistral 7B; the same keys as
+    MHA, GQA and MQA differ only in ``arch.n_kv_heads``; with n_kv_heads == n_heads this is exactly MHA. With
+    ``arch.attn.window`` = W each query sees only its last W keys, its own included (Mistral 7B; the same keys as
     Hugging Face's ``MistralAttention``: key j is seen by query i iff i - W < j <= i), and decodes with a
     ``RollingKVCache`` (``new_cache``). The subclasses below register it as mha, gqa and mqa, each with its rule.
     """
@@ -82,10 +82,10 @@ class CausalSelfAttention(nn.Module):
     # The KV-head rule of the value this class is registered as (``components.kv_heads``); None: a plugin's value.
     kv_heads_rule: KVHeads | None = None
 
-    def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
+    def __init__(self, arch: ArchConfig, layer: int = 0) -> None:
         super().__init__()
-        d, bias = cfg.model.d_model, cfg.bias.enabled
-        self.n_heads, self.n_kv_heads, self.head_dim = cfg.model.n_heads, cfg.n_kv_heads, cfg.head_dim
+        d, bias = arch.model.d_model, arch.bias.enabled
+        self.n_heads, self.n_kv_heads, self.head_dim = arch.model.n_heads, arch.n_kv_heads, arch.head_dim
         self.layer = layer
         # Separate projections (Llama's wq/wk/wv) so GQA's smaller K/V weights are visible in counts.
         self.q = nn.Linear(d, self.n_heads * self.head_dim, bias=bias)
@@ -94,29 +94,29 @@ class CausalSelfAttention(nn.Module):
         self.out = nn.Linear(self.n_heads * self.head_dim, d, bias=bias)
         # The choices that transform each head's Q, K and V right after the projections (Primer's convolutions):
         # registered only when one builds a module, so attention without one keeps its modules exactly.
-        projected = hook_modules(cfg, "qkv")
+        projected = hook_modules(arch, "qkv")
         if projected:
             self.qkv = nn.ModuleList(projected)
         # The choices that transform each head's Q and K before the rotation (QK-norm), in declaration order.
-        self.qk = nn.ModuleList(hook_modules(cfg, "qk"))
+        self.qk = nn.ModuleList(hook_modules(arch, "qk"))
         # The choices that transform the scores (a soft cap): registered only when one builds a module, so attention
         # without one keeps its modules and its fused SDPA paths exactly.
-        transforms = hook_modules(cfg, "scores")
+        transforms = hook_modules(arch, "scores")
         if transforms:
             self.scores = nn.ModuleList(transforms)
         # Keys a query sees: all earlier ones (None), or only the last ``window`` (a sliding window).
-        self.window: int | None = cfg.attn.window
+        self.window: int | None = arch.attn.window
 
     @classmethod
-    def new_cache(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None,
+    def new_cache(cls, arch: ArchConfig, batch_size: int, max_seq_len: int | None = None,
                   n_layers: int | None = None, **kw: object) -> KVCache:
         """Every position's K/V (``KVCache``), or with a window only the last ``window`` positions'
         (``RollingKVCache``): what no query will see again need not be kept."""
-        make = KVCache if cfg.attn.window is None else RollingKVCache
-        return make.for_model(cfg, batch_size, max_seq_len, n_layers, **kw)
+        make = KVCache if arch.attn.window is None else RollingKVCache
+        return make.for_model(arch, batch_size, max_seq_len, n_layers, **kw)
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
         """Projections (K/V's outputs are the cache writes), the core, and the transforms of the ``qkv``, ``qk`` and
         ``scores`` choices.
 
@@ -127,8 +127,8 @@ class CausalSelfAttention(nn.Module):
         own. The cache read is those; and where a window hides some of them, ``masked_sdpa`` scores them all (a
         dense kernel under a mask), so the executed work counts every held key a query (``masked_flops``).
         """
-        d, h, kv, hd, bias = cfg.model.d_model, cfg.model.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.bias.enabled
-        n, window = step.tokens, cfg.attn.window
+        d, h, kv, hd, bias = arch.model.d_model, arch.model.n_heads, arch.n_kv_heads, arch.head_dim, arch.bias.enabled
+        n, window = step.tokens, arch.attn.window
         per_query, held = step.keys, step.keys
         if window is not None:
             per_query, held = min(step.keys, window), min(step.keys, step.seq + window - 1)
@@ -137,8 +137,8 @@ class CausalSelfAttention(nn.Module):
         core = attention_core(step.batch, h, step.seq, per_query, hd, hd, executed_keys=held) + Work(
             attention_activations=2 * n * h * hd,  # reads Q, writes its output
             kv_read=2 * step.batch * kv * held * hd, kv_write=2 * n * kv * hd)
-        transforms = [*hook_classes(cfg, "qkv"), *hook_classes(cfg, "qk"), *hook_classes(cfg, "scores")]
-        return sum((cls_.work(cfg, step) for cls_ in transforms), projections + core)
+        transforms = [*hook_classes(arch, "qkv"), *hook_classes(arch, "qk"), *hook_classes(arch, "scores")]
+        return sum((cls_.work(arch, step) for cls_ in transforms), projections + core)
 
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,
                 score_bias: ScoreBias | None = None) -> torch.Tensor:
@@ -197,23 +197,23 @@ class MultiQueryAttention(CausalSelfAttention):
     kv_heads_rule = KVHeads(ONE_IN_ALL, why="which has 1", instead="use attn=gqa")
 
 
-def build_attention(cfg: ArchConfig, layer: int = 0) -> nn.Module:
-    return ATTENTIONS.get(cfg.attn.name)(cfg, layer)
+def build_attention(arch: ArchConfig, layer: int = 0) -> nn.Module:
+    return ATTENTIONS.get(arch.attn.name)(arch, layer)
 
 
-def new_cache(cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None, n_layers: int | None = None,
+def new_cache(arch: ArchConfig, batch_size: int, max_seq_len: int | None = None, n_layers: int | None = None,
               **kw: object) -> KVCache:
-    """The cache ``cfg``'s attention decodes with (``n_layers`` defaults to the model's), from its class's own
+    """The cache ``arch``'s attention decodes with (``n_layers`` defaults to the model's), from its class's own
     ``new_cache``: what a cache holds per token is the attention's business (K/V heads, a latent, a window).
 
     Every cache has ``pos``, ``max_seq_len``, ``nbytes``, ``bytes_per_token()``, ``clone()``, ``tensors()``,
     ``randomize_()`` and ``update(...)``.
     """
-    cls = ATTENTIONS.get(cfg.attn.name)
+    cls = ATTENTIONS.get(arch.attn.name)
     make = getattr(cls, "new_cache", None)
     if make is None:
-        return KVCache.for_model(cfg, batch_size, max_seq_len, n_layers, **kw)
-    return make(cfg, batch_size, max_seq_len, n_layers, **kw)
+        return KVCache.for_model(arch, batch_size, max_seq_len, n_layers, **kw)
+    return make(arch, batch_size, max_seq_len, n_layers, **kw)
 
 
 def attention_kind(arch: ArchConfig) -> str:
@@ -245,13 +245,13 @@ def _attn_matches(arch: ArchConfig, value: str) -> bool:
     return attention_kind(arch) == value
 
 
-def _attn_sized(cfg: AttnConfig, kv_heads: int) -> AttnConfig:
+def _attn_sized(attn: AttnConfig, kv_heads: int) -> AttnConfig:
     """GQA without its own KV heads gets ``kv_heads``; its other settings (a window) are kept. Any other value's KV
     heads follow from the value (MHA: every head, MQA: one, MLA: none but a latent), so a count carried over from
     the GQA it was flipped from (Llama-2's block flipped to MLA) is dropped rather than contradicting it."""
-    if cfg.name != "gqa":
-        return replace(cfg, n_kv_heads=None) if cfg.n_kv_heads is not None else cfg
-    return replace(cfg, n_kv_heads=kv_heads) if cfg.n_kv_heads is None else cfg
+    if attn.name != "gqa":
+        return replace(attn, n_kv_heads=None) if attn.n_kv_heads is not None else attn
+    return replace(attn, n_kv_heads=kv_heads) if attn.n_kv_heads is None else attn
 
 
 ATTN = declare(Choice(

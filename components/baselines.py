@@ -15,7 +15,7 @@ BASELINES = ("gpt2", "llama2")
 
 def llama2_count(arch: ArchConfig) -> int:
     """How many of the choices Llama-2 moved are at Llama-2's value (0: the GPT-2 block; all: Llama-2's)."""
-    return sum(c.has(arch, c.llama2) for c in llama2_choices())
+    return sum(choice.has(arch, choice.llama2) for choice in llama2_choices())
 
 
 def baseline_of(arch: ArchConfig, name: str = "gpt2", kv_heads: int | None = None) -> ArchConfig:

@@ -1,4 +1,4 @@
-"""The linear layers' additive bias, a design choice with no module of its own: the layers read ``cfg.bias``.
+"""The linear layers' additive bias, a design choice with no module of its own: the layers read ``arch.bias``.
 
 GPT-2 has a bias on every linear layer (``on``), Llama-2 none (``off``). LayerNorm's shift is part of LayerNorm's
 definition and stays with ``norm=layernorm``; RMSNorm has none. So ``bias=off`` with LayerNorm is "no linear
@@ -13,7 +13,7 @@ from components.choice import Choice, Claim
 from components.declarations import declare
 from components.registry import Registry
 
-# Both values build nothing: attention and the FFNs pass ``cfg.bias.enabled`` to ``nn.Linear``.
+# Both values build nothing: attention and the FFNs pass ``arch.bias.enabled`` to ``nn.Linear``.
 BIASES: Registry[None] = Registry("bias.name")
 BIASES.add("on", None)
 BIASES.add("off", None)

@@ -29,7 +29,7 @@ class SequentialResidual:
     """``x = x + attn(norm1(x))``, then ``x + ffn(norm2(x))``: GPT-2's and Llama-2's block."""
 
     @staticmethod
-    def norms(cfg: ArchConfig) -> int:
+    def norms(arch: ArchConfig) -> int:
         return 2
 
     @staticmethod
@@ -38,27 +38,27 @@ class SequentialResidual:
         return x + feed(block.norm2(x))
 
     @staticmethod
-    def work(cfg: ArchConfig, step: Step) -> Work:
+    def work(arch: ArchConfig, step: Step) -> Work:
         return Work()  # the residual adds are elementwise; the norms are counted by ``Block.work``
 
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 
 
-def residual_of(cfg: ArchConfig) -> type:
+def residual_of(arch: ArchConfig) -> type:
     """The residual structure a declared ``block`` choice plugs in, else the sequential one; two are refused."""
-    check_one_residual(cfg)
-    plugged = hook_classes(cfg, "block")
+    check_one_residual(arch)
+    plugged = hook_classes(arch, "block")
     return plugged[0] if plugged else SequentialResidual
 
 
 BRANCHES = ("attn", "ffn")
 
 
-def branch_classes(cfg: ArchConfig, branch: str) -> list[type]:
+def branch_classes(arch: ArchConfig, branch: str) -> list[type]:
     """The ``branch`` hook's classes for one branch's output: each class says which in ``branches`` (default both:
     Gemma-2's post-norms; NormFormer's post-attention norm would say ``("attn",)``)."""
-    return [cls for cls in hook_classes(cfg, "branch") if branch in traits(cls).branches]
+    return [cls for cls in hook_classes(arch, "branch") if branch in traits(cls).branches]
 
 
 def through(modules: nn.ModuleList, y: torch.Tensor) -> torch.Tensor:
@@ -69,34 +69,34 @@ def through(modules: nn.ModuleList, y: torch.Tensor) -> torch.Tensor:
 
 
 class Block(nn.Module):
-    """Norms, attention and the FFN, each chosen by name in ``cfg``, joined to the residual by ``residual_of``."""
+    """Norms, attention and the FFN, each chosen by name in ``arch``, joined to the residual by ``residual_of``."""
 
-    def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
+    def __init__(self, arch: ArchConfig, layer: int = 0) -> None:
         super().__init__()
-        self.residual = residual_of(cfg)
+        self.residual = residual_of(arch)
         # Registered in this order (norm1, attn, norm2, ffn): init without common random numbers draws from one
         # stream in registration order, so the order fixes the weights each seed gives. A residual decides where its
         # norms go (before each branch, after it, after the add); one may take none.
-        norms = self.residual.norms(cfg)
+        norms = self.residual.norms(arch)
         if norms > 0:
-            self.norm1 = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
-        self.attn = build_attention(cfg, layer)
+            self.norm1 = build_norm(arch.norm.name, arch.model.d_model, arch.norm.eps)
+        self.attn = build_attention(arch, layer)
         if norms > 1:
-            self.norm2 = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
-        self.ffn = build_ffn(cfg)
+            self.norm2 = build_norm(arch.norm.name, arch.model.d_model, arch.norm.eps)
+        self.ffn = build_ffn(arch)
         # After the FFN, so every module before keeps its init draws; only when a ``branch`` choice builds one.
-        self.branch_outputs = bool(hook_classes(cfg, "branch"))
+        self.branch_outputs = bool(hook_classes(arch, "branch"))
         if self.branch_outputs:
-            self.attn_out = nn.ModuleList(cls(cfg) for cls in branch_classes(cfg, "attn"))
-            self.ffn_out = nn.ModuleList(cls(cfg) for cls in branch_classes(cfg, "ffn"))
+            self.attn_out = nn.ModuleList(cls(arch) for cls in branch_classes(arch, "attn"))
+            self.ffn_out = nn.ModuleList(cls(arch) for cls in branch_classes(arch, "ffn"))
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        norm = NORMS.get(cfg.norm.name).work(cfg, step)
-        attn, ffn = ATTENTIONS.get(cfg.attn.name).work(cfg, step), FFNS.get(cfg.ffn.name).work(cfg, step)
-        residual = residual_of(cfg)
-        outputs = sum((cls.work(cfg, step) for b in BRANCHES for cls in branch_classes(cfg, b)), Work())
-        return residual.norms(cfg) * norm + attn + ffn + residual.work(cfg, step) + outputs
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
+        norm = NORMS.get(arch.norm.name).work(arch, step)
+        attn, ffn = ATTENTIONS.get(arch.attn.name).work(arch, step), FFNS.get(arch.ffn.name).work(arch, step)
+        residual = residual_of(arch)
+        outputs = sum((cls.work(arch, step) for b in BRANCHES for cls in branch_classes(arch, b)), Work())
+        return residual.norms(arch) * norm + attn + ffn + residual.work(arch, step) + outputs
 
     def forward(self, x: torch.Tensor, rotation: Rotation | None = None, cache: KVCache | None = None,
                 score_bias: ScoreBias | None = None) -> torch.Tensor:

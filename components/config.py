@@ -73,13 +73,13 @@ class ArchConfig:
     def __init__(self, model: ModelConfig | None = None, **choices: Any) -> None:
         self.model = model if model is not None else ModelConfig()
         groups = declared()
-        unknown = set(choices) - {c.group for c in groups}
+        unknown = set(choices) - {choice.group for choice in groups}
         if unknown:
             raise TypeError(f"ArchConfig got unknown choice group(s) {sorted(unknown)}; declared: "
-                            f"{', '.join(c.group for c in groups)}")
-        for c in groups:
-            value = choices.get(c.group)
-            setattr(self, c.group, value if value is not None else c.config())
+                            f"{', '.join(choice.group for choice in groups)}")
+        for choice in groups:
+            value = choices.get(choice.group)
+            setattr(self, choice.group, value if value is not None else choice.config())
 
     if TYPE_CHECKING:
 
@@ -87,7 +87,7 @@ class ArchConfig:
 
     @property
     def groups(self) -> list[str]:
-        return [c.group for c in declared()]
+        return [choice.group for choice in declared()]
 
     def replace(self, **changes: Any) -> ArchConfig:
         """A copy with the given groups (or ``model``) replaced; the rest copied, never shared."""
@@ -138,14 +138,14 @@ class ArchConfig:
         if m.d_model % m.n_heads:
             raise ConfigError(f"model.d_model={m.d_model} must be divisible by model.n_heads={m.n_heads}")
         require_positive("model.init_std", m.init_std)
-        for c in declared():
-            cfg = getattr(self, c.group)
-            if not is_dataclass(cfg) or cfg.name not in c.registry:
-                name = getattr(cfg, "name", cfg)
+        for choice in declared():
+            group_config = getattr(self, choice.group)
+            if not is_dataclass(group_config) or group_config.name not in choice.registry:
+                name = getattr(group_config, "name", group_config)
                 raise UnknownVariantError(
-                    f"{c.group}.name={name!r} is not a known variant; choose one of: {', '.join(c.values)}"
+                    f"{choice.group}.name={name!r} is not a known variant; choose one of: {', '.join(choice.values)}"
                 )
-            check = getattr(cfg, "check", None)
+            check = getattr(group_config, "check", None)
             if check is not None:
                 check(self)
         check_one_residual(self)
@@ -155,8 +155,10 @@ class ArchConfig:
 def check_one_residual(arch: ArchConfig) -> None:
     """At most one choice replaces how the branches join the residual (hook ``block``): two residual classes do
     not compose (each is the whole join), and taking either would silently drop the other."""
-    plugged = [c for c in declared() if c.hook == "block" and c.registry.get(getattr(arch, c.group).name) is not None]
+    plugged = [choice for choice in declared()
+               if choice.hook == "block" and choice.registry.get(getattr(arch, choice.group).name) is not None]
     if len(plugged) > 1:
-        said = " and ".join(f"{c.group}={getattr(arch, c.group).name}" for c in plugged)
+        said = " and ".join(f"{choice.group}={getattr(arch, choice.group).name}" for choice in plugged)
         raise ConfigError(f"{said} each replace how the block joins the residual, which one point cannot do twice; "
-                          f"allowed: one of them, with " + ", ".join(f"{c.group}={c.gpt2}" for c in plugged[1:]))
+                          f"allowed: one of them, with "
+                          + ", ".join(f"{choice.group}={choice.gpt2}" for choice in plugged[1:]))

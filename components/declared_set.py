@@ -16,7 +16,26 @@ from components.registry import DuplicateError, current_source
 
 if TYPE_CHECKING:
     from components.choice import Choice
-    from components.plugins import Plugin
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A loaded plugin: its name and version (the distribution's, or the module's for an uninstalled one), the
+    module imported, and what it declared: its own groups and every (group, value) it registered."""
+
+    name: str
+    version: str
+    module: str
+    groups: tuple[str, ...]
+    values: tuple[tuple[str, str], ...]
+
+    @property
+    def source(self) -> str:
+        return f"plugin {self.name} ({self.module})"
+
+    @property
+    def pinned(self) -> str:  # as rows record it
+        return f"{self.name}=={self.version}"
 
 
 @dataclass(frozen=True)

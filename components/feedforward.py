@@ -78,15 +78,15 @@ class GeluMLP(nn.Module):
 
     gated = False  # two d x h matrices; a gated FFN has three and Llama's 2/3 width rule
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
-        d, h, bias = cfg.model.d_model, cfg.ffn_hidden, cfg.bias.enabled
+        d, h, bias = arch.model.d_model, arch.ffn_hidden, arch.bias.enabled
         self.up = nn.Linear(d, h, bias=bias)
         self.down = nn.Linear(h, d, bias=bias)
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        d, h, n, bias = cfg.model.d_model, cfg.ffn_hidden, step.tokens, cfg.bias.enabled
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
+        d, h, n, bias = arch.model.d_model, arch.ffn_hidden, step.tokens, arch.bias.enabled
         return linear(d, h, n, bias) + linear(h, d, n, bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -99,16 +99,16 @@ class SwiGLU(nn.Module):
 
     gated = True
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
-        d, h, bias = cfg.model.d_model, cfg.ffn_hidden, cfg.bias.enabled
+        d, h, bias = arch.model.d_model, arch.ffn_hidden, arch.bias.enabled
         self.gate = nn.Linear(d, h, bias=bias)  # Llama w1
         self.up = nn.Linear(d, h, bias=bias)  # Llama w3
         self.down = nn.Linear(h, d, bias=bias)  # Llama w2
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        d, h, n, bias = cfg.model.d_model, cfg.ffn_hidden, step.tokens, cfg.bias.enabled
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
+        d, h, n, bias = arch.model.d_model, arch.ffn_hidden, step.tokens, arch.bias.enabled
         return 2 * linear(d, h, n, bias) + linear(h, d, n, bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -125,8 +125,8 @@ class GeGLU(SwiGLU):
         return self.down(gelu_tanh(self.gate(x)) * self.up(x))
 
 
-def build_ffn(cfg: ArchConfig) -> nn.Module:
-    return FFNS.get(cfg.ffn.name)(cfg)
+def build_ffn(arch: ArchConfig) -> nn.Module:
+    return FFNS.get(arch.ffn.name)(arch)
 
 
 FFN = declare(Choice(

@@ -30,15 +30,15 @@ def llama_like_kv_heads(n_heads: int) -> int:
     return min(divisors, key=lambda k: (abs(n_heads // k - group), -k))
 
 
-def flip_config(c: Choice, value: str, kv_heads: int, settings_from: ArchConfig | None = None) -> Any:
+def flip_config(declared: Choice, value: str, kv_heads: int, settings_from: ArchConfig | None = None) -> Any:
     """The config of ``c``'s group that a flip to ``value`` takes: sized for ``kv_heads`` (``Choice.at_size``), with
     the group's other settings those of ``settings_from`` where given (a preset's: Llama-2-70B's FFN rule for any
     gated FFN; the block being flipped), else the defaults."""
     if settings_from is None:
-        return c.at_size(value, kv_heads)
-    cfg = getattr(settings_from, c.group)
+        return declared.at_size(value, kv_heads)
+    cfg = getattr(settings_from, declared.group)
     settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.init and f.name != "name"}
-    return c.at_size(value, kv_heads, **settings)
+    return declared.at_size(value, kv_heads, **settings)
 
 
 def llama2_at_size(model: ModelConfig, kv_heads: int, published: ArchConfig | None = None) -> ArchConfig:
@@ -47,5 +47,6 @@ def llama2_at_size(model: ModelConfig, kv_heads: int, published: ArchConfig | No
     block = llama2_block(model, kv_heads)
     if published is None:
         return block
-    moved = {c.group: flip_config(c, getattr(block, c.group).name, kv_heads, published) for c in llama2_choices()}
+    moved = {declared.group: flip_config(declared, getattr(block, declared.group).name, kv_heads, published)
+             for declared in llama2_choices()}
     return block.replace(**moved)

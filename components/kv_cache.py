@@ -27,10 +27,10 @@ class KVCache:
         self.pos = 0
 
     @classmethod
-    def for_model(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None,
+    def for_model(cls, arch: ArchConfig, batch_size: int, max_seq_len: int | None = None,
                   n_layers: int | None = None, **kw: object) -> KVCache:
-        return cls(n_layers or cfg.model.n_layers, batch_size, cfg.n_kv_heads, max_seq_len or cfg.model.max_seq_len,
-                   cfg.head_dim, **kw)
+        return cls(n_layers or arch.model.n_layers, batch_size, arch.n_kv_heads, max_seq_len or arch.model.max_seq_len,
+                   arch.head_dim, **kw)
 
     def tensors(self) -> list[torch.Tensor]:
         return [self.k, self.v]
@@ -104,10 +104,10 @@ class RollingKVCache(KVCache):
         self.max_seq_len = max_seq_len
 
     @classmethod
-    def for_model(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None,
+    def for_model(cls, arch: ArchConfig, batch_size: int, max_seq_len: int | None = None,
                   n_layers: int | None = None, **kw: object) -> RollingKVCache:
-        return cls(n_layers or cfg.model.n_layers, batch_size, cfg.n_kv_heads, max_seq_len or cfg.model.max_seq_len,
-                   cfg.head_dim, cfg.attn.window, **kw)
+        return cls(n_layers or arch.model.n_layers, batch_size, arch.n_kv_heads, max_seq_len or arch.model.max_seq_len,
+                   arch.head_dim, arch.attn.window, **kw)
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Write this step's K/V into its slots and return the keys and values its queries may see for ``layer``.

@@ -126,10 +126,10 @@ def check_mla(attn: AttnConfig, arch: ArchConfig) -> None:
     if attn.window is not None:
         raise ConfigError(f"attn.window={attn.window} is not supported with attn=mla (its latent cache keeps every "
                           "token; DeepSeek-V2 has no window): use attn.window=null")
-    for c in choices():
-        if c.hook in _NOT_WITH_MLA and c.registry.get(getattr(arch, c.group).name) is not None:
-            raise ConfigError(f"{c.group}={getattr(arch, c.group).name} is not supported with attn=mla: "
-                              f"{_NOT_WITH_MLA[c.hook]}; use {c.group}={c.gpt2}")
+    for choice in choices():
+        if choice.hook in _NOT_WITH_MLA and choice.registry.get(getattr(arch, choice.group).name) is not None:
+            raise ConfigError(f"{choice.group}={getattr(arch, choice.group).name} is not supported with attn=mla: "
+                              f"{_NOT_WITH_MLA[choice.hook]}; use {choice.group}={choice.gpt2}")
 
 
 # The attention hooks MLA's module does not offer, and why.
@@ -161,12 +161,12 @@ class MultiHeadLatentAttention(nn.Module):
     kv_heads_rule = KVHeads(PER_QUERY_HEAD, why="its K and V are up-projected per head from one shared latent, sized "
                             "by attn.kv_lora_rank", instead="leave it null", settable=False)
 
-    def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
+    def __init__(self, arch: ArchConfig, layer: int = 0) -> None:
         super().__init__()
-        d, bias = cfg.model.d_model, cfg.bias.enabled
-        self.sizes: MLASizes = mla_sizes(cfg.attn, cfg.head_dim)
+        d, bias = arch.model.d_model, arch.bias.enabled
+        self.sizes: MLASizes = mla_sizes(arch.attn, arch.head_dim)
         s = self.sizes
-        self.n_heads, self.head_dim, self.layer = cfg.model.n_heads, s.head_dim, layer
+        self.n_heads, self.head_dim, self.layer = arch.model.n_heads, s.head_dim, layer
         q_width = self.n_heads * (s.head_dim + s.rope_dim)
         if s.q_lora_rank is None:
             self.q = nn.Linear(d, q_width, bias=False)  # DeepSeek-V2's q_proj: never a bias
@@ -180,17 +180,17 @@ class MultiHeadLatentAttention(nn.Module):
         self.out = nn.Linear(self.n_heads * s.head_dim, d, bias=bias)
         self.scale = 1.0 / math.sqrt(s.head_dim + s.rope_dim)
         # The decoupled RoPE key's angles at its own width, as ``RotaryPositions`` has them at a head's.
-        self.rope = RopeTables(s.rope_dim, cfg.pos.theta, cfg.model.max_seq_len)
+        self.rope = RopeTables(s.rope_dim, arch.pos.theta, arch.model.max_seq_len)
 
     @classmethod
-    def new_cache(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None, n_layers: int | None = None,
+    def new_cache(cls, arch: ArchConfig, batch_size: int, max_seq_len: int | None = None, n_layers: int | None = None,
                   **kw: object) -> LatentCache:
         """The latent cache: ``kv_lora_rank + qk_rope_head_dim`` values per token and layer."""
-        return LatentCache(n_layers or cfg.model.n_layers, batch_size, max_seq_len or cfg.model.max_seq_len,
-                           mla_sizes(cfg.attn, cfg.head_dim).latent, **kw)
+        return LatentCache(n_layers or arch.model.n_layers, batch_size, max_seq_len or arch.model.max_seq_len,
+                           mla_sizes(arch.attn, arch.head_dim).latent, **kw)
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
         """The path that runs at ``step``: the absorbed one for at most ``FOLD_MAX_QUERIES`` new tokens, else the
         reference. Both: the query projection(s), ``kv_down`` (its output is the cache write, ``kv_write``: latent
         plus RoPE key per new token) and the latent norms, ``out``; ``kv_read``: the latent and RoPE key of every key
@@ -201,8 +201,8 @@ class MultiHeadLatentAttention(nn.Module):
         input is the cache read; its output, each head's K nope and V, is read by the core with the shared RoPE
         key), the core over ``head_dim + rope`` and ``head_dim``.
         """
-        s = mla_sizes(cfg.attn, cfg.head_dim)
-        d, h, bias = cfg.model.d_model, cfg.model.n_heads, cfg.bias.enabled
+        s = mla_sizes(arch.attn, arch.head_dim)
+        d, h, bias = arch.model.d_model, arch.model.n_heads, arch.bias.enabled
         hd, r, lat = s.head_dim, s.rope_dim, s.kv_lora_rank
         n, keys = step.tokens, step.batch * step.keys  # new tokens; (sequence, key) pairs attended to
         if s.q_lora_rank is None:

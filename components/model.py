@@ -27,21 +27,21 @@ class Decoder(nn.Module):
     vocabulary-sized embedding and head that would otherwise dominate at small d.
     """
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
-        cfg.validate()
-        self.cfg = cfg
-        self.positions = build_positions(cfg)
-        self.blocks = nn.ModuleList(Block(cfg, layer=i) for i in range(cfg.model.n_layers))
-        self.norm = build_norm(cfg.norm.name, cfg.model.d_model, cfg.norm.eps)
-        init_weights(self, cfg)
+        arch.validate()
+        self.arch = arch
+        self.positions = build_positions(arch)
+        self.blocks = nn.ModuleList(Block(arch, layer=i) for i in range(arch.model.n_layers))
+        self.norm = build_norm(arch.norm.name, arch.model.d_model, arch.norm.eps)
+        init_weights(self, arch)
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
         """One call's work: positions, every block, the final norm (each states its own)."""
-        positions = POSITIONS.get(cfg.pos.name).work(cfg, step)
-        final = NORMS.get(cfg.norm.name).work(cfg, step)
-        return positions + cfg.model.n_layers * Block.work(cfg, step) + final
+        positions = POSITIONS.get(arch.pos.name).work(arch, step)
+        final = NORMS.get(arch.norm.name).work(arch, step)
+        return positions + arch.model.n_layers * Block.work(arch, step) + final
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         offset = cache.pos if cache is not None else 0
@@ -56,27 +56,27 @@ class Decoder(nn.Module):
 
     def new_cache(self, batch_size: int, max_seq_len: int | None = None) -> KVCache:
         p = next(self.parameters())
-        return new_cache(self.cfg, batch_size, max_seq_len, dtype=p.dtype, device=p.device)
+        return new_cache(self.arch, batch_size, max_seq_len, dtype=p.dtype, device=p.device)
 
 
 class LanguageModel(nn.Module):
     """Token embedding, the decoder, and an output head (tied to the embedding when configured)."""
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
-        cfg.validate()  # before nn.Embedding, whose own error would not name the key
-        self.cfg = cfg
-        self.embed = nn.Embedding(cfg.model.vocab_size, cfg.model.d_model)
-        self.decoder = Decoder(cfg)
-        self.head = nn.Linear(cfg.model.d_model, cfg.model.vocab_size, bias=False)
-        init_weights(self.embed, cfg)
-        if cfg.model.tie_embeddings:
+        arch.validate()  # before nn.Embedding, whose own error would not name the key
+        self.arch = arch
+        self.embed = nn.Embedding(arch.model.vocab_size, arch.model.d_model)
+        self.decoder = Decoder(arch)
+        self.head = nn.Linear(arch.model.d_model, arch.model.vocab_size, bias=False)
+        init_weights(self.embed, arch)
+        if arch.model.tie_embeddings:
             self.head.weight = self.embed.weight
         else:
-            init_weights(self.head, cfg)
+            init_weights(self.head, arch)
         # Last, so every module before keeps its init draws; only when an ``embedding`` or ``logits`` choice builds
         # one, so a model without keeps its modules.
-        embedding, logits = hook_modules(cfg, "embedding"), hook_modules(cfg, "logits")
+        embedding, logits = hook_modules(arch, "embedding"), hook_modules(arch, "logits")
         self.hooked = bool(embedding or logits)
         if self.hooked:
             self.embed_out, self.logits_out = nn.ModuleList(embedding), nn.ModuleList(logits)
@@ -92,7 +92,7 @@ class LanguageModel(nn.Module):
         return self.decoder.new_cache(batch_size, max_seq_len)
 
 
-def init_weights(module: nn.Module, cfg: ArchConfig, seed: int | None = None) -> None:
+def init_weights(module: nn.Module, arch: ArchConfig, seed: int | None = None) -> None:
     """GPT-2's init for every variant alike, so no variant wins by its initialisation.
 
     N(0, init_std) for linear and embedding weights, zero biases, ones for norm weights, and residual
@@ -106,9 +106,9 @@ def init_weights(module: nn.Module, cfg: ArchConfig, seed: int | None = None) ->
     (``common_random_init``): two models that differ in one module then start every module they share with
     identical weights, where one global stream would shift every draw after the first module that differs.
     """
-    std = cfg.model.init_std
-    residual_std = std / math.sqrt(2 * cfg.model.n_layers)
-    adjust = hook_modules(cfg, "init")  # each ``init`` choice's adjustment, applied to every parameter drawn here
+    std = arch.model.init_std
+    residual_std = std / math.sqrt(2 * arch.model.n_layers)
+    adjust = hook_modules(arch, "init")  # each ``init`` choice's adjustment, applied to every parameter drawn here
     for name, p in module.named_parameters():
         leaf = name.rsplit(".", 1)[-1]
         if p.is_meta:  # a model built to be counted has no values to set, and drawing them would only cost time
@@ -139,7 +139,7 @@ def common_random_init(model: nn.Module, seed: int) -> None:
     For paired comparisons (the quality runs): the arms of a seed share the embedding, the head, every attention
     projection and norm a flip does not touch, so their difference measures the flip, not the draw of the rest.
     """
-    init_weights(model, model.cfg, seed=seed)
+    init_weights(model, model.arch, seed=seed)
 
 
 def count_parameters(module: nn.Module) -> int:

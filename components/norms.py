@@ -44,8 +44,8 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(dim))
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        return norm(cfg.model.d_model, step.tokens, 2 * cfg.model.d_model)  # weight and shift
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
+        return norm(arch.model.d_model, step.tokens, 2 * arch.model.d_model)  # weight and shift
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # torch's fused kernel; it accumulates reduced-precision input in fp32 itself.
@@ -72,8 +72,8 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        return norm(cfg.model.d_model, step.tokens, cfg.model.d_model)
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
+        return norm(arch.model.d_model, step.tokens, arch.model.d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.rms_norm(x, self.weight.shape, self.weight, self.eps)

@@ -52,8 +52,8 @@ class ParallelResidual:
     """``x + attn(norm1(x)) + ffn(norm1(x))`` (shared norm) or ``x + attn(norm1(x)) + ffn(norm2(x))`` (two)."""
 
     @staticmethod
-    def norms(cfg: ArchConfig) -> int:
-        return 1 if cfg.block.shared_norm else 2
+    def norms(arch: ArchConfig) -> int:
+        return 1 if arch.block.shared_norm else 2
 
     @staticmethod
     def forward(block: Block, x: torch.Tensor, attend: Branch, feed: Branch) -> torch.Tensor:
@@ -63,7 +63,7 @@ class ParallelResidual:
         return x + attend(h) + feed(ffn_in)
 
     @staticmethod
-    def work(cfg: ArchConfig, step: Step) -> Work:
+    def work(arch: ArchConfig, step: Step) -> Work:
         """The residual adds are elementwise (not counted); ``Block.work`` counts the norms through ``norms``."""
         return Work()
 

@@ -19,9 +19,8 @@ import importlib
 import importlib.metadata
 import os
 import sys
-from dataclasses import dataclass
 
-from components.declared_set import DECLARED
+from components.declared_set import DECLARED, Plugin
 from components.registry import registering_as
 
 GROUP = "blockbench.choices"
@@ -30,26 +29,6 @@ ENV = "BLOCKBENCH_PLUGINS"  # also ablations.config.plugin_args.ENV, which names
 
 class PluginError(Exception):
     """A plugin that cannot be used: one line naming it and what went wrong."""
-
-
-@dataclass(frozen=True)
-class Plugin:
-    """A loaded plugin: its name and version (the distribution's, or the module's for an uninstalled one), the
-    module imported, and what it declared: its own groups and every (group, value) it registered."""
-
-    name: str
-    version: str
-    module: str
-    groups: tuple[str, ...]
-    values: tuple[tuple[str, str], ...]
-
-    @property
-    def source(self) -> str:
-        return f"plugin {self.name} ({self.module})"
-
-    @property
-    def pinned(self) -> str:  # as rows record it
-        return f"{self.name}=={self.version}"
 
 
 def loaded() -> list[Plugin]:

@@ -76,12 +76,12 @@ class NoPositions(nn.Module):
     # and cannot be evaluated past it.
     bounded_length = False
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
-        self.max_seq_len = cfg.model.max_seq_len
+        self.max_seq_len = arch.model.max_seq_len
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
         """Elementwise (a rotation, a bias on the scores) or nothing: not counted."""
         return Work()
 
@@ -102,13 +102,13 @@ class LearnedPositions(NoPositions):
 
     bounded_length = True
 
-    def __init__(self, cfg: ArchConfig) -> None:
-        super().__init__(cfg)
-        self.table = nn.Embedding(cfg.model.max_seq_len, cfg.model.d_model)
+    def __init__(self, arch: ArchConfig) -> None:
+        super().__init__(arch)
+        self.table = nn.Embedding(arch.model.max_seq_len, arch.model.d_model)
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        return Work(weights=step.seq * cfg.model.d_model)  # the rows looked up, the same for every sequence
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
+        return Work(weights=step.seq * arch.model.d_model)  # the rows looked up, the same for every sequence
 
     def embed(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         check_length(x.shape[1], offset, self.max_seq_len)
@@ -148,10 +148,10 @@ class RotaryPositions(NoPositions):
     """RoPE (Su et al. 2021): rotate each pair of Q/K coordinates by ``pos * theta^(-2i/head_dim)``, with the
     angles of ``RopeTables`` (fp64, stored fp32, applied in fp32)."""
 
-    def __init__(self, cfg: ArchConfig) -> None:
-        super().__init__(cfg)
-        self.layout = cfg.pos.layout
-        self.tables = RopeTables(cfg.head_dim, cfg.pos.theta, cfg.model.max_seq_len)
+    def __init__(self, arch: ArchConfig) -> None:
+        super().__init__(arch)
+        self.layout = arch.pos.layout
+        self.tables = RopeTables(arch.head_dim, arch.pos.theta, arch.model.max_seq_len)
 
     def rotation(self, seq_len: int, offset: int = 0, device: torch.device | str = "cpu") -> Rotation:
         check_length(seq_len, offset, self.max_seq_len)
@@ -185,11 +185,11 @@ class ALiBiPositions(NoPositions):
     the KV cache gets exactly the rows of the full sequence's bias: cached keys need nothing recomputed.
     """
 
-    def __init__(self, cfg: ArchConfig) -> None:
-        super().__init__(cfg)
+    def __init__(self, arch: ArchConfig) -> None:
+        super().__init__(arch)
         # On the CPU whatever device the module is built on (meta, cuda), in fp64, then stored fp32: exact for
         # powers of two, one rounding otherwise.
-        self.slopes = alibi_slopes(cfg.model.n_heads).to(torch.float32)
+        self.slopes = alibi_slopes(arch.model.n_heads).to(torch.float32)
         # A plain dict, not a buffer: ``model.to(bfloat16)`` must not round the slopes; filled per device.
         self._slopes: dict[torch.device, torch.Tensor] = {}
 
@@ -232,8 +232,8 @@ def apply_rotation(x: torch.Tensor, rot: Rotation) -> torch.Tensor:
     return out.type_as(x)
 
 
-def build_positions(cfg: ArchConfig) -> nn.Module:
-    return POSITIONS.get(cfg.pos.name)(cfg)
+def build_positions(arch: ArchConfig) -> nn.Module:
+    return POSITIONS.get(arch.pos.name)(arch)
 
 
 POS = declare(Choice(

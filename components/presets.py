@@ -34,7 +34,7 @@ def embeddings_text(tied: bool) -> str:
 def llama2_values() -> dict[str, str]:
     """Each choice Llama-2 moved from GPT-2's, by group, at Llama-2's value: the block before any choice is sized
     (the ``variant=llama2`` overrides and the regression check's ``block/llama2`` case name it so)."""
-    return {c.group: c.llama2 for c in llama2_choices()}
+    return {declared.group: declared.llama2 for declared in llama2_choices()}
 
 
 def llama2_block(model: ModelConfig, kv_heads: int, layout: str = PosConfig.layout) -> ArchConfig:

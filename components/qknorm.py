@@ -47,17 +47,17 @@ class QKNorm(nn.Module):
     ``q_norm.weight``/``k_norm.weight`` so ``init_weights`` starts them at ones like every norm weight.
     """
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
-        self.q_norm = RMSNorm(cfg.head_dim, eps=cfg.qknorm.eps)
-        self.k_norm = RMSNorm(cfg.head_dim, eps=cfg.qknorm.eps)
+        self.q_norm = RMSNorm(arch.head_dim, eps=arch.qknorm.eps)
+        self.k_norm = RMSNorm(arch.head_dim, eps=arch.qknorm.eps)
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
         """Reads and writes Q (n_heads vectors per token) and K (n_kv_heads), and reads both weights."""
-        hd = cfg.head_dim
-        q = norm(hd, step.tokens * cfg.model.n_heads, hd)
-        k = norm(hd, step.tokens * cfg.n_kv_heads, hd)
+        hd = arch.head_dim
+        q = norm(hd, step.tokens * arch.model.n_heads, hd)
+        k = norm(hd, step.tokens * arch.n_kv_heads, hd)
         return q + k
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,6 +1,6 @@
 """The work one call moves, stated by each component for itself: FLOPs and elements read and written.
 
-Every module class that the block is built from has a classmethod ``work(cfg, step) -> Work``, and the block and
+Every module class that the block is built from has a classmethod ``work(arch, step) -> Work``, and the block and
 the decoder add up their parts' (``Decoder.work``), so a new component states its own cost beside its code and
 every consumer (``ablations.roofline.work``, the measured FLOP rows, the predictor and the sizes table) counts it.
 Counts are in elements; ``ablations.roofline.work`` multiplies them by the dtype's size.

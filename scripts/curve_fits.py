@@ -39,18 +39,18 @@ POWER = "power law"
 def _power_invert(curve: Curve, loss: float) -> Reading:
     """The saturating power law fitted to the curve's knots, inverted; past the knots' range a bound, as for FITS."""
     from scipy.optimize import curve_fit
-    c, y = np.asarray(curve.budgets, dtype=float), np.asarray(curve.losses, dtype=float)
+    budgets, y = np.asarray(curve.budgets, dtype=float), np.asarray(curve.losses, dtype=float)
 
     def law(x: np.ndarray, e: float, a: float, alpha: float) -> np.ndarray:
         return e + a * x ** -alpha
     try:
-        (e, a, alpha), _ = curve_fit(law, c, y, p0=(y.min() * 0.9, y.max() - y.min() * 0.9, 0.5),
+        (e, a, alpha), _ = curve_fit(law, budgets, y, p0=(y.min() * 0.9, y.max() - y.min() * 0.9, 0.5),
                                      bounds=([0, 1e-9, 1e-3], [y.min(), np.inf, 10]), maxfev=20000)
     except RuntimeError:
         return Reading(math.nan)
-    if loss > law(c[0], e, a, alpha):
+    if loss > law(budgets[0], e, a, alpha):
         return Reading(curve.budgets[0], BELOW)
-    if loss < law(c[-1], e, a, alpha):
+    if loss < law(budgets[-1], e, a, alpha):
         return Reading(curve.budgets[-1], ABOVE)
     return Reading(float((a / (loss - e)) ** (1 / alpha)))
 
@@ -89,7 +89,8 @@ def _answers(points: dict[int, dict[float, float]], knots: tuple[float, ...], fi
     interior = [k for k in design if span[0] < k < span[1]]
 
     def errors_at(b: float) -> list[float]:
-        return [math.log2(r.value / b) for r in (_read(_without(c, b), _knots(c)[b], fit) for c in curves.values())
+        return [math.log2(r.value / b)
+                for r in (_read(_without(curve, b), _knots(curve)[b], fit) for curve in curves.values())
                 if not math.isnan(r.value)]
 
     def answer(kind: str, budget: float, readings: list[Reading], error: float) -> None:
@@ -102,7 +103,8 @@ def _answers(points: dict[int, dict[float, float]], knots: tuple[float, ...], fi
     errors = {b: errors_at(b) for b in interior}
     for b in interior:
         others = [e for k, es in errors.items() if k != b for e in es]
-        answer("knot left out", b, [_read(_without(c, b), _knots(c)[b], fit) for c in curves.values()], _rms(others))
+        answer("knot left out", b, [_read(_without(curve, b), _knots(curve)[b], fit) for curve in curves.values()],
+               _rms(others))
     error = _rms([e for es in errors.values() for e in es])
     for b in sorted(x for x in shared if x not in design and span[0] < x < span[1]):
         answer("between knots", b, [_read(curves[s], points[s][b], fit) for s in curves], error)
@@ -113,7 +115,7 @@ def fit_table(folders: list[Path]) -> pd.DataFrame:
     rows = []
     for folder in folders:
         for key, _base, curves, _final, check_rows in _curve_groups(load_table(folder)):
-            points = {s: _knots(c) for s, c in curves.items()}
+            points = {s: _knots(curve) for s, curve in curves.items()}
             for b, g in check_rows.groupby("budget"):
                 for s, v in _finals(g).items():
                     if s in points:

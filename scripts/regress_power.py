@@ -47,7 +47,7 @@ BLOCK_FLOPS = analytic_forward_flops(arch(components), *BLOCK_SHAPE) // (BLOCK_S
 THRESHOLDS = (1.0, 2.0, 3.0, 5.0, 10.0)
 # Every run is read at the default check's family-wise level (its cases and groups), also a run that timed a few
 # cases with -k: what the default check would have said of those cases' rounds.
-DEFAULT_LEVEL = case_confidence(tests_in([c.name for c in select("default")]))
+DEFAULT_LEVEL = case_confidence(tests_in([case.name for case in select("default")]))
 BLOCK = "components/block.py"
 
 
@@ -93,8 +93,8 @@ def check(worktree: Path, out: Path, extra: list[str]) -> dict:
 def flagged(report: dict, threshold: float, groups: bool = True) -> list[str]:
     """Cases and groups the time signal flags at ``threshold`` (percent), from each case's stored rounds with the
     intervals the library computes now (``groups=False``: the cases' own verdicts alone)."""
-    cases = [c["name"] for c in report["cases"]
-             if "ratios" in c and median_interval(c["ratios"], DEFAULT_LEVEL).lo > 1 + threshold / 100]
+    cases = [case["name"] for case in report["cases"]
+             if "ratios" in case and median_interval(case["ratios"], DEFAULT_LEVEL).lo > 1 + threshold / 100]
     if not groups:
         return cases
     pooled = pooled_rows(report["cases"], threshold / 100, DEFAULT_LEVEL, first=report.get("min_rounds"))
@@ -102,7 +102,7 @@ def flagged(report: dict, threshold: float, groups: bool = True) -> list[str]:
 
 
 def ratio_of(report: dict, name: str) -> float | None:
-    return next((c["ratio"] for c in report["cases"] if c["name"] == name and "ratio" in c), None)
+    return next((case["ratio"] for case in report["cases"] if case["name"] == name and "ratio" in case), None)
 
 
 def batch(label: str, worktree: Path, width: int, runs: int, out: Path, extra: list[str]) -> dict:
@@ -128,8 +128,8 @@ def summarise(label: str, width: int | None, reports: list[dict], walls: list[fl
         "flagged_runs_cases_alone": {f"{t:g}%": sum(bool(flagged(r, t, groups=False)) for r in reports)
                                      for t in THRESHOLDS},
         "cases_per_run": len(reports[0]["cases"]) if reports else 0,
-        "callgrind_flags": sum(1 for r in reports for c in r["cases"]
-                               if (c.get("callgrind") or {}).get("verdict") == "regression"),
+        "callgrind_flags": sum(1 for r in reports for case in r["cases"]
+                               if (case.get("callgrind") or {}).get("verdict") == "regression"),
     }
     print(json.dumps({k: v for k, v in summary.items() if k != "wall_s"}), flush=True)
     return summary

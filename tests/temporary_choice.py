@@ -25,7 +25,7 @@ def temporary_choice(**fields: Any) -> Iterator[Choice]:
     registry.add("off", None)
     registry.add("on", None)
     spec = dict(group="extra", config=ExtraConfig, registry=registry, gpt2="off", llama2="off", hook="flag",
-                order=max(c.order for c in choices()) + 1, title="extra thing",
+                order=max(choice.order for choice in choices()) + 1, title="extra thing",
                 about={"off": "no extra thing", "on": "the extra thing, switched on"})
     extra = declare(Choice(**{**spec, **fields}))
     try:

@@ -23,7 +23,7 @@ from components import FFNS, POSITIONS, ArchConfig, ModelConfig
 from components.registry import BUILT_IN, traits
 from tests.temporary_choice import kept
 
-VALUES = [(c.group, v) for c in choices() for v in c.values]
+VALUES = [(declared.group, v) for declared in choices() for v in declared.values]
 IDS = [f"{g}={v}" for g, v in VALUES]
 
 
@@ -35,7 +35,7 @@ def tiny(**groups: object) -> ArchConfig:
 
 
 def at(group: str, value: str) -> object:
-    return next(c for c in choices() if c.group == group).at_size(value, 2)
+    return next(declared for declared in choices() if declared.group == group).at_size(value, 2)
 
 
 def test_arch_config_takes_choices_by_keyword_only():
@@ -43,13 +43,13 @@ def test_arch_config_takes_choices_by_keyword_only():
         ArchConfig(ModelConfig(), at("pos", "rope"))  # positionally, a new group would silently take its default
     with pytest.raises(TypeError, match="unknown choice group"):
         ArchConfig(model=ModelConfig(), colour="blue")
-    assert [g for g in tiny().groups] == [c.group for c in choices()]
+    assert [g for g in tiny().groups] == [declared.group for declared in choices()]
 
 
 def test_the_declarations_are_consistent():
-    assert len({c.rung for c in llama2_choices()}) == len(llama2_choices())
-    for c in choices():
-        testing.check_declaration(c)
+    assert len({declared.rung for declared in llama2_choices()}) == len(llama2_choices())
+    for declared in choices():
+        testing.check_declaration(declared)
 
 
 def test_a_group_is_declared_with_what_it_alone_can_say():
@@ -90,15 +90,15 @@ def test_every_value_has_its_config_file(group, value):
 @pytest.mark.parametrize("group,value", VALUES, ids=IDS)
 def test_every_value_passes_the_consumer_checks(group, value):
     # The checks a plugin author runs on their own choice (blockbench.testing.check_choice), on every built-in.
-    c = choice(group)
-    testing.check_composes(c, value)
-    testing.check_builds_labels_counts_and_reads_back(c, value)
-    testing.check_quality_model(c, value)
-    testing.check_regression_cases(c, value)
-    testing.check_generated_variants(c, value)
+    declared = choice(group)
+    testing.check_composes(declared, value)
+    testing.check_builds_labels_counts_and_reads_back(declared, value)
+    testing.check_quality_model(declared, value)
+    testing.check_regression_cases(declared, value)
+    testing.check_generated_variants(declared, value)
 
 
-@pytest.mark.parametrize("group", [c.group for c in choices()])
+@pytest.mark.parametrize("group", [declared.group for declared in choices()])
 def test_every_group_passes_check_choice(group):
     # The whole function as a plugin calls it, on one value (the per-value checks above cover the rest).
     testing.check_choice(group, [choice(group).values[-1]])
@@ -107,15 +107,15 @@ def test_every_group_passes_check_choice(group):
 def test_every_value_is_a_benchmark_case():
     from tests.benchmarks.cases import SWEEPS
 
-    for c in choices():
-        for value in c.values[1:]:
-            if c.sweep:
-                assert value in SWEEPS[c.group], (c.group, value)
-        for settings in c.setting_flips.values():  # a setting flip: on Llama-2's block in modern
-            dotted = {f"{c.group}.{k}": v for k, v in settings.items()}
-            assert any(dotted.items() <= o.items() for o in SWEEPS["modern"].values()), (c.group, settings)
-        for value in c.after_llama2:
-            assert any(o.get(c.group) == value for o in SWEEPS["modern"].values()), (c.group, value)
+    for declared in choices():
+        for value in declared.values[1:]:
+            if declared.sweep:
+                assert value in SWEEPS[declared.group], (declared.group, value)
+        for settings in declared.setting_flips.values():  # a setting flip: on Llama-2's block in modern
+            dotted = {f"{declared.group}.{k}": v for k, v in settings.items()}
+            assert any(dotted.items() <= o.items() for o in SWEEPS["modern"].values()), (declared.group, settings)
+        for value in declared.after_llama2:
+            assert any(o.get(declared.group) == value for o in SWEEPS["modern"].values()), (declared.group, value)
 
 
 def test_every_generated_variant_moves_what_its_name_says():
@@ -124,12 +124,13 @@ def test_every_generated_variant_moves_what_its_name_says():
         if v.values and not v.settings.keys() - {"model"}:
             continue
         arch = arch_from(compose_cfg([f"variant={v.name}"]))
-        for c in choices():
-            settings = v.settings.get(c.group, {})
+        for declared in choices():
+            settings = v.settings.get(declared.group, {})
             if settings:
-                assert all(getattr(getattr(arch, c.group), k) == x for k, x in settings.items()), (v.name, c.group)
+                assert all(getattr(getattr(arch, declared.group), k) == x for k, x in settings.items()), (
+                    v.name, declared.group)
             else:
-                assert c.has(arch, v.values.get(c.group, c.gpt2)), (v.name, c.group)
+                assert declared.has(arch, v.values.get(declared.group, declared.gpt2)), (v.name, declared.group)
     by_name = {v.name: v for v in all_variants()}
     llama = arch_from(compose_cfg(["variant=llama2"]))
     assert variant_label(llama) == "llama2" and not llama.model.tie_embeddings
@@ -170,8 +171,8 @@ def test_point_identity_survives_new_choices(overrides, expected):
 
 
 def test_a_choice_neither_model_has_enters_the_identity_only_when_moved():
-    for c in choices():
-        testing.check_identity(c)
+    for declared in choices():
+        testing.check_identity(declared)
 
 
 def test_a_neutral_setting_at_its_default_stays_out_of_the_identity(monkeypatch):

@@ -263,20 +263,21 @@ def github_rows(table: str) -> list[list[str]]:
 def test_the_choice_tables_show_every_declared_choice_and_value():
     from ablations.config.doc_text import choice_table, details_table
 
-    flips = [(c, name) for c in choices() for name in c.setting_flips]
+    flips = [(choice, name) for choice in choices() for name in choice.setting_flips]
     for render, n_rows in ((choice_table, len(choices())), (details_table, len(choices()) + len(flips))):
         rows = github_rows(render(github=True))
         assert len(rows) == n_rows and all(len(r) == 4 for r in rows), render.__name__
     readme_rows = github_rows(choice_table(github=True))
-    for c, row in zip(choices(), readme_rows, strict=True):
-        assert row[1] == c.about[c.gpt2] and row[2] == (c.about[c.llama2] if c.in_llama2 else "as GPT-2")
-        assert row[3].startswith(f"`{c.group}={'|'.join(c.values)}`")
+    for choice, row in zip(choices(), readme_rows, strict=True):
+        assert row[1] == choice.about[choice.gpt2] and row[2] == (
+            choice.about[choice.llama2] if choice.in_llama2 else "as GPT-2")
+        assert row[3].startswith(f"`{choice.group}={'|'.join(choice.values)}`")
     details = {row[0]: row for row in github_rows(details_table(github=True))}
-    for c in choices():
-        row = details[f"{c.title} (`{c.group}`)"]
-        assert all(f"`{v}`" in row[1] for v in c.values) and all(c.about[v] in row[2] for v in c.values)
-        assert f"`{c.config.__module__.replace('.', '/')}.py`" in row[3]
-    assert all(c.about[name] == details[c.shown(name)][2] for c, name in flips)
+    for choice in choices():
+        row = details[f"{choice.title} (`{choice.group}`)"]
+        assert all(f"`{v}`" in row[1] for v in choice.values) and all(choice.about[v] in row[2] for v in choice.values)
+        assert f"`{choice.config.__module__.replace('.', '/')}.py`" in row[3]
+    assert all(choice.about[name] == details[choice.shown(name)][2] for choice, name in flips)
 
 
 def test_the_site_renders_the_choice_tables_with_their_pipes():

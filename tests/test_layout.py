@@ -6,10 +6,12 @@ runner."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from scripts import structure
+from scripts.structure import cycles
 
 ROOT = Path(__file__).resolve().parent.parent / "ablations"
 
@@ -41,40 +43,9 @@ FOUNDATION = {"ablations.config.errors": set(), "ablations.config.paths": {"abla
 FORBIDDEN = [("quality", "measure"), ("measure", "report"), ("roofline", "measure"), ("report", "predict")]
 
 
-def module_name(path: Path, root: Path) -> str:
-    parts = list(path.relative_to(root.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def imports_of(path: Path, root: Path, known: set[str]) -> set[str]:
-    """Every ``ablations`` module that ``path`` imports, at module level or inside a function."""
-    package = root.name
-    here = module_name(path, root)
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against this module's package
-                base = here.split(".")[: len(here.split(".")) - node.level + (path.name == "__init__.py")]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            # ``from pkg import sub`` imports the submodule ``pkg.sub``; ``from mod import name`` the module.
-            names = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in known else mod for a in node.names]
-        else:
-            continue
-        found.update(n for n in names if n == package or n.startswith(package + "."))
-    found.discard(here)
-    return found
-
-
 def import_graph(root: Path) -> dict[str, set[str]]:
-    files = sorted(root.rglob("*.py"))
-    known = {module_name(f, root) for f in files}
-    return {module_name(f, root): imports_of(f, root, known) & known for f in files}
+    """Every ``ablations`` module's imports of ``ablations`` modules, at module level or inside a function."""
+    return structure.import_graph(root.parent, (root.name,))[1]
 
 
 def stage(module: str, importing: bool = True) -> str:
@@ -84,27 +55,6 @@ def stage(module: str, importing: bool = True) -> str:
     if importing and parts[-1] == "__main__":
         return "entry"
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in ALLOWED) else "entry"
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Each import cycle once, as the modules along it (depth-first search with an explicit path)."""
-    found, done = [], set()
-
-    def visit(node: str, path: list[str]) -> None:
-        if node in path:
-            cycle = path[path.index(node):]
-            if set(cycle) not in [set(c) for c in found]:
-                found.append(cycle + [node])
-            return
-        if node in done:
-            return
-        for nxt in sorted(graph.get(node, ())):
-            visit(nxt, path + [node])
-        done.add(node)
-
-    for start in sorted(graph):
-        visit(start, [])
-    return found
 
 
 def violations(graph: dict[str, set[str]]) -> list[str]:
@@ -168,7 +118,7 @@ def broken_tree(tmp_path: Path) -> Path:
 
 def test_the_checks_catch_a_cycle_and_forbidden_imports(broken_tree: Path):
     graph = import_graph(broken_tree)
-    assert [set(c) for c in cycles(graph)] == [{"ablations.config.checks", "ablations.results.rows"}]
+    assert [set(cycle) for cycle in cycles(graph)] == [{"ablations.config.checks", "ablations.results.rows"}]
     found = "\n".join(violations(graph))
     assert "ablations.quality.run -> ablations.measure.point: quality -> measure is forbidden" in found
     assert "ablations.quality.run -> ablations.cli: nothing but __main__ imports the CLI" in found
@@ -189,5 +139,21 @@ DOOR = {"ablations.cli", "ablations.runner", "ablations.callbacks", "ablations.c
 
 
 def test_the_composed_config_stops_at_the_door():
-    readers = {module_name(f, ROOT) for f in ROOT.rglob("*.py") if "DictConfig" in f.read_text()}
+    readers = {structure.module_name(f, ROOT.parent) for f in ROOT.rglob("*.py") if "DictConfig" in f.read_text()}
     assert readers <= DOOR, sorted(readers - DOOR)
+
+
+def test_a_type_only_cycle_is_a_cycle_of_every_import_not_of_those_at_import(tmp_path: Path):
+    """``scripts.structure`` tells a cycle closed only by ``if TYPE_CHECKING:`` (or a function's import) from one
+    Python runs into at import."""
+    pkg = tmp_path / "components"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "config.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from components.norms import NormConfig\n")
+    (pkg / "norms.py").write_text("from components.config import ArchConfig\n")
+    (pkg / "block.py").write_text("def build():\n    from components import norms\n")
+    eager, every = structure.import_graph(tmp_path, ("components",))
+    assert cycles(eager) == []
+    assert [set(c) for c in cycles(every)] == [{"components.config", "components.norms"}]
+    assert every["components.block"] == {"components.norms"} and eager["components.block"] == set()

@@ -40,8 +40,8 @@ class RowFormat:
 FORMATS: dict[str, RowFormat] = {}
 
 
-def _format(c: Choice) -> RowFormat:
-    return FORMATS.get(c.group, RowFormat())
+def _format(choice: Choice) -> RowFormat:
+    return FORMATS.get(choice.group, RowFormat())
 
 
 def _empty(value: object) -> bool:
@@ -49,44 +49,44 @@ def _empty(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def name_in(c: Choice, arch: ArchConfig) -> str:
-    """What a variant label calls ``c``'s setting in ``arch`` (``rmsnorm``, ``gqa2``, ``mha-w4096``)."""
-    label = _format(c).label
-    return label(arch) if label is not None else c.value_name(getattr(arch, c.group).name)
+def name_in(choice: Choice, arch: ArchConfig) -> str:
+    """What a variant label calls ``choice``'s setting in ``arch`` (``rmsnorm``, ``gqa2``, ``mha-w4096``)."""
+    label = _format(choice).label
+    return label(arch) if label is not None else choice.value_name(getattr(arch, choice.group).name)
 
 
-def row_values(c: Choice, arch: ArchConfig) -> dict[str, Any]:
-    """``c``'s columns of a result row for ``arch``."""
-    to_row = _format(c).to_row
-    return to_row(arch) if to_row is not None else {c.group: getattr(arch, c.group).name}
+def row_values(choice: Choice, arch: ArchConfig) -> dict[str, Any]:
+    """``choice``'s columns of a result row for ``arch``."""
+    to_row = _format(choice).to_row
+    return to_row(arch) if to_row is not None else {choice.group: getattr(arch, choice.group).name}
 
 
-def config_from_row(c: Choice, row: Mapping[str, Any]) -> Any:
-    """The config of ``c`` a result row describes; the value's other settings at their defaults, GPT-2's value where
-    the row predates the group."""
-    value = row.get(c.group)
+def config_from_row(choice: Choice, row: Mapping[str, Any]) -> Any:
+    """The config of ``choice`` a result row describes; the value's other settings at their defaults, GPT-2's value
+    where the row predates the group."""
+    value = row.get(choice.group)
     if _empty(value):
-        return c.config()
-    from_row = _format(c).from_row
-    return from_row(row) if from_row is not None else c.config(name=str(value))
+        return choice.config()
+    from_row = _format(choice).from_row
+    return from_row(row) if from_row is not None else choice.config(name=str(value))
 
 
-def cell(c: Choice, row: Mapping[str, Any]) -> str:
-    """``c`` in a result row, as the report's variants table shows it (GPT-2's value if absent)."""
-    show = _format(c).show
+def cell(choice: Choice, row: Mapping[str, Any]) -> str:
+    """``choice`` in a result row, as the report's variants table shows it (GPT-2's value if absent)."""
+    show = _format(choice).show
     if show is not None:
         try:
             return show(row)
         except (KeyError, TypeError, ValueError):  # a row without the columns it reads predates the choice
-            return c.gpt2
-    value = row.get(c.group)
-    return c.gpt2 if _empty(value) else str(value)
+            return choice.gpt2
+    value = row.get(choice.group)
+    return choice.gpt2 if _empty(value) else str(value)
 
 
 def row_columns() -> list[str]:
     """The result columns the declared choices write, in declaration order."""
     base = ArchConfig()
-    return [col for c in choices() for col in row_values(c, base)]
+    return [col for choice in choices() for col in row_values(choice, base)]
 
 
 # --- pos: RoPE's column names its layout (``rope-half``, ``rope-interleaved``): the two differ in Q/K layout ---------

@@ -50,16 +50,16 @@ def _cell(text: str, github: bool) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]], github: bool) -> str:
-    lines = ["| " + " | ".join(_cell(c, github) for c in line) + " |" for line in [header, *rows]]
+    lines = ["| " + " | ".join(_cell(text, github) for text in line) + " |" for line in [header, *rows]]
     return "\n".join([lines[0], "|" + "---|" * len(header), *lines[1:]])
 
 
-def about(c: Choice, key: str) -> str:
-    """What value (or setting flip) ``key`` of ``c`` is, from its declaration."""
+def about(choice: Choice, key: str) -> str:
+    """What value (or setting flip) ``key`` of ``choice`` is, from its declaration."""
     try:
-        return c.about[key]
+        return choice.about[key]
     except KeyError:
-        raise MissingText(f"choice {c.group!r} does not say what {key!r} is: add it to the about= of its "
+        raise MissingText(f"choice {choice.group!r} does not say what {key!r} is: add it to the about= of its "
                              "declaration") from None
 
 
@@ -67,19 +67,19 @@ def choice_table(github: bool) -> str:
     """Every declared choice: GPT-2's value, Llama-2's, and how to select them (the README's and the home page's
     table)."""
     rows = []
-    for c in choices():
-        select = ", ".join([f"`{c.group}={'|'.join(c.values)}`",
-                            *(f"`{c.group}.{key}` ({c.shown(name)})"
-                              for name, settings in c.setting_flips.items() for key in settings)])
-        rows.append([c.title or c.group, about(c, c.gpt2), about(c, c.llama2) if c.in_llama2 else "as GPT-2",
-                     select])
+    for choice in choices():
+        select = ", ".join([f"`{choice.group}={'|'.join(choice.values)}`",
+                            *(f"`{choice.group}.{key}` ({choice.shown(name)})"
+                              for name, settings in choice.setting_flips.items() for key in settings)])
+        rows.append([choice.title or choice.group, about(choice, choice.gpt2),
+                     about(choice, choice.llama2) if choice.in_llama2 else "as GPT-2", select])
     return _table(["choice", "GPT-2 (baseline)", "Llama-2", "config group"], rows, github)
 
 
-def _sources(c: Choice) -> str:
-    """The modules that declare ``c`` and implement its values."""
-    modules = [c.config.__module__]
-    modules += [cls.__module__ for v in c.values if (cls := c.registry.get(v)) is not None]
+def _sources(choice: Choice) -> str:
+    """The modules that declare ``choice`` and implement its values."""
+    modules = [choice.config.__module__]
+    modules += [cls.__module__ for v in choice.values if (cls := choice.registry.get(v)) is not None]
     return ", ".join(f"`{m.replace('.', '/')}.py`" for m in dict.fromkeys(modules))
 
 
@@ -87,15 +87,15 @@ def details_table(github: bool) -> str:
     """Every declared choice and named setting flip: its values, what each is, and where its code is (the Design
     choices page's table)."""
     rows = []
-    for c in choices():
-        marks = value_marks(c)
-        values = ", ".join(f"`{v}` ({marks[v]})" if v in marks else f"`{v}`" for v in c.values)
-        rows.append([f"{c.title or c.group} (`{c.group}`)", values, "; ".join(about(c, v) for v in c.values),
-                     _sources(c)])
-        for name, settings in c.setting_flips.items():
-            flipped = ", ".join(f"`{c.group}.{k}={v}`" for k, v in settings.items())
-            rows.append([c.shown(name), f"a setting of `{c.group}` (`+sweep=modern`: {flipped})", about(c, name),
-                         f"`{c.config.__module__.replace('.', '/')}.py`"])
+    for choice in choices():
+        marks = value_marks(choice)
+        values = ", ".join(f"`{v}` ({marks[v]})" if v in marks else f"`{v}`" for v in choice.values)
+        rows.append([f"{choice.title or choice.group} (`{choice.group}`)", values,
+                     "; ".join(about(choice, v) for v in choice.values), _sources(choice)])
+        for name, settings in choice.setting_flips.items():
+            flipped = ", ".join(f"`{choice.group}.{k}={v}`" for k, v in settings.items())
+            rows.append([choice.shown(name), f"a setting of `{choice.group}` (`+sweep=modern`: {flipped})",
+                         about(choice, name), f"`{choice.config.__module__.replace('.', '/')}.py`"])
     return _table(["choice", "values", "what each is", "source in the code"], rows, github)
 
 

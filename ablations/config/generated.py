@@ -30,11 +30,11 @@ def _check_no_file(group: str, name: str) -> None:
 
 
 def register_generated(cs: ConfigStore) -> None:
-    cs.store(name="choices", node={"defaults": [{f"/{c.group}": c.gpt2} for c in choices()]})
-    for c in choices():
-        for value in c.values:
-            if not (conf_dir() / c.group / f"{value}.yaml").exists():
-                cs.store(group=c.group, name=value, node=c.at(value))
+    cs.store(name="choices", node={"defaults": [{f"/{choice.group}": choice.gpt2} for choice in choices()]})
+    for choice in choices():
+        for value in choice.values:
+            if not (conf_dir() / choice.group / f"{value}.yaml").exists():
+                cs.store(group=choice.group, name=value, node=choice.at(value))
     for v in all_variants():
         _check_no_file("variant", v.name)
         cs.store(group="variant", name=v.name, node=v.node(), package="_global_")

@@ -21,7 +21,7 @@ from blockbench import choices, ladder_choices, llama2_choices
 
 def all_sweep() -> list[str]:
     """The GPT-2 baseline, each Llama-2 choice flipped alone (in ladder order), and Llama-2's block."""
-    return [BASELINE, *(flip_name(c, c.llama2) for c in ladder_choices()), LLAMA2]
+    return [BASELINE, *(flip_name(choice, choice.llama2) for choice in ladder_choices()), LLAMA2]
 
 
 # What +sweep=modern measures per point: less than the default sweeps, so that its seven points fit in about half an
@@ -99,8 +99,8 @@ class Sweep:
 
 
 def sweeps() -> list[Sweep]:
-    one_choice = [Sweep(c.group, {c.group: ",".join(c.values)},
-                        " vs ".join(c.values) + " on the GPT-2 block") for c in choices() if c.sweep]
+    one_choice = [Sweep(choice.group, {choice.group: ",".join(choice.values)},
+                        " vs ".join(choice.values) + " on the GPT-2 block") for choice in choices() if choice.sweep]
     quality_only = {"measure": False, **all_settings()}
     return [
         *one_choice,

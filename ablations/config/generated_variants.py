@@ -33,14 +33,14 @@ class Variant:
         return {"defaults": defaults, **self.settings} if defaults else dict(self.settings)
 
 
-def flip_name(c: Choice, value: str) -> str:
-    return c.value_name(value)
+def flip_name(choice: Choice, value: str) -> str:
+    return choice.value_name(value)
 
 
 def flips() -> list[Variant]:
     """Every value other than GPT-2's, alone on the GPT-2 block, named as its choice names it."""
-    return [Variant(flip_name(c, v), {c.group: v}, what=f"the GPT-2 block with {c.group}={v}")
-            for c in choices() for v in c.values if v != c.gpt2]
+    return [Variant(flip_name(choice, v), {choice.group: v}, what=f"the GPT-2 block with {choice.group}={v}")
+            for choice in choices() for v in choice.values if v != choice.gpt2]
 
 
 def llama2_variant(revert: Choice | None = None, tied: bool = False) -> Variant:
@@ -58,7 +58,8 @@ def llama2_variant(revert: Choice | None = None, tied: bool = False) -> Variant:
 
 
 def leave_one_out() -> list[Variant]:
-    return [llama2_variant(), *(llama2_variant(revert=c) for c in llama2_choices()), llama2_variant(tied=True)]
+    reverted = (llama2_variant(revert=choice) for choice in llama2_choices())
+    return [llama2_variant(), *reverted, llama2_variant(tied=True)]
 
 
 def ladder() -> list[Variant]:
@@ -67,9 +68,10 @@ def ladder() -> list[Variant]:
     rungs = ladder_choices()
     out = [Variant(BASELINE, {}, what="the GPT-2 block: every choice at GPT-2's value")]
     for k in range(1, len(rungs)):
-        added = sorted(rungs[:k], key=lambda c: c.order)
-        out.append(Variant("_".join(flip_name(c, c.llama2) for c in added), {c.group: c.llama2 for c in added},
-                           what="the ladder's rung with " + ", ".join(f"{c.group}={c.llama2}" for c in added)))
+        added = sorted(rungs[:k], key=lambda choice: choice.order)
+        values = {choice.group: choice.llama2 for choice in added}
+        out.append(Variant("_".join(flip_name(choice, choice.llama2) for choice in added), values,
+                           what="the ladder's rung with " + ", ".join(f"{g}={v}" for g, v in values.items())))
     return [*out, llama2_variant()]
 
 
@@ -78,13 +80,13 @@ def modern() -> list[Variant]:
     Llama-2's value (``Choice.after_llama2``), and every named setting flip (``Choice.setting_flips``)."""
     base = llama2_variant()
     out = [base]
-    for c in choices():
-        for v in c.after_llama2:
-            out.append(Variant(f"{LLAMA2}_{flip_name(c, v)}", {**base.values, c.group: v}, base.settings,
-                               f"the Llama-2 block with {c.group}={v}"))
-        for name, settings in c.setting_flips.items():
-            said = ", ".join(f"{c.group}.{k}={v}" for k, v in settings.items())
-            out.append(Variant(f"{LLAMA2}_{name}", base.values, {**base.settings, c.group: dict(settings)},
+    for choice in choices():
+        for v in choice.after_llama2:
+            out.append(Variant(f"{LLAMA2}_{flip_name(choice, v)}", {**base.values, choice.group: v}, base.settings,
+                               f"the Llama-2 block with {choice.group}={v}"))
+        for name, settings in choice.setting_flips.items():
+            said = ", ".join(f"{choice.group}.{k}={v}" for k, v in settings.items())
+            out.append(Variant(f"{LLAMA2}_{name}", base.values, {**base.settings, choice.group: dict(settings)},
                                f"the Llama-2 block with {said}"))
     return out
 

@@ -19,23 +19,23 @@ More in README.md; Hydra's own flags: --hydra-help.
 """
 
 
-def value_marks(c: Choice) -> dict[str, str]:
+def value_marks(choice: Choice) -> dict[str, str]:
     """Which model takes which value, as ``--help`` and the docs' choice tables mark it."""
-    if not c.in_llama2:
-        return {c.gpt2: "GPT-2, the baseline; neither model varies it"}
-    return {c.gpt2: "GPT-2", c.llama2: "Llama-2"}
+    if not choice.in_llama2:
+        return {choice.gpt2: "GPT-2, the baseline; neither model varies it"}
+    return {choice.gpt2: "GPT-2", choice.llama2: "Llama-2"}
 
 
-def _values_text(c: Choice) -> str:
-    marks = value_marks(c)
-    return ", ".join(f"{v} ({marks[v]})" if v in marks else v for v in c.values)
+def _values_text(choice: Choice) -> str:
+    marks = value_marks(choice)
+    return ", ".join(f"{v} ({marks[v]})" if v in marks else v for v in choice.values)
 
 
 def help_node() -> dict[str, Any]:
     lines = sweep_lines()
     width = max(map(len, lines)) + 2
     sweeps_text = "\n".join(f"  {name:<{width}} {what}" for name, what in lines.items())
-    choice_text = "\n".join(f"  {c.group:<{width}} {_values_text(c)}" for c in choices())
+    choice_text = "\n".join(f"  {choice.group:<{width}} {_values_text(choice)}" for choice in choices())
     template = (
         "${hydra.help.header}\n"
         "Usage: blockbench run [+sweep=NAME] [GROUP=OPTION ...] [KEY=VALUE ...] [hydra.sweep.dir=DIR]\n"

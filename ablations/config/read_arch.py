@@ -15,7 +15,8 @@ def arch_from(cfg: DictConfig) -> ArchConfig:
     """The components' ``ArchConfig`` described by a composed run config: the sizes and every declared choice."""
     model = OmegaConf.to_container(cfg.model, resolve=True)
     model.pop("gqa_kv_heads", None)
-    groups = {c.group: c.config(**OmegaConf.to_container(cfg[c.group], resolve=True)) for c in choices()}
+    groups = {choice.group: choice.config(**OmegaConf.to_container(cfg[choice.group], resolve=True))
+              for choice in choices()}
     arch = ArchConfig(model=ModelConfig(**model), **groups)
     return match_params(arch) if cfg.get("match_params") else arch
 

@@ -71,7 +71,7 @@ def _run_config() -> type:
         default = {"default_factory": f.default_factory} if f.default is dataclasses.MISSING else {"default": f.default}
         specs.append((f.name, hints[f.name], field(**default)))
         if f.name == "model":
-            specs += [(c.group, c.config, field(default_factory=c.config)) for c in choices()]
+            specs += [(choice.group, choice.config, field(default_factory=choice.config)) for choice in choices()]
     cls = dataclasses.make_dataclass("RunConfig", specs)
     cls.__module__ = __name__
     return cls

@@ -34,7 +34,7 @@ def register_configs() -> None:
     share_config_store()
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
-    groups = {"model": ModelSizes, **{c.group: c.config for c in choices()}, "profile": ProfileConfig,
+    groups = {"model": ModelSizes, **{choice.group: choice.config for choice in choices()}, "profile": ProfileConfig,
               "train": TrainConfig, "baseline": BaselineConfig, "logger": LoggerConfig}
     for group, node in groups.items():
         cs.store(name=f"{group}_schema", node=node)

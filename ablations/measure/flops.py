@@ -28,24 +28,24 @@ def count_flops(fn: Callable[[], object]) -> int:
     return int(counter.get_total_flops())
 
 
-def analytic_forward_work(cfg: ArchConfig, batch: int, seq: int, context: int | None = None) -> Work:
+def analytic_forward_work(arch: ArchConfig, batch: int, seq: int, context: int | None = None) -> Work:
     """The work of one Decoder forward on ``seq`` new tokens attending to ``context`` keys, as the components state
     it (``Decoder.work``): ``flops`` the design's, ``executed_flops`` what the kernels compute (``FlopCounterMode``
     counts those). ``context`` defaults to ``seq`` (a full forward); a decode step has seq=1 and context = cache
     length."""
-    return Decoder.work(cfg, Step(batch, seq, seq if context is None else context))
+    return Decoder.work(arch, Step(batch, seq, seq if context is None else context))
 
 
-def analytic_forward_flops(cfg: ArchConfig, batch: int, seq: int, context: int | None = None) -> int:
+def analytic_forward_flops(arch: ArchConfig, batch: int, seq: int, context: int | None = None) -> int:
     """The design's matmul FLOPs of one Decoder forward (``analytic_forward_work``)."""
-    return analytic_forward_work(cfg, batch, seq, context).flops
+    return analytic_forward_work(arch, batch, seq, context).flops
 
 
-def analytic_train_flops(cfg: ArchConfig, batch: int, seq: int) -> int:
+def analytic_train_flops(arch: ArchConfig, batch: int, seq: int) -> int:
     """Forward plus backward: backward of every matmul is two matmuls of the same size."""
-    return 3 * analytic_forward_flops(cfg, batch, seq)
+    return 3 * analytic_forward_flops(arch, batch, seq)
 
 
-def per_token_forward_flops(cfg: ArchConfig, context: int) -> int:
+def per_token_forward_flops(arch: ArchConfig, context: int) -> int:
     """FLOPs to produce one token at a given context, decoder stack only (for the sizes table)."""
-    return analytic_forward_flops(cfg, 1, 1, context)
+    return analytic_forward_flops(arch, 1, 1, context)

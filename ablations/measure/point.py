@@ -131,7 +131,8 @@ def measure_point(plan: TimingPlan, rows: Rows) -> None:
     rows.add("params", variant.params, "count")
     rows.add("param_bytes", parameter_bytes(variant.model), "B")
     shapes = [parse_shape(s, "profile.shapes") for s in p.shapes]
-    decode_points = [(c, b) for c in p.decode_contexts for b in p.decode_batch_sizes] if p.decode else []
+    decode_points = ([(context, batch) for context in p.decode_contexts for batch in p.decode_batch_sizes]
+                     if p.decode else [])
     steps = len(shapes) * (int(p.forward) + int(p.train_step) + int(p.flops) + int(p.memory)) + len(decode_points)
     timed = dict(rounds=p.rounds, min_run_time=p.min_run_time, warmup=p.warmup, device=device)
     headline = Shape(*headline_shape((s.batch, s.seq) for s in shapes)) if shapes else None
@@ -189,7 +190,7 @@ def measure_point(plan: TimingPlan, rows: Rows) -> None:
                     if peak_bytes is not None:
                         rows.add("peak_memory_bytes", peak_bytes, "B", mode="train", shape=shape)
                 tick(f"memory {shape}")
-        decode_headline = headline_decode((b, c) for c, b in decode_points)
+        decode_headline = headline_decode((batch, context) for context, batch in decode_points)
         for i, (context, batch) in enumerate(decode_points):
             _measure_decode(rows, variant, baseline, context, batch, p, device, dtype, timing, ceilings,
                             record_backends=i == 0, headline=(batch, context) == decode_headline)

@@ -55,9 +55,9 @@ def load(overrides: list[str]) -> DictConfig:
 def scenarios(cfg: DictConfig) -> list[Scenario]:
     """Prefill, decode at each batch and context, and a training step, as ``cfg`` asks; a length past
     ``model.max_seq_len`` is refused unless ``extend_context`` (``extended`` raises it first)."""
-    contexts = [int(c) for c in cfg.decode.contexts]
+    contexts = [int(context) for context in cfg.decode.contexts]
     out = [Scenario("prefill", int(cfg.prefill.batch), int(cfg.prefill.tokens))]
-    out += [Scenario("decode", int(b), c) for c in contexts for b in cfg.decode.batches]
+    out += [Scenario("decode", int(b), context) for context in contexts for b in cfg.decode.batches]
     out.append(Scenario("train", int(cfg.train.batch), int(cfg.train.seq)))
     keys = ("prefill.tokens", *["decode.contexts"] * (len(out) - 2), "train.seq")
     for key, sc in zip(keys, out, strict=True):

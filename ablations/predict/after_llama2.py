@@ -51,15 +51,16 @@ class AtSize:
     dtype: str
 
 
-def flip_label(c: Choice, value: str, settings: dict[str, Any], model: str, own: bool) -> str:
+def flip_label(choice: Choice, value: str, settings: dict[str, Any], model: str, own: bool) -> str:
     """``RoPE → ALiBi`` for a value that came after Llama-2; ``attn.window: none → 4096`` for a named setting; and
     ``(= Mistral-7B)`` where the flip makes Llama-2's block into the model whose sizes these are."""
     if settings:
-        default = c.config()
-        text = ", ".join(f"{c.group}.{k}: {getattr(default, k) if getattr(default, k) is not None else 'none'} → {v}"
-                         for k, v in settings.items())
+        default = choice.config()
+        text = ", ".join(
+            f"{choice.group}.{k}: {getattr(default, k) if getattr(default, k) is not None else 'none'} → {v}"
+            for k, v in settings.items())
     else:
-        text = f"{c.shown(c.llama2)} → {c.shown(value)}"
+        text = f"{choice.shown(choice.llama2)} → {choice.shown(value)}"
     return text + (f" (= {SHOWN.get(model, model)})" if own else "")
 
 
@@ -69,9 +70,9 @@ def is_own(moved: tuple[Choice, str, dict[str, Any]], model: str) -> bool:
     published = preset_of(model)
     if published is None:
         return False
-    c, value, settings = moved
-    cfg = getattr(published, c.group)
-    return cfg.name == value and all(getattr(cfg, k) == v for k, v in settings.items())
+    choice, value, settings = moved
+    group_config = getattr(published, choice.group)
+    return group_config.name == value and all(getattr(group_config, k) == v for k, v in settings.items())
 
 
 def at_size(model: str, hardware: str = "h100_sxm") -> AtSize:
@@ -99,8 +100,8 @@ def at_size(model: str, hardware: str = "h100_sxm") -> AtSize:
         own = is_own(moved, model)
         if model in OWN_FLIPS_ONLY and not own:
             continue
-        c, value, settings = moved
-        rows.append(Flip(name, arch, flip_label(c, value, settings, model, own), c, value, settings, own))
+        choice, value, settings = moved
+        rows.append(Flip(name, arch, flip_label(choice, value, settings, model, own), choice, value, settings, own))
     variants = {r.variant: r.arch for r in rows}
     # Every row against Llama-2's block, the block itself included (1×: its own row shows its time).
     table = prediction_table(variants, hw, asked, str(cfg.dtype), int(cfg.fit_context),

@@ -46,20 +46,20 @@ def notes(sizes: list[AtSize]) -> list[str]:
         for row in s.rows:
             if not row.settings or row.choice is None:
                 continue
-            c = row.choice
-            said = ", ".join(f"{c.group}.{k}={v}" for k, v in row.settings.items())
+            choice = row.choice
+            said = ", ".join(f"{choice.group}.{k}={v}" for k, v in row.settings.items())
             # Where a full-size setting comes from: a declared setting flip's full-size value, else the published
             # model's own setting (Mistral-7B's window before attention declares it a setting flip).
-            declared = [n for n in c.setting_flips if full_size_settings(c, n)[0] == row.settings]
+            declared = [n for n in choice.setting_flips if full_size_settings(choice, n)[0] == row.settings]
             if said in seen or not (declared or row.own):
                 continue
             seen.add(said)
             if declared:
-                source = full_size_settings(c, declared[0])[1]
+                source = full_size_settings(choice, declared[0])[1]
                 shown = SHOWN.get(source.replace("-", "_"), source)
                 where = (f"{shown}'s own (components/presets.py cites its published config)"
                          if source != "declared" else "the declared value (no published preset here has one)")
-                small = ", ".join(f"{k}={v}" for k, v in c.setting_flips[declared[0]].items())
+                small = ", ".join(f"{k}={v}" for k, v in choice.setting_flips[declared[0]].items())
                 out.append(f"{said} at full size: {where}; the harness's small model flips {small}.")
             else:
                 out.append(f"{said}: {SHOWN.get(s.model, s.model)}'s own setting (components/presets.py cites its "

@@ -93,7 +93,8 @@ def memory_table(sizes: list[AtSize]) -> str:
         gpt2 = Flip("gpt2", s.gpt2, "GPT-2 block (MHA)", None, None, {}, False)
         for row in [gpt2, *s.rows]:
             arch = row.arch
-            differs = any(kv_cache_bytes(arch, 1, c, elem) != kv_cache_bytes(llama, 1, c, elem) for c in CONTEXTS)
+            differs = any(kv_cache_bytes(arch, 1, context, elem) != kv_cache_bytes(llama, 1, context, elem)
+                          for context in CONTEXTS)
             if row.choice is not None and not differs and not row.own:
                 continue
             per_token = kv_bytes_per_token(arch, elem)
@@ -118,5 +119,5 @@ def device(name: str) -> Hardware:
 
 def _attention(arch: ArchConfig) -> str:
     """The attention as variant labels name it (``mha``, ``gqa4``, ``mla``, ``gqa8-w4096``): what sizes the cache."""
-    c = next(c for c in choices() if c.hook == "attention")
-    return name_in(c, arch)
+    choice = next(choice for choice in choices() if choice.hook == "attention")
+    return name_in(choice, arch)

@@ -57,8 +57,8 @@ class Predicted:
     against: dict[str, str]
 
 
-def full_size_settings(c: Choice, name: str) -> tuple[dict[str, Any], str]:
-    """The settings of ``c``'s setting flip ``name`` at full size, and where they come from.
+def full_size_settings(choice: Choice, name: str) -> tuple[dict[str, Any], str]:
+    """The settings of ``choice``'s setting flip ``name`` at full size, and where they come from.
 
     The declaration gives them at the small harness model's size (``attn.window=64`` at 1024 tokens: a window that
     slides there); a full-size model with so short a window was never built. So at full size each takes the value of
@@ -66,12 +66,12 @@ def full_size_settings(c: Choice, name: str) -> tuple[dict[str, Any], str]:
     (its ``config.json``'s ``sliding_window``). With no such preset the declared values are used, and the source
     says so.
     """
-    declared = c.setting_flips[name]
-    default = c.config()
+    declared = choice.setting_flips[name]
+    default = choice.config()
     for preset_name, make in PRESETS.items():
-        cfg = getattr(make(), c.group)
-        if all(getattr(cfg, key) != getattr(default, key) for key in declared):
-            return {key: getattr(cfg, key) for key in declared}, preset_name
+        group_config = getattr(make(), choice.group)
+        if all(getattr(group_config, key) != getattr(default, key) for key in declared):
+            return {key: getattr(group_config, key) for key in declared}, preset_name
     return dict(declared), "declared"
 
 
@@ -88,18 +88,18 @@ def llama2_flips(model: ModelConfig, gqa_kv_heads: int, model_name: str) -> dict
     sizes = sizes_of(model_name)
     llama = llama2_at_size(model, kv, sizes)
     out = {"llama2": llama}
-    for c in choices():
-        for value in c.after_llama2:
-            flipped = llama.replace(**{c.group: flip_config(c, value, kv, sizes)})  # as on GPT-2's block
+    for choice in choices():
+        for value in choice.after_llama2:
+            flipped = llama.replace(**{choice.group: flip_config(choice, value, kv, sizes)})  # as on GPT-2's block
             out[variant_label(flipped)] = flipped
-        for name in c.setting_flips:
-            settings, _ = full_size_settings(c, name)
-            flipped = llama.replace(**{c.group: replace(getattr(llama, c.group), **settings)})
+        for name in choice.setting_flips:
+            settings, _ = full_size_settings(choice, name)
+            flipped = llama.replace(**{choice.group: replace(getattr(llama, choice.group), **settings)})
             out[variant_label(flipped)] = flipped
     # The published model's own settings beyond Llama-2's block (Mistral-7B's window), whether or not a choice
     # declares them as a setting flip: with them, Llama-2's block at the preset's sizes is the published model.
-    for c, settings in published_settings(model_name):
-        flipped = llama.replace(**{c.group: replace(getattr(llama, c.group), **settings)})
+    for choice, settings in published_settings(model_name):
+        flipped = llama.replace(**{choice.group: replace(getattr(llama, choice.group), **settings)})
         out.setdefault(variant_label(flipped), flipped)
     return out
 
@@ -112,12 +112,12 @@ def published_settings(model_name: str) -> list[tuple[Choice, dict[str, Any]]]:
     if published is None:
         return []
     out = []
-    for c in choices():
-        cfg = getattr(published, c.group)
-        settings = {f.name: getattr(cfg, f.name) for f in fields(cfg)
-                    if f.metadata.get("neutral") and getattr(cfg, f.name) != f.default}
+    for choice in choices():
+        group_config = getattr(published, choice.group)
+        settings = {f.name: getattr(group_config, f.name) for f in fields(group_config)
+                    if f.metadata.get("neutral") and getattr(group_config, f.name) != f.default}
         if settings:
-            out.append((c, settings))
+            out.append((choice, settings))
     return out
 
 
@@ -137,10 +137,11 @@ def predicted(model: ModelConfig, gqa_kv_heads: int, model_name: str) -> Predict
 def moved_from(arch: ArchConfig, base: ArchConfig) -> tuple[Choice, str, dict[str, Any]] | None:
     """The one choice ``arch`` moves from ``base``: the choice, its value in ``arch``, and the settings that differ
     when the value is the same (a setting flip); None when ``arch`` is ``base`` or moves more than one choice."""
-    moved = [c for c in choices() if getattr(arch, c.group) != getattr(base, c.group)]
+    moved = [choice for choice in choices() if getattr(arch, choice.group) != getattr(base, choice.group)]
     if len(moved) != 1:
         return None
-    c = moved[0]
-    cfg, ref = getattr(arch, c.group), getattr(base, c.group)
-    settings = {} if cfg.name != ref.name else {k: v for k, v in vars(cfg).items() if vars(ref).get(k) != v}
-    return c, cfg.name, settings
+    choice = moved[0]
+    group_config, ref = getattr(arch, choice.group), getattr(base, choice.group)
+    settings = {} if group_config.name != ref.name else {k: v for k, v in vars(group_config).items()
+                                                          if vars(ref).get(k) != v}
+    return choice, group_config.name, settings

@@ -28,7 +28,7 @@ class Extrapolation:
 def extrapolate(model: LanguageModel, spans: torch.Tensor, context: int, factors: list[int],
                 batch: int) -> list[Extrapolation]:
     """Score ``model`` at ``context * f`` for each factor; batches shrink with length to bound memory."""
-    limit = model.cfg.model.max_seq_len
+    limit = model.arch.model.max_seq_len
     out = []
     for f in sorted(factors):
         length = context * f

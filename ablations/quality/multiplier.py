@@ -211,7 +211,7 @@ def span_of(curves: dict[int, Curve]) -> tuple[float, float]:
     """The budgets every curve covers: where a multiplier is measured rather than bounded."""
     if not curves:
         return 0.0, math.inf
-    return max(c.budgets[0] for c in curves.values()), min(c.budgets[-1] for c in curves.values())
+    return max(curve.budgets[0] for curve in curves.values()), min(curve.budgets[-1] for curve in curves.values())
 
 
 def left_out(curves: dict[int, Curve], budget: float, level: float = LEVEL, fit: str | None = None) -> Multiplier:
@@ -232,7 +232,7 @@ def interior_knots(curves: dict[int, Curve]) -> list[float]:
     """The knots every curve has strictly inside its range: those a leave-one-out reading can check."""
     if not curves:
         return []
-    shared = set.intersection(*(set(c.budgets) for c in curves.values()))
+    shared = set.intersection(*(set(curve.budgets) for curve in curves.values()))
     bottom, top = span_of(curves)
     return sorted(b for b in shared if bottom < b < top)
 

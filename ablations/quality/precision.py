@@ -173,8 +173,8 @@ def _core_seconds(device: torch.device, shape: tuple[int, int, int, int], core: 
     grad = torch.randn(shape, device=device, dtype=torch.bfloat16)
 
     def step() -> None:
-        a, b, c = (t.float() for t in (q, k, v)) if core == "float32" else (q, k, v)
-        F.scaled_dot_product_attention(a, b, c, is_causal=True).to(torch.bfloat16).backward(grad)
+        query, key, value = (t.float() for t in (q, k, v)) if core == "float32" else (q, k, v)
+        F.scaled_dot_product_attention(query, key, value, is_causal=True).to(torch.bfloat16).backward(grad)
 
     return median_seconds(step, device, repeats=5)
 

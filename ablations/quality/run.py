@@ -95,7 +95,7 @@ def _arm(tc: TrainConfig, point_base: dict, measured: ArchConfig, q: ArchConfig,
     """The arm of ``measured`` (the point's block at the measurement's sizes), trained as ``q`` (at the quality
     sizes)."""
     aid = arm_id(q, tc, corpus.sha256)
-    base = {**point_base, **{k: v for c in choices() for k, v in row_values(c, measured).items()}}
+    base = {**point_base, **{k: v for choice in choices() for k, v in row_values(choice, measured).items()}}
     base.update(variant=variant, tie_embeddings=measured.model.tie_embeddings, d_model=q.model.d_model,
                 n_layers=q.model.n_layers, n_heads=q.model.n_heads, n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden,
                 attn=q.attn.name, params=_params(q), params_baseline=params_baseline,

@@ -113,7 +113,7 @@ def summarize(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     rows, tests = _comparisons(quality)
     result = pd.DataFrame(rows, columns=COLUMNS).astype({"mde_note": object})
     # A transfer or horizon sweep asks its question once per cell: each is a family of its own.
-    cell = pd.Series([f"{w}/{c}/{n}" if s in CELL_FAMILIES else "" for s, w, c, n in
+    cell = pd.Series([f"{w}/{corpus}/{n}" if s in CELL_FAMILIES else "" for s, w, corpus, n in
                       zip(result["sweep"], result["d_model"], result["corpus"], result["train_steps"], strict=True)],
                      index=result.index)
     for _, family in result.groupby([result["sweep"], result["metric"], result["seq_len"], cell], sort=False):

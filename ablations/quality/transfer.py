@@ -44,10 +44,10 @@ def cells(summary: pd.DataFrame, sweep: str = SWEEP) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def consistency_rate(c: pd.DataFrame) -> tuple[float, int]:
+def consistency_rate(cell_table: pd.DataFrame) -> tuple[float, int]:
     """The fraction of (choice, text, lower rung) whose loss difference has the top rung's sign; and how many."""
     agree = []
-    for (_, _), g in c.groupby(["variant", "corpus"]):
+    for (_, _), g in cell_table.groupby(["variant", "corpus"]):
         top = g[g["top"]]
         if top.empty or pd.isna(top["diff"].iloc[0]):
             continue
@@ -104,15 +104,15 @@ def trend(readings: pd.DataFrame, variant: str, corpus: str, scale: str = "d_mod
     return f"×{per:.3g} per doubling [{2 ** (fit.slope - half):.3g}, {2 ** (fit.slope + half):.3g}]"
 
 
-def per_choice(c: pd.DataFrame, readings: pd.DataFrame | None = None, worth: pd.DataFrame | None = None,
+def per_choice(cell_table: pd.DataFrame, readings: pd.DataFrame | None = None, worth: pd.DataFrame | None = None,
                names: dict[str, str] | None = None, published: dict[str, str | None] | None = None,
                agree: Callable[[str | None, str, float], str] | None = None) -> pd.DataFrame:
     """Per variant: its verdict and multiplier in each cell (a column per text and width), whether the verdict is the
     same in all of them, how many agree with the published verdict, and its trend on each text."""
     names = names or {}
-    c = c.sort_values(["corpus", "d_model"])
+    cell_table = cell_table.sort_values(["corpus", "d_model"])
     rows = []
-    for variant, g in c.groupby("variant", sort=False):
+    for variant, g in cell_table.groupby("variant", sort=False):
         verdicts = list(g["verdict"])
         answered = all(v in ANSWERED for v in verdicts)
         row: dict[str, object] = {"variant": variant}
@@ -134,11 +134,11 @@ def per_choice(c: pd.DataFrame, readings: pd.DataFrame | None = None, worth: pd.
     return pd.DataFrame(rows)
 
 
-def verdict_counts(c: pd.DataFrame) -> pd.Series:
+def verdict_counts(cell_table: pd.DataFrame) -> pd.Series:
     """Per variant, how its verdict reads over the cells: ``consistent: no difference in 6 of 6`` where it is the same
     everywhere, ``no difference in 3 of 6, better in 3`` where it is not (most frequent first)."""
     out = {}
-    for variant, g in c.sort_values(["corpus", "d_model"]).groupby("variant", sort=False):
+    for variant, g in cell_table.sort_values(["corpus", "d_model"]).groupby("variant", sort=False):
         answered = g["verdict"].isin(ANSWERED).all()
         counts = g["verdict"].map(_short).value_counts()
         parts = [f"{v} in {n} of {len(g)}" if i == 0 else f"{v} in {n}" for i, (v, n) in enumerate(counts.items())]

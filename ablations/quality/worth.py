@@ -113,7 +113,8 @@ def _step_ratio(table: pd.DataFrame, point: str | None) -> tuple[float, float, f
 def training_bytes_per_param(base_final: pd.DataFrame) -> float:
     """The baseline's training bytes (steps x batch x context, a byte a token) over its parameters, from its
     final-loss rows (median over seeds): how far the model has trained."""
-    numbers = {c: pd.to_numeric(base_final[c], errors="coerce") for c in ("step", "batch", "seq_len", "params")}
+    numbers = {column: pd.to_numeric(base_final[column], errors="coerce")
+               for column in ("step", "batch", "seq_len", "params")}
     return float((numbers["step"] * numbers["batch"] * numbers["seq_len"] / numbers["params"]).median())
 
 
@@ -121,7 +122,7 @@ def regime(base_final: pd.DataFrame, curves: dict[int, Curve]) -> dict[str, floa
     """How far the baseline has trained: its training bytes (tokens) per parameter, and its loss drop from the run's
     steps to twice them (mean over the curve's seeds; NaN without a 2x knot): what a multiplier is read in."""
     bpp = training_bytes_per_param(base_final)
-    drops = [dict(zip(c.budgets, c.fitted(), strict=True)) for c in curves.values()]
+    drops = [dict(zip(curve.budgets, curve.fitted(), strict=True)) for curve in curves.values()]
     drop = float(np.mean([d[1.0] - d[2.0] for d in drops])) if all(1.0 in d and 2.0 in d for d in drops) else math.nan
     return {"bytes_per_param": bpp, "drop_per_doubling": drop}
 

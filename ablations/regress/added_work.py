@@ -22,10 +22,10 @@ def with_added_work(block: type[nn.Module], width: int) -> type[nn.Module]:
         return block
 
     class WorkedBlock(block):
-        def __init__(self, cfg: object, *args: object, **kwargs: object) -> None:
-            super().__init__(cfg, *args, **kwargs)
+        def __init__(self, arch: object, *args: object, **kwargs: object) -> None:
+            super().__init__(arch, *args, **kwargs)
             # After every module, so each keeps the plain block's init draws; not state, so the state dict is the same.
-            self.register_buffer("waste", torch.zeros(cfg.model.d_model, width), persistent=False)
+            self.register_buffer("waste", torch.zeros(arch.model.d_model, width), persistent=False)
 
         def forward(self, x: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
             x = super().forward(x, *args, **kwargs)

@@ -24,14 +24,14 @@ def split_overrides(overrides: Mapping[str, object]) -> tuple[dict[str, tuple[st
     return groups, int(overrides.get("kv") or 0)
 
 
-def arch(c: ModuleType, kv: int | None = None, **values: object) -> object:
+def arch(components: ModuleType, kv: int | None = None, **values: object) -> object:
     """One block with the given choices at the given values (GPT-2's for the rest; a dotted key is a setting,
-    ``attn.window``), from tree ``c``'s own classes. A tree that lacks a group or a setting raises, and the
-    regression check then leaves the case ``not compared`` (as it does one whose declaration lacks the setting:
+    ``attn.window``), from the classes of tree ``components``. A tree that lacks a group or a setting raises, and
+    the regression check then leaves the case ``not compared`` (as it does one whose declaration lacks the setting:
     ``ablations.regress.comparable``)."""
-    declared = declarations_of(c)
+    declared = declarations_of(components)
     if not callable(getattr(declared, "choice", None)):
-        return undeclared_arch(c, kv, **values)
+        return undeclared_arch(components, kv, **values)
     split, _ = split_overrides(values)
     groups = {g: declared.choice(g).at_size(v, kv or 0, **s) for g, (v, s) in split.items()}
-    return c.ArchConfig(model=c.ModelConfig(**MODEL_SIZES), **groups)
+    return components.ArchConfig(model=components.ModelConfig(**MODEL_SIZES), **groups)

@@ -27,17 +27,17 @@ from components import POSITIONS, ArchConfig, ModelConfig
 
 def norm_case(name: str, mode: str) -> Callable[[ModuleType], Subject]:
     """Norm ``name`` alone over ``NORM_SHAPE``'s rows."""
-    def build(c: ModuleType) -> Subject:
+    def build(components: ModuleType) -> Subject:
         rows, width = NORM_SHAPE
-        norm = c.NORMS.get(name)(width, eps=1e-5)
+        norm = components.NORMS.get(name)(width, eps=1e-5)
         return timed_call(mode, norm, [torch.randn(rows, width)], list(norm.parameters()))
     return build
 
 
 def ffn_case(name: str, mode: str) -> Callable[[ModuleType], Subject]:
     """FFN ``name`` alone at the block's tokens."""
-    def build(c: ModuleType) -> Subject:
-        ffn = c.FFNS.get(name)(arch(c, ffn=name))
+    def build(components: ModuleType) -> Subject:
+        ffn = components.FFNS.get(name)(arch(components, ffn=name))
         return timed_call(mode, ffn, [torch.randn(*FFN_SHAPE, D_MODEL)], list(ffn.parameters()))
     return build
 
@@ -45,15 +45,15 @@ def ffn_case(name: str, mode: str) -> Callable[[ModuleType], Subject]:
 def pos_case(name: str, mode: str) -> Callable[[ModuleType], Subject]:
     """What each position scheme adds: a table added at the input (it has parameters), or Q and K rotated, or a
     bias on the scores of a (heads, T, T) attention."""
-    def build(c: ModuleType) -> Subject:
+    def build(components: ModuleType) -> Subject:
         b, t = POS_SHAPE
-        pos = c.POSITIONS.get(name)(arch(c, pos=name))
+        pos = components.POSITIONS.get(name)(arch(components, pos=name))
         params = list(pos.parameters())
         if params:
             return timed_call(mode, pos.embed, [torch.randn(b, t, D_MODEL)], params)
         head = (b, N_HEADS, t, D_MODEL // N_HEADS)
         if pos.rotation(t) is not None:
-            apply = c.positions.apply_rotation
+            apply = components.positions.apply_rotation
 
             def rotate(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
                 rot = pos.rotation(t)
@@ -78,12 +78,12 @@ def pos_timed(name: str) -> bool:
 
 def attn_case(overrides: dict[str, object], mode: str) -> Callable[[ModuleType], Subject]:
     """Attention alone at ``overrides``: over ``ATTN_SHAPE``, or one decode step with its own one-layer cache."""
-    def build(c: ModuleType) -> Subject:
-        cfg = arch(c, **overrides)
-        attn = c.ATTENTIONS.get(cfg.attn.name)(cfg)
+    def build(components: ModuleType) -> Subject:
+        case_arch = arch(components, **overrides)
+        attn = components.ATTENTIONS.get(case_arch.attn.name)(case_arch)
         if mode == "decode":
             b, context = DECODE_SHAPE
-            cache = one_layer_cache(c, cfg, b, context + 1)
+            cache = one_layer_cache(components, case_arch, b, context + 1)
             return decode_step(lambda x, kv: attn(x, None, kv), cache, context, b, list(attn.parameters()))
         return timed_call(mode, attn, [torch.randn(*ATTN_SHAPE, D_MODEL)], list(attn.parameters()))
     return build
@@ -91,8 +91,8 @@ def attn_case(overrides: dict[str, object], mode: str) -> Callable[[ModuleType],
 
 def block_case(overrides: dict[str, object], mode: str) -> Callable[[ModuleType], Subject]:
     """A one-layer decoder at ``overrides``: over ``BLOCK_SHAPE``, or one decode step with its KV cache."""
-    def build(c: ModuleType) -> Subject:
-        model = c.build_decoder(arch(c, **overrides))
+    def build(components: ModuleType) -> Subject:
+        model = components.build_decoder(arch(components, **overrides))
         if mode == "decode":
             b, context = DECODE_SHAPE
             return decode_step(model, model.new_cache(b, context + 1), context, b, list(model.parameters()),

@@ -17,14 +17,14 @@ def counts(report: dict) -> dict:
     (unless its instructions regressed); the rest passed. Groups are counted apart, and the signals besides."""
     out = {"cases": len(report["cases"]), "compared": 0, "regressed": 0, "passed": 0, "not_judged": 0,
            "not_confirmed": 0, "failed": 0, "not_compared": 0, "signals": {"time": 0, "instructions": 0}}
-    for c in report["cases"]:
-        verdict = c.get("verdict")
+    for case in report["cases"]:
+        verdict = case.get("verdict")
         if verdict == "not compared":
             out["not_compared"] += 1
             continue
         out["compared"] += 1
         time_signal = verdict == "regression"
-        count_signal = (c.get("callgrind") or {}).get("verdict") == "regression"
+        count_signal = (case.get("callgrind") or {}).get("verdict") == "regression"
         out["signals"]["time"] += time_signal
         out["signals"]["instructions"] += count_signal
         kind = ("failed" if verdict == "failure" else "regressed" if time_signal or count_signal else

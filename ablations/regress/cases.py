@@ -34,18 +34,18 @@ from components import ArchConfig, ModelConfig, llama2_values
 MODES = ("forward", "train", "decode")
 
 
-def _values(c: Choice) -> list[dict[str, object]]:
-    """Each value of choice ``c`` other than GPT-2's, as overrides (GQA at each of ``GQA_KV_HEADS``), then each of
-    its setting flips on GPT-2's value (``{"attn": "mha", "attn.window": 64}``)."""
+def _values(declared: Choice) -> list[dict[str, object]]:
+    """Each value of the choice ``declared`` other than GPT-2's, as overrides (GQA at each of ``GQA_KV_HEADS``), then
+    each of its setting flips on GPT-2's value (``{"attn": "mha", "attn.window": 64}``)."""
     out: list[dict[str, object]] = []
-    for value in c.values[1:]:
+    for value in declared.values[1:]:
         # A value the declaration sizes by its KV heads (GQA): one case per KV-head count.
-        if c.at_size(value, GQA_KV_HEADS[0]) != c.at(value):
-            out += [{c.group: value, "kv": kv} for kv in GQA_KV_HEADS]
+        if declared.at_size(value, GQA_KV_HEADS[0]) != declared.at(value):
+            out += [{declared.group: value, "kv": kv} for kv in GQA_KV_HEADS]
         else:
-            out.append({c.group: value})
-    for settings in c.setting_flips.values():
-        out.append({c.group: c.gpt2, **{f"{c.group}.{k}": v for k, v in settings.items()}})
+            out.append({declared.group: value})
+    for settings in declared.setting_flips.values():
+        out.append({declared.group: declared.gpt2, **{f"{declared.group}.{k}": v for k, v in settings.items()}})
     return out
 
 
@@ -61,8 +61,8 @@ def block_variants() -> dict[str, dict[str, object]]:
     """The block's variants: GPT-2's, every other value of every declared choice alone (the values each sweep
     takes), and Llama-2's block (GQA at 2 KV heads); derived from the declarations, so a new choice is timed."""
     out: dict[str, dict[str, object]] = {"gpt2": {}}
-    for c in choices():
-        out.update({_name(o): o for o in _values(c)})
+    for declared in choices():
+        out.update({_name(o): o for o in _values(declared)})
     out["llama2"] = {**llama2_values(), "kv": GQA_KV_HEADS[-1]}
     return out
 
@@ -143,13 +143,13 @@ def select(case_set: str = "default", patterns: Sequence[str] = ()) -> list[Case
     """The cases of ``case_set`` whose name matches any pattern in whole path segments (``matches``)."""
     cases = all_cases()
     if case_set == "ci":
-        cases = [c for c in cases if c.name in CI_CASES]
+        cases = [case for case in cases if case.name in CI_CASES]
     if patterns:
-        cases = [c for c in cases if any(matches(c.name, p) for p in patterns)]
+        cases = [case for case in cases if any(matches(case.name, p) for p in patterns)]
     return cases
 
 
 def by_name(names: Sequence[str]) -> list[Case]:
     """The cases named, in the order given (what the callgrind worker counts)."""
-    index = {c.name: c for c in all_cases()}
+    index = {case.name: case for case in all_cases()}
     return [index[n] for n in names]

@@ -56,7 +56,7 @@ def run_check(args: argparse.Namespace) -> int:
     started = time.monotonic()
     of = args.base if args.merge_base else None
     cases = chosen_cases(args)
-    confidence = case_confidence(tests_in([c.name for c in cases]))
+    confidence = case_confidence(tests_in([case.name for case in cases]))
     asked = merge_base(args.base, args.plugin or REPO) if args.merge_base else args.base
     with tempfile.TemporaryDirectory(prefix="regress-base-") as tmp:
         if args.plugin:

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.history:
             return run_history(Path(args.history[0]), args.history[1], args.threshold, args.out)
         if args.list:
-            print("\n".join(c.name for c in chosen_cases(args)))
+            print("\n".join(case.name for case in chosen_cases(args)))
             return 0
         return run_check(args)
     except SetupError as exc:

@@ -33,10 +33,11 @@ def _declared_settings(decl: object) -> set[str]:
     return {key for settings in flips.values() for key in settings} | set(getattr(decl, "llama2_settings", {}) or {})
 
 
-def declaration_gap(c: ModuleType, overrides: Mapping[str, object]) -> str | None:
-    """Why tree ``c``'s declarations do not cover a case's ``overrides`` (group values, dotted settings), or None."""
+def declaration_gap(components: ModuleType, overrides: Mapping[str, object]) -> str | None:
+    """Why the declarations of tree ``components`` do not cover a case's ``overrides`` (group values, dotted
+    settings), or None."""
     groups, _ = split_overrides(overrides)
-    declared = declarations_of(c)
+    declared = declarations_of(components)
     if not callable(getattr(declared, "choice", None)):  # a tree without declared choices: its config classes
         unknown = sorted(set(groups) - set(CONFIG_CLASSES))
         if unknown:

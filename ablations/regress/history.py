@@ -18,12 +18,12 @@ def history_table(folder: Path, case: str) -> pd.DataFrame:
     rows = []
     for path in sorted(folder.rglob(REPORT_JSON)):
         report = json.loads(path.read_text())
-        for c in [*report.get("cases", []), *report.get("groups", [])]:
-            if c["name"] == case and "ratio" in c:
+        for entry in [*report.get("cases", []), *report.get("groups", [])]:
+            if entry["name"] == case and "ratio" in entry:
                 series = f"{report.get('machine', 'machine not recorded')}; torch {report.get('torch', '?')}"
                 rows.append({"run": path.parent.name, "time": report["time"], "head": report["head"]["revision"][:12],
-                             "series": series, "ratio": c["ratio"], "lo": c["lo"], "hi": c["hi"],
-                             "verdict": c["verdict"]})
+                             "series": series, "ratio": entry["ratio"], "lo": entry["lo"], "hi": entry["hi"],
+                             "verdict": entry["verdict"]})
     return pd.DataFrame(rows).sort_values("time", ignore_index=True) if rows else pd.DataFrame()
 
 

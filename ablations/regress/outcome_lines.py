@@ -9,37 +9,38 @@ from ablations.regress.confirm import NOT_CONFIRMED
 from ablations.regress.paired import NOT_JUDGED, even, rounds_to_judge
 
 
-def fmt_interval(c: dict) -> str:
-    return f"{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]"
+def fmt_interval(case: dict) -> str:
+    return f"{case['ratio']:.3f} [{case['lo']:.3f}, {case['hi']:.3f}]"
 
 
-def judging_rounds(c: dict, report: dict) -> int:
+def judging_rounds(case: dict, report: dict) -> int:
     """The rounds that would judge a case or group ``not judged`` (per case for a group): stored on the row, or
     estimated again from its interval as ``ablations.regress.paired.rounds_to_judge`` does."""
-    if "rounds_to_judge" in c:
-        return c["rounds_to_judge"]
-    iv = Interval(c["ratio"], c["lo"], c["hi"], c.get("coverage", 0.95))
-    rounds = c.get("rounds", report["rounds"])
+    if "rounds_to_judge" in case:
+        return case["rounds_to_judge"]
+    iv = Interval(case["ratio"], case["lo"], case["hi"], case.get("coverage", 0.95))
+    rounds = case.get("rounds", report["rounds"])
     total = rounds_to_judge(iv, rounds, report["threshold_pct"] / 100)
-    return even(-(-total // c["cases"])) if "cases" in c else total
+    return even(-(-total // case["cases"])) if "cases" in case else total
 
 
-def case_text(c: dict, report: dict | None = None) -> str:
+def case_text(case: dict, report: dict | None = None) -> str:
     """One case's outcome in a line: its interval and verdict (with the rounds that would judge it, when it could not
     be judged and ``report`` is given), or why it was not timed."""
-    if "ratio" in c:
-        if c["verdict"] == NOT_JUDGED and (report is not None or "rounds_to_judge" in c):
-            return f"{fmt_interval(c)} {NOT_JUDGED} (about {judging_rounds(c, report or {}):,} rounds would judge it)"
-        return f"{fmt_interval(c)} {c['verdict']}"
-    return f"{c['verdict']}: {c.get('reason') or c.get('error')}"
+    if "ratio" in case:
+        if case["verdict"] == NOT_JUDGED and (report is not None or "rounds_to_judge" in case):
+            rounds = judging_rounds(case, report or {})
+            return f"{fmt_interval(case)} {NOT_JUDGED} (about {rounds:,} rounds would judge it)"
+        return f"{fmt_interval(case)} {case['verdict']}"
+    return f"{case['verdict']}: {case.get('reason') or case.get('error')}"
 
 
-def not_judged_text(c: dict, report: dict) -> str:
+def not_judged_text(case: dict, report: dict) -> str:
     """Why a case (or group) has no verdict, and the rounds that would give it one."""
     pct = report["threshold_pct"]
-    per = " per case" if "cases" in c else ""
-    return (f"its 95% interval [{c['lo']:.3f}, {c['hi']:.3f}] is wider than the check can use (wider than the "
-            f"{2 * pct / 100:.3f} between 1 − {pct:g}% and 1 + {pct:g}%); about {judging_rounds(c, report):,} "
+    per = " per case" if "cases" in case else ""
+    return (f"its 95% interval [{case['lo']:.3f}, {case['hi']:.3f}] is wider than the check can use (wider than the "
+            f"{2 * pct / 100:.3f} between 1 − {pct:g}% and 1 + {pct:g}%); about {judging_rounds(case, report):,} "
             f"rounds{per} would judge it")
 
 
@@ -47,10 +48,10 @@ def not_judged_lines(report: dict, widest_first: bool = False) -> list[str]:
     """One line per case and group whose interval is too wide to judge at the threshold: neither a regression nor a
     pass (``ablations.regress.paired.judge``). ``widest_first``: the cases by the rounds that would judge them, most
     first, so a case whose rounds say nothing at all ([0.391, 11.851]) leads the many a little too wide."""
-    cases = [c for c in report["cases"] if c.get("verdict") == NOT_JUDGED]
+    cases = [case for case in report["cases"] if case.get("verdict") == NOT_JUDGED]
     if widest_first:
-        cases.sort(key=lambda c: -judging_rounds(c, report))
-    lines = [f"not judged: {c['name']}: {not_judged_text(c, report)}" for c in cases]
+        cases.sort(key=lambda case: -judging_rounds(case, report))
+    lines = [f"not judged: {case['name']}: {not_judged_text(case, report)}" for case in cases]
     lines += [f"not judged: {g['name']} ({g['cases']} cases, {g['rounds']} rounds pooled): {not_judged_text(g, report)}"
               for g in report.get("groups", []) if g["verdict"] == NOT_JUDGED]
     return lines
@@ -66,10 +67,10 @@ def confirmed_text(rows: list[dict], groups: list[dict]) -> str:
     return text + "".join(f"; {e}: the regression stands" for e in errors)
 
 
-def confirmation_clause(c: dict) -> str:
+def confirmation_clause(case: dict) -> str:
     """How the fresh process read a time regression (``; in a fresh process RATIO [LO, HI] VERDICT``), or why it did
     not (``; not timed again (failure)``); empty for a row it was not asked about."""
-    second = c.get("confirmation") or {}
+    second = case.get("confirmation") or {}
     if "ratio" in second:
         return f"; in a fresh process {fmt_interval(second)} {second['verdict']}"
     return f"; {second['error']}" if "error" in second else ""
@@ -77,8 +78,8 @@ def confirmation_clause(c: dict) -> str:
 
 def not_confirmed_lines(report: dict) -> list[str]:
     """One line per case and group that regressed by time in this process and not in the fresh one."""
-    return [f"not confirmed: {c['name']}: {fmt_interval(c)} here{confirmation_clause(c)}"
-            for c in [*report["cases"], *report.get("groups", [])] if c.get("verdict") == NOT_CONFIRMED]
+    return [f"not confirmed: {case['name']}: {fmt_interval(case)} here{confirmation_clause(case)}"
+            for case in [*report["cases"], *report.get("groups", [])] if case.get("verdict") == NOT_CONFIRMED]
 
 
 def identical_text(report: dict) -> str:
@@ -92,21 +93,22 @@ def identical_text(report: dict) -> str:
 def not_compared_lines(report: dict) -> list[str]:
     """One line per case the base does not implement (or cannot run), with the reason: never a regression or an
     improvement, and never in a group's pooled rounds."""
-    return [f"not compared: {c['name']}: {c['reason']}" for c in report["cases"] if c.get("verdict") == "not compared"]
+    return [f"not compared: {case['name']}: {case['reason']}" for case in report["cases"]
+            if case.get("verdict") == "not compared"]
 
 
 def regression_lines(report: dict) -> list[str]:
     """One line per regressed case and signal, and per case the head cannot run: what exit status 1 means."""
     lines = []
-    for c in report["cases"]:
-        if c.get("verdict") == "failure":
-            lines.append(f"failure: {c['name']}: {c['error']}")
-        if c.get("verdict") == "regression":
-            lines.append(f"regression: {c['name']}: time head/base {fmt_interval(c)} "
-                         f"(> 1 + {report['threshold_pct']:g}%){confirmation_clause(c)}")
-        cg = c.get("callgrind") or {}
+    for case in report["cases"]:
+        if case.get("verdict") == "failure":
+            lines.append(f"failure: {case['name']}: {case['error']}")
+        if case.get("verdict") == "regression":
+            lines.append(f"regression: {case['name']}: time head/base {fmt_interval(case)} "
+                         f"(> 1 + {report['threshold_pct']:g}%){confirmation_clause(case)}")
+        cg = case.get("callgrind") or {}
         if cg.get("verdict") == "regression":
-            lines.append(f"regression: {c['name']}: instructions head/base {cg['ratio']:.4f} "
+            lines.append(f"regression: {case['name']}: instructions head/base {cg['ratio']:.4f} "
                          f"(> 1 + {report['callgrind_threshold_pct']:g}%)")
     for g in report.get("groups", []):
         if g["verdict"] == "regression":

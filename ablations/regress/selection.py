@@ -15,10 +15,10 @@ PROG = prog("regress")
 def chosen_cases(args: argparse.Namespace) -> list[Case]:
     cases = select(args.cases, args.patterns)
     if args.plugin and not args.all_cases:
-        cases = [c for c in cases if plugin_case(c, args.plugin_modules)]
+        cases = [case for case in cases if plugin_case(case, args.plugin_modules)]
     unmatched = [p for p in args.patterns if not select(args.cases, [p])]
     if not cases:
-        names = ", ".join(c.name for c in all_cases()[:3])
+        names = ", ".join(case.name for case in all_cases()[:3])
         hint = segment_hint(args.cases, unmatched)
         raise UsageError(f"-k {' -k '.join(args.patterns)} matches no case of --cases {args.cases}{hint} "
                          f"(names look like {names}, ...; --list prints them all)")
@@ -31,7 +31,7 @@ def chosen_cases(args: argparse.Namespace) -> list[Case]:
 def segment_hint(case_set: str, patterns: list[str]) -> str:
     """For patterns that match no case in whole segments but are part of a name: how to ask for a part of a segment
     (``-k '*llama*'``: a pattern matches whole segments)."""
-    names = [c.name for c in select(case_set)]
+    names = [case.name for case in select(case_set)]
     parts = [p for p in patterns if p and any(p in n for n in names)]
     if not parts:
         return ""

@@ -75,16 +75,16 @@ def markdown(report: dict) -> str:
         "| case | time head/base [95% CI] | verdict | rounds | base ms | instructions head/base | verdict |",
         "|---|---|---|---|---|---|---|",
     ]
-    for c in report["cases"]:
-        if "ratio" not in c:
-            lines.append(f"| `{c['name']}` | — | {case_text(c)} | — | — | — | — |")
+    for case in report["cases"]:
+        if "ratio" not in case:
+            lines.append(f"| `{case['name']}` | — | {case_text(case)} | — | — | — | — |")
             continue
-        cg = c.get("callgrind") or {}
+        cg = case.get("callgrind") or {}
         cg_ratio = f"{cg['ratio']:.4f}" if "ratio" in cg else "—"
         # Sequential rounds: a case that ran out of rounds with its interval still across a threshold edge says so.
-        rounds = f"{c.get('rounds', report['rounds'])}{' (budget)' if c.get('stopped') == 'budget' else ''}"
-        lines.append(f"| `{c['name']}` | {fmt_interval(c)} | {c['verdict']} | {rounds} | "
-                     f"{1e3 * c['base_median_s']:.3g} | {cg_ratio} | {cg.get('verdict', '—')} |")
+        rounds = f"{case.get('rounds', report['rounds'])}{' (budget)' if case.get('stopped') == 'budget' else ''}"
+        lines.append(f"| `{case['name']}` | {fmt_interval(case)} | {case['verdict']} | {rounds} | "
+                     f"{1e3 * case['base_median_s']:.3g} | {cg_ratio} | {cg.get('verdict', '—')} |")
     if groups:
         lines += ["", "Groups: every variant of a component in one mode, their cases' rounds pooled (a slowdown in "
                   "code they all run moves them all; the pooled interval is at the same family-wise level).", "",

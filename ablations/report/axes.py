@@ -51,7 +51,7 @@ class ReadableLogLocator(Locator):
             *([r.tick_values(vmin, vmax) for r in self._round] if vmax / vmin < 10 else []),
             self._one_three.tick_values(vmin, vmax), self._decades.tick_values(vmin, vmax)]
         candidates += [s.tick_values(vmin, vmax) for s in self._sparse]
-        candidates = [c[c > 0] for c in candidates]
+        candidates = [values[values > 0] for values in candidates]
         for least in (MIN_LABELS, 2, 1):
             for ticks in candidates:
                 if _in_view(ticks, vmin, vmax).size >= least and self._fits(ticks, vmin, vmax):

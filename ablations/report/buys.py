@@ -25,7 +25,7 @@ from ablations.report.formatting import markdown_table, signed
 from ablations.report.known_answers import known_answer_table, regime_line
 from ablations.report.predicted import train_step_ratios
 from ablations.report.published import GPT2, agreement, no_worse_margin, published_loss
-from ablations.report.sections import headline_cells
+from ablations.report.timing_sections import headline_cells
 from ablations.results.row_arch import arch_from_row
 
 
@@ -69,13 +69,13 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
     predicted = train_step_ratios() if not worth.empty else {}
     rows = []
     for sweep, variant in keys:
-        c = cmp[(cmp["sweep"] == sweep) & (cmp["variant"] == variant)] if not cmp.empty else cmp
+        variant_cmp = cmp[(cmp["sweep"] == sweep) & (cmp["variant"] == variant)] if not cmp.empty else cmp
         q = quality[(quality["sweep"] == sweep) & (quality["variant"] == variant)] if not quality.empty else quality
         # The widest quality model of the sweep, on its first text: one row per choice.
         if not q.empty and "d_model" in q and q["d_model"].notna().any():
             q = q[q["d_model"] == q["d_model"].max()]
         qr = q.iloc[0] if not q.empty else None
-        cr = c.iloc[0] if not c.empty else None
+        cr = variant_cmp.iloc[0] if not variant_cmp.empty else None
         base = str(cr["baseline"]) if cr is not None else str(qr["reference"]) if qr is not None else GPT2
         w = worth[(worth["sweep"] == sweep) & (worth["variant"] == variant)] if not worth.empty else worth
         wr = w.sort_values("d_model").iloc[-1] if not w.empty else None
@@ -89,8 +89,9 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
             "choice": label,
             "params": _pct(cr, "params_delta", "params_baseline"),
             "train FLOPs": _ratio(cr, "train_flops_ratio"),
-            "train step ×": headline_cells(c, "train")[0] if cr is not None else "—",
-            "decode ×": headline_cells(c, "decode")[0] if cr is not None and not pd.isna(cr.get("decode")) else "—",
+            "train step ×": headline_cells(variant_cmp, "train")[0] if cr is not None else "—",
+            "decode ×": (headline_cells(variant_cmp, "decode")[0] if cr is not None and not pd.isna(cr.get("decode"))
+                         else "—"),
             "KV bytes/token": _kv(cr) + _kv_layouts(table[(table["sweep"] == sweep) & (table["variant"] == variant)]),
             "Δ loss [CI]": _loss_cell(qr, withhold),
             "compute multiplier [CI]": _k_cell(wr, qr),
@@ -142,7 +143,7 @@ def _kv_layouts(rows: pd.DataFrame) -> str:
     """Where the timed block and the quality model group KV heads differently: both layouts, so that the row's
     bytes and FLOPs (the timed block's) are not read as the loss's (the quality model's)."""
     def layout(r: pd.DataFrame) -> tuple[int, int] | None:
-        kv, heads = (pd.to_numeric(r[c], errors="coerce").dropna() for c in ("n_kv_heads", "n_heads"))
+        kv, heads = (pd.to_numeric(r[column], errors="coerce").dropna() for column in ("n_kv_heads", "n_heads"))
         return (int(kv.iloc[0]), int(heads.iloc[0])) if len(kv) and len(heads) else None
     quality = layout(rows[rows["metric"] == "val_loss"])
     timed = layout(rows[rows["metric"] == "latency_ratio"])

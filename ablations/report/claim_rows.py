@@ -9,19 +9,19 @@ from blockbench import Choice, Claim
 from components.baselines import BASELINES
 
 
-def flip_value(c: Choice) -> str:
+def flip_value(choice: Choice) -> str:
     """The value a group's claim is about: Llama-2's, else the first value GPT-2's block is flipped to."""
-    return c.llama2 if c.in_llama2 else c.flips[0]
+    return choice.llama2 if choice.in_llama2 else choice.flips[0]
 
 
-def flip_variant(c: Choice) -> str:
-    """The variant that moves ``c`` alone from GPT-2's block to ``flip_value(c)``."""
-    return c.value_name(flip_value(c))
+def flip_variant(choice: Choice) -> str:
+    """The variant that moves ``choice`` alone from GPT-2's block to ``flip_value(choice)``."""
+    return choice.value_name(flip_value(choice))
 
 
-def sweep_of(c: Choice, claim: Claim) -> str:
+def sweep_of(choice: Choice, claim: Claim) -> str:
     """The sweep a claim's rows are read from first: the one it declares, else its group's own."""
-    return claim.sweep or c.group
+    return claim.sweep or choice.group
 
 
 def variant_row(cmp: pd.DataFrame, variant: str | list[str] | None = None, sweep: str | None = None,

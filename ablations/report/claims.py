@@ -45,15 +45,15 @@ def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame |
     ``READINGS[claim.evidence]``, a value's (``value_claims``) by ``VALUE_READINGS[claim.evidence]``, else from the
     value's flip."""
     rows = []
-    for c in choices():
-        claims = [(c.claim, None)] if c.claim is not None else []
-        claims += [(claim, value) for value, claim in c.value_claims.items()]
+    for choice in choices():
+        claims = [(choice.claim, None)] if choice.claim is not None else []
+        claims += [(claim, value) for value, claim in choice.value_claims.items()]
         for claim, value in claims:
             if value is None:
-                measured, reading = READINGS[claim.evidence](c, claim, table, cmp, quality, sizes)
+                measured, reading = READINGS[claim.evidence](choice, claim, table, cmp, quality, sizes)
             else:
                 read = VALUE_READINGS.get(claim.evidence, value_evidence)
-                measured, reading = read(c, claim, value, table, cmp, quality, sizes)
+                measured, reading = read(choice, claim, value, table, cmp, quality, sizes)
             rows.append({
                 "claim": claim.text,
                 "measured in this run": measured,
@@ -65,10 +65,10 @@ def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame |
 
 # --- one reading per kind of evidence (``components.choice.EVIDENCE``): (measured, reading) --------------
 
-def speed(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+def speed(choice: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
           sizes: pd.DataFrame) -> tuple[str, str]:
     """A claim of lower cost: the flip's forward and train time against its baseline's, then its loss."""
-    variant, sweep = flip_variant(c), sweep_of(c, claim)
+    variant, sweep = flip_variant(choice), sweep_of(choice, claim)
     r = variant_row(cmp, variant, sweep)
     q = quality_of(quality, variant, sweep if r is None else r["sweep"])
     if r is None and q is None:
@@ -81,11 +81,11 @@ def _performs(claim: Claim, default: str = "as well as without it") -> str:
     return claim.performs or default
 
 
-def per_flop(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+def per_flop(choice: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
              sizes: pd.DataFrame) -> tuple[str, str]:
     """A claim of quality per FLOP: the flip's loss against GPT-2's value beside its FLOPs, parameters and time."""
-    base = c.shown(c.gpt2)
-    variant, sweep = flip_variant(c), sweep_of(c, claim)
+    base = choice.shown(choice.gpt2)
+    variant, sweep = flip_variant(choice), sweep_of(choice, claim)
     r = variant_row(cmp, variant, sweep)
     q = quality_of(quality, variant, sweep if r is None else r["sweep"])
     if r is None and q is None:
@@ -118,10 +118,10 @@ def per_flop(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, qu
     return f"{cost}; {quality_text(q)}", reading
 
 
-def flip(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+def flip(choice: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
          sizes: pd.DataFrame) -> tuple[str, str]:
     """Any declared choice: its flip's cost against the GPT-2 block and its validation loss, read from the numbers."""
-    return flip_evidence(c, cmp, quality, _performs(claim), claim.why, sweep=sweep_of(c, claim))
+    return flip_evidence(choice, cmp, quality, _performs(claim), claim.why, sweep=sweep_of(choice, claim))
 
 
 def _kv_text(r: pd.Series) -> str:
@@ -133,10 +133,10 @@ def _kv_text(r: pd.Series) -> str:
     return f"; KV cache {fmt_bytes(r['kv_per_token'])}/token{ctx}, {ratio:.3g}× {against(r)}"
 
 
-def stability(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+def stability(choice: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
               sizes: pd.DataFrame) -> tuple[str, str]:
     """Cost and loss as any flip; then what this scale can say about the claim, which is about stability."""
-    measured, reading = flip(c, claim, table, cmp, quality, sizes)
+    measured, reading = flip(choice, claim, table, cmp, quality, sizes)
     if quality is None or quality.empty or "diverged" not in quality:
         return measured, reading + " Stability: no quality runs, nothing to say."
     finals = quality[(quality["metric"] == "val_loss") & quality["reference"].isin(BASELINES)]
@@ -147,28 +147,28 @@ def stability(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, q
     if diverged == 0:
         return measured, (reading + f" Stability: none of the {runs} quality runs in this report diverged. {target}; "
                           f"at this scale and learning rate every block trains stably, so this run measures "
-                          f"{c.shown(flip_value(c))}'s cost and its loss at a stable setting, not the stability "
-                          "claim.")
+                          f"{choice.shown(flip_value(choice))}'s cost and its loss at a stable setting, not the "
+                          "stability claim.")
     return measured, (reading + f" Stability: {diverged} of {runs} quality runs in this report diverged (the quality "
                       f"table says which). {target}; a divergence at this scale is not that instability.")
 
 
-def value_evidence(c: Choice, claim: Claim, value: str, table: pd.DataFrame, cmp: pd.DataFrame,
+def value_evidence(choice: Choice, claim: Claim, value: str, table: pd.DataFrame, cmp: pd.DataFrame,
                    quality: pd.DataFrame | None, sizes: pd.DataFrame) -> tuple[str, str]:
     """A claim about a value other than Llama-2's (or a setting flip): its flip on Llama-2's block where the run has
     ``+sweep=modern``, else on GPT-2's, against the block it was paired with."""
-    return flip_evidence(c, cmp, quality, _performs(claim, "as well as the block without it"), claim.why,
-                         variants=flip_labels(c, value), sweep=sweep_of(c, claim))
+    return flip_evidence(choice, cmp, quality, _performs(claim, "as well as the block without it"), claim.why,
+                         variants=flip_labels(choice, value), sweep=sweep_of(choice, claim))
 
 
-def flip_evidence(c: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, performs: str,
+def flip_evidence(choice: Choice, cmp: pd.DataFrame, quality: pd.DataFrame | None, performs: str,
                   why: str = "", variants: list[str] | None = None, sweep: str | None = None) -> tuple[str, str]:
-    """(measured, reading) of ``c``'s flip (the first of ``variants`` the run measured, default ``flip_variant(c)``,
-    else its flip on Llama-2's block), from ``sweep`` (default: ``c``'s own) where it has it: parameters,
-    forward/train/decode ratios and the loss against the block it was paired with; ``why`` follows the cost reading
-    (``{params}``: the parameters)."""
-    variants = variants or flip_labels(c, flip_value(c))
-    sweep = sweep or c.group
+    """(measured, reading) of ``choice``'s flip (the first of ``variants`` the run measured, default
+    ``flip_variant(choice)``, else its flip on Llama-2's block), from ``sweep`` (default: ``choice``'s own) where it
+    has it: parameters, forward/train/decode ratios and the loss against the block it was paired with; ``why`` follows
+    the cost reading (``{params}``: the parameters)."""
+    variants = variants or flip_labels(choice, flip_value(choice))
+    sweep = sweep or choice.group
     r = variant_row(cmp, variants, sweep)
     variant = variants[0] if r is None else str(r["variant"])
     if r is None:

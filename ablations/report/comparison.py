@@ -68,8 +68,8 @@ def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, fl
     first = g.iloc[0]
     r = {"sweep": sweep, "case": case, "base_case": first["base_case"], "variant": first["variant"],
          "baseline": first.get("baseline") if isinstance(first.get("baseline"), str) else "gpt2"}
-    for c in (*row_columns(), "n_heads", "device", "dtype", "compile", "torch"):
-        r[c] = first.get(c)  # a table without a declared choice's column gives None
+    for column in (*row_columns(), "n_heads", "device", "dtype", "compile", "torch"):
+        r[column] = first.get(column)  # a table without a declared choice's column gives None
     r["params"], r["params_baseline"] = g["params"].median(), g["params_baseline"].median()
     r["shape"] = shape_name(shape)
     b, t = shape if shape else (None, None)
@@ -83,16 +83,16 @@ def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, fl
         _put(r, f"{key}_util", pick(g, "utilisation", mode, b, t))
     _put(r, "act_bytes", pick(g, "activation_bytes", "train", b, t))
     r["decode_batch"], r["decode_ctx"] = decode if decode else (np.nan, np.nan)
-    db, dc = decode if decode else (None, None)
-    _put(r, "decode", pick(g, "decode_latency_ratio", "decode", db, dc), spread=True)
-    _precision(r, "decode", g, "decode_ratio_interval", "decode", db, dc)
-    _put(r, "decode_s", pick(g, "decode_latency", "decode", db, dc))
+    batch, context = decode if decode else (None, None)
+    _put(r, "decode", pick(g, "decode_latency_ratio", "decode", batch, context), spread=True)
+    _precision(r, "decode", g, "decode_ratio_interval", "decode", batch, context)
+    _put(r, "decode_s", pick(g, "decode_latency", "decode", batch, context))
     # What the design moved (bytes, the roofline ratio) beside what this machine's kernels made of it.
-    _put(r, "decode_bytes", pick(g, "bytes_moved", "decode", db, dc))
-    _put(r, "decode_roofline", pick(g, "roofline_ratio", "decode", db, dc))
-    _put(r, "decode_bw_util", pick(g, "bandwidth_utilisation", "decode", db, dc))
-    kv = pick(g, "kv_cache_bytes", "decode", db, dc)
-    r["kv_per_token"] = kv["value"] / (db * dc) if kv is not None else np.nan
+    _put(r, "decode_bytes", pick(g, "bytes_moved", "decode", batch, context))
+    _put(r, "decode_roofline", pick(g, "roofline_ratio", "decode", batch, context))
+    _put(r, "decode_bw_util", pick(g, "bandwidth_utilisation", "decode", batch, context))
+    kv = pick(g, "kv_cache_bytes", "decode", batch, context)
+    r["kv_per_token"] = kv["value"] / (batch * context) if kv is not None else np.nan
     return r
 
 

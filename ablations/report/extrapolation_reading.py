@@ -14,39 +14,40 @@ from ablations.results.row_arch import arch_from_row
 from blockbench import Choice, Claim
 
 
-def extrapolation(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+def extrapolation(choice: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
                   sizes: pd.DataFrame) -> tuple[str, str]:
     """A position scheme's claim to extend past its training length: every scheme's loss by evaluation length."""
-    ext = extrapolation_evidence(c, table, sweep_of(c, claim))
-    r = variant_row(cmp, flip_variant(c), sweep_of(c, claim))
+    ext = extrapolation_evidence(choice, table, sweep_of(choice, claim))
+    r = variant_row(cmp, flip_variant(choice), sweep_of(choice, claim))
     speed_txt = f"; its cost: forward {speed_word(r, 'fwd')} at {r['shape']}" if r is not None else ""
     if ext is None:
         return NOT_MEASURED + " (no extrapolation rows)" + speed_txt, NOT_MEASURED + "."
     measured = "; ".join(f"{v}: {_curve_text(curve)}" for v, curve in ext.items()) + speed_txt
-    return measured, _growth_reading(c, ext)
+    return measured, _growth_reading(choice, ext)
 
 
-def extrapolation_evidence(c: Choice, table: pd.DataFrame, sweep: str | None = None) -> dict[str, pd.Series] | None:
-    """Per variant of a one-choice comparison of ``c`` (the GPT-2 block and each flip of ``c``), mean loss by
-    evaluation length (NaN = cannot), keyed by ``c``'s value; from ``sweep`` (default: ``c``'s own) where it has the
-    claimed value's rows. None without the claimed value's rows (``flip_value``)."""
-    names = {("gpt2" if v == c.gpt2 else c.value_name(v)): v for v in c.values}
+def extrapolation_evidence(choice: Choice, table: pd.DataFrame,
+                           sweep: str | None = None) -> dict[str, pd.Series] | None:
+    """Per variant of a one-choice comparison of ``choice`` (the GPT-2 block and each flip of ``choice``), mean loss by
+    evaluation length (NaN = cannot), keyed by ``choice``'s value; from ``sweep`` (default: ``choice``'s own) where it
+    has the claimed value's rows. None without the claimed value's rows (``flip_value``)."""
+    names = {("gpt2" if v == choice.gpt2 else choice.value_name(v)): v for v in choice.values}
     rows = table[(table["metric"] == "extrap_loss") & (table["status"].fillna("ok") == "ok")]
     rows = rows[rows["variant"].isin(names)]
-    claimed = flip_variant(c)
+    claimed = flip_variant(choice)
     if rows.empty or not (rows["variant"] == claimed).any():
         return None
-    own = rows[rows["sweep"] == (sweep or c.group)]
+    own = rows[rows["sweep"] == (sweep or choice.group)]
     rows = own if (own["variant"] == claimed).any() else rows
     return {names[v]: g.groupby("seq_len")["value"].mean().sort_index() for v, g in rows.groupby("variant")}
 
 
-def extrapolation_against_baseline(c: Choice, claim: Claim, value: str, table: pd.DataFrame, cmp: pd.DataFrame,
+def extrapolation_against_baseline(choice: Choice, claim: Claim, value: str, table: pd.DataFrame, cmp: pd.DataFrame,
                                    quality: pd.DataFrame | None, sizes: pd.DataFrame) -> tuple[str, str]:
     """A position scheme's loss by evaluation length beside its baseline's (the block it was paired with: RoPE in
     Llama-2's, learned positions in GPT-2's), from the first of its flips the run trained."""
     rows = table[(table["metric"] == "extrap_loss") & (table["status"].fillna("ok") == "ok")]
-    for variant in flip_labels(c, value):
+    for variant in flip_labels(choice, value):
         mine = rows[rows["variant"] == variant]
         if mine.empty:
             continue
@@ -59,12 +60,12 @@ def extrapolation_against_baseline(c: Choice, claim: Claim, value: str, table: p
         measured = f"`{variant}`: {_curve_text(curve)}"
         if base.empty:
             return measured + f" (sweep `{sweep}`; no `{base_name}` rows beside it)", "No baseline to compare with."
-        base_value = c.shown(getattr(arch_from_row(base.iloc[0]), c.group).name)
+        base_value = choice.shown(getattr(arch_from_row(base.iloc[0]), choice.group).name)
         bcurve = base.groupby("seq_len")["value"].mean().sort_index()
         measured += f"; `{base_name}` ({base_value}): {_curve_text(bcurve)} (sweep `{sweep}`)"
         g, gb = _growth(curve), _growth(bcurve)
         L0, L1 = int(curve.index[0]), int(curve.index[-1])
-        shown = c.shown(value)
+        shown = choice.shown(value)
         if pd.isna(g):
             return measured, f"{shown} could not be evaluated at {L1}."
         reading = f"{shown}'s loss changes {100 * (g - 1):+.1f}% from {L0} to {L1} tokens"
@@ -91,16 +92,16 @@ def _growth(curve: pd.Series) -> float:
     return curve.iloc[-1] / curve.iloc[0]
 
 
-def _growth_reading(c: Choice, ext: dict[str, pd.Series]) -> str:
+def _growth_reading(choice: Choice, ext: dict[str, pd.Series]) -> str:
     """The claimed value's loss growth over evaluation length against GPT-2's value's (``learned positions``: the
     value as shown, then the group's title), then each reference value's (NoPE: ``reference_only``)."""
-    claimed, r = c.shown(flip_value(c)), ext[flip_value(c)]
+    claimed, r = choice.shown(flip_value(choice)), ext[flip_value(choice)]
     L0, L1 = int(r.index[0]), int(r.index[-1])
     g = _growth(r)
     if pd.isna(g):
         return f"{claimed} could not be evaluated at {L1}; nothing to compare."
     text = f"{claimed}'s loss changes {100 * (g - 1):+.1f}% from {L0} to {L1} tokens"
-    base, base_curve = f"{c.shown(c.gpt2)} {c.title or c.group}", ext.get(c.gpt2)
+    base, base_curve = f"{choice.shown(choice.gpt2)} {choice.title or choice.group}", ext.get(choice.gpt2)
     if base_curve is not None:
         gb = _growth(base_curve)
         if pd.isna(gb):
@@ -110,7 +111,7 @@ def _growth_reading(c: Choice, ext: dict[str, pd.Series]) -> str:
         else:
             text += f", no better than {base}' {100 * (gb - 1):+.1f}%: the claim does not hold here"
     for value, curve in ext.items():
-        if c.registry.traits(value).reference_only and not pd.isna(_growth(curve)):
+        if choice.registry.traits(value).reference_only and not pd.isna(_growth(curve)):
             gr = _growth(curve)
-            text += f"; {c.shown(value)} {100 * (gr - 1):+.1f}% ({'less' if gr < g else 'more'} than {claimed})"
+            text += f"; {choice.shown(value)} {100 * (gr - 1):+.1f}% ({'less' if gr < g else 'more'} than {claimed})"
     return text + "."

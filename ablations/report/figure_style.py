@@ -33,7 +33,7 @@ def case_order(frame: pd.DataFrame) -> list[str]:
     """The variants in the order they are drawn and coloured: the baseline first, then as the rows first name them."""
     cases = list(dict.fromkeys(frame["case"]))
     base = baseline_name(frame) if "baseline" in frame else BASELINE
-    return sorted(cases, key=lambda c: not c.startswith(base))
+    return sorted(cases, key=lambda case: not case.startswith(base))
 
 
 def new_figure(ncols: int = 1, width: float = 5.5, height: float = 4.0) -> tuple[Figure, list]:

@@ -14,7 +14,7 @@ from components import preset as make_preset
 from components.flip_configs import flip_config, llama2_at_size, llama_like_kv_heads
 
 
-def flip_labels(c: Choice, key: str) -> list[str]:
+def flip_labels(choice: Choice, key: str) -> list[str]:
     """The variant labels that move ``c`` alone to ``key`` (a value, or one of its ``setting_flips``): on Llama-2's
     block first where ``+sweep=modern`` flips it there (a value that came after Llama-2, or a setting), then on
     GPT-2's block."""
@@ -22,12 +22,12 @@ def flip_labels(c: Choice, key: str) -> list[str]:
     kv_heads = llama_like_kv_heads(model.n_heads)
 
     def moved(arch: ArchConfig) -> ArchConfig:
-        if key in c.setting_flips:
-            return arch.replace(**{c.group: replace(getattr(arch, c.group), **c.setting_flips[key])})
-        return arch.replace(**{c.group: flip_config(c, key, kv_heads, arch)})
+        if key in choice.setting_flips:
+            return arch.replace(**{choice.group: replace(getattr(arch, choice.group), **choice.setting_flips[key])})
+        return arch.replace(**{choice.group: flip_config(choice, key, kv_heads, arch)})
 
     out = [variant_label(moved(ArchConfig(model=model)))]
-    if key in c.setting_flips or key in c.after_llama2:
+    if key in choice.setting_flips or key in choice.after_llama2:
         llama = llama2_block(llama2_model(model), kv_heads)
         out.insert(0, variant_label(moved(llama)))
     return out
@@ -41,10 +41,10 @@ def flips_of(base: ArchConfig, kv_heads: int, published: ArchConfig | None = Non
     Llama-2-70B's FFN rule); GQA without its own KV heads gets ``kv_heads``. ``llama2`` is ``llama2_at_size``.
     """
     out = {"gpt2": base}
-    for c in choices():
-        for value in c.flips:
-            flipped = base.replace(**{c.group: flip_config(c, value, kv_heads, published)})
-            out[name_in(c, flipped)] = flipped
+    for choice in choices():
+        for value in choice.flips:
+            flipped = base.replace(**{choice.group: flip_config(choice, value, kv_heads, published)})
+            out[name_in(choice, flipped)] = flipped
     out["llama2"] = llama2_at_size(base.model, kv_heads, published)
     return out
 

@@ -19,13 +19,13 @@ LLAMA2 = "llama2"
 
 def moved(arch: ArchConfig) -> list[tuple[int, Choice]]:
     """The declared choices ``arch`` holds at another value than GPT-2's, with their place in the declarations."""
-    return [(i, c) for i, c in enumerate(choices()) if not c.has(arch, c.gpt2)]
+    return [(i, choice) for i, choice in enumerate(choices()) if not choice.has(arch, choice.gpt2)]
 
 
 def flip_name(name: str, arch: ArchConfig) -> str | None:
     """``LayerNorm → RMSNorm`` for a one-choice flip of GPT-2's block, ``all five (Llama-2's block)`` for
     Llama-2's; None for anything else (two choices moved, say), which a headline has no row for."""
-    flipped = [c for _, c in moved(arch)]
+    flipped = [choice for _, choice in moved(arch)]
     if name == LLAMA2:
         return f"all {number_word(len(flipped))} (Llama-2's block)"
     return flipped[0].flip_text(getattr(arch, flipped[0].group).name) if len(flipped) == 1 else None

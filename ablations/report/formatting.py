@@ -54,7 +54,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
     def cell(v: object) -> str:
         return "" if v is None or (isinstance(v, float) and pd.isna(v)) else str(v).replace("|", "\\|")
 
-    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
+    head = "| " + " | ".join(cell(column) for column in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
     body = ["| " + " | ".join(cell(v) for v in r) + " |" for r in frame.itertuples(index=False)]
     return "\n".join([head, rule, *body])

@@ -20,8 +20,9 @@ from ablations.quality.worth import MISSES, known_verdict, untrusted, worth
 from ablations.report.buys import buys_frame
 from ablations.report.comparison import comparison
 from ablations.report.formatting import markdown_table
-from ablations.report.sections import headline_cells, summarize_quality
+from ablations.report.quality_sections import summarize_quality
 from ablations.report.tables import BASELINE, ReportError, load_table, split
+from ablations.report.timing_sections import headline_cells
 from ablations.report.transfer_section import transfer_lines
 
 SWEEP = "all"

@@ -18,7 +18,7 @@ def known_answer_table(worth: pd.DataFrame) -> str | None:
     frame = pd.DataFrame({
         "sweep": known["sweep"], "quality width": known["d_model"].map(_int_or_dash),
         "steps": known["train_steps"].map(_int_or_dash),
-        "corpus": known["corpus"].map(lambda c: f"`{str(c)[:12]}`" if c else "—"),
+        "corpus": known["corpus"].map(lambda corpus: f"`{str(corpus)[:12]}`" if corpus else "—"),
         "checks": known["checks"], "must read": known["expected"].map(lambda e: f"{e:.3g}×"),
         "multiplier in steps [95% CI]": known["k_steps_text"], "seeds": known["n"],
         "holds it": known["calibrated"].map(lambda b: {HOLDS: "yes", MISSES: "NO"}.get(known_verdict(b),

@@ -17,16 +17,16 @@ from blockbench import Choice, Claim, choices
 from components.flip_configs import llama2_70b_group
 
 
-def kv_cache(c: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
+def kv_cache(choice: Choice, claim: Claim, table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
              sizes: pd.DataFrame) -> tuple[str, str]:
     """Attention's claim of a smaller KV cache: the arithmetic at Llama-2-70B, then this run's bytes and decode."""
     kv = kv_70b(sizes)
-    mha, gqa = c.shown(c.gpt2), c.shown(flip_value(c))
+    mha, gqa = choice.shown(choice.gpt2), choice.shown(flip_value(choice))
     arithmetic = (f"Llama-2-70B at {kv['context']:,} tokens fp16 (computed on the meta device): {mha} "
                   f"{kv['mha_gib']:.3g} GiB vs {gqa}-{kv['kv_heads']} {kv['gqa_gib']:.3g} GiB, "
                   f"{kv['ratio']:.3g}× smaller")
     reading = f"The {kv['ratio']:.3g}× cut at 70B is arithmetic and holds"
-    r = gqa_row(c, cmp, sweep_of(c, claim))
+    r = gqa_row(choice, cmp, sweep_of(choice, claim))
     if r is None:
         return arithmetic + f"; no {gqa} variant timed in this run", reading + f"; long-context decode {NOT_MEASURED}."
     group = int(r["n_heads"]) // int(r["n_kv_heads"])
@@ -61,12 +61,12 @@ def _bytes_and_kernels(r: pd.Series, mha: str) -> str:
     return text
 
 
-def gqa_row(c: Choice, cmp: pd.DataFrame, sweep: str) -> pd.Series | None:
-    """The flip of ``c`` (attention) to fewer KV heads than query heads closest to Llama-2-70B's 8 query heads per KV
-    head (MQA only when nothing else ran), from ``sweep`` where it has one."""
+def gqa_row(choice: Choice, cmp: pd.DataFrame, sweep: str) -> pd.Series | None:
+    """The flip of ``choice`` (attention) to fewer KV heads than query heads closest to Llama-2-70B's 8 query heads per
+    KV head (MQA only when nothing else ran), from ``sweep`` where it has one."""
     if cmp.empty:
         return None
-    others = [o for o in choices() if o.group != c.group]
+    others = [o for o in choices() if o.group != choice.group]
     on_gpt2 = cmp.apply(lambda r: all(o.has(arch_from_row(r), o.gpt2) for o in others), axis=1)
     flips = cmp[on_gpt2.astype(bool) & (cmp["n_kv_heads"] < cmp["n_heads"])]
     if flips.empty:

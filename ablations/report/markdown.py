@@ -20,22 +20,19 @@ from ablations.report.comparison import comparison
 from ablations.report.figure_files import remove_stale
 from ablations.report.formatting import UNDER_MEASURED, markdown_table
 from ablations.report.known_answers import trust_lines
-from ablations.report.roofline import roofline_section, validation_section
-from ablations.report.sections import (
+from ablations.report.quality_sections import (
     extrapolation_table,
     holm_sentence,
     lr_check_table,
     quality_setup,
-    shapes_table,
-    speed_table,
     summarize_quality,
     trend_table,
     val_loss_table,
-    variants_table,
-    work_table,
 )
+from ablations.report.roofline import roofline_section, validation_section
 from ablations.report.step_efficiency import step_section
 from ablations.report.tables import SETUP_COLUMNS, baseline_name, combine, load_table, split
+from ablations.report.timing_sections import shapes_table, speed_table, variants_table, work_table
 from ablations.results.durable import write_atomic
 from blockbench import choices
 from components import LLAMA2_TIES_EMBEDDINGS, ModelConfig, embeddings_text
@@ -67,8 +64,8 @@ def claims_section(claims_frame: pd.DataFrame, smoke: bool) -> list[str]:
         lines += [markdown_table(shown.reset_index(drop=True)), "",
                   "Measured = this run's table; published = the paper's own figure (not measured here).", ""]
     if unmeasured.any():
-        lines += ["Not measured in this run: " + "; ".join(f"\"{c}\"" for c in claims_frame.loc[unmeasured, "claim"])
-                  + ".", ""]
+        unmeasured_claims = claims_frame.loc[unmeasured, "claim"]
+        lines += ["Not measured in this run: " + "; ".join(f"\"{claim}\"" for claim in unmeasured_claims) + ".", ""]
     return lines
 FIGURES = "figures"
 
@@ -138,9 +135,9 @@ BASELINE_WHAT = {"gpt2": "GPT-2's block: every choice at GPT-2's value",
                            + embeddings_text(LLAMA2_TIES_EMBEDDINGS)}
 
 
-def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
+def sweep_section(sweep: str, s: pd.DataFrame, cmp: pd.DataFrame, q: pd.DataFrame,
                   summary: tuple[pd.DataFrame | None, str], figures: list[str]) -> list[str]:
-    gpt2 = ", ".join(f"{c.group}={c.gpt2}" for c in choices())
+    gpt2 = ", ".join(f"{choice.group}={choice.gpt2}" for choice in choices())
     paired = baseline_name(s if not s.empty else q)
     tied = embeddings_text(ModelConfig.tie_embeddings)
     lines = [f"## Sweep `{sweep}`", "", f"What each variant is (GPT-2's values: {gpt2}, {tied}):", "",
@@ -151,7 +148,7 @@ def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
         lines += ["The last rung (`llama2`) drops the linear biases and unties the embeddings: the one rung that "
                   "changes two things, because Llama-2 does both. `llama2-bias-tied` below it is the Llama-2 block "
                   "with GPT-2's biases and tied embeddings.", ""]
-    if not c.empty:
+    if not cmp.empty:
         lines += ["### Speed, paired with the baseline in the same process", "",
                   f"Ratio = variant time / `{paired}` time (below 1 is faster): the median over paired rounds "
                   "with its distribution-free 95% interval, at the largest measured shape (batch x sequence); decode "
@@ -159,7 +156,7 @@ def sweep_section(sweep: str, s: pd.DataFrame, c: pd.DataFrame, q: pd.DataFrame,
                   "rounds it took (‡: its round budget ran out before the profile's target_halfwidth); the rounds' "
                   "p25–p75 is their spread, not an interval, and is never written in brackets (a table written "
                   "before the interval rows shows it as \"(p25–p75 a–b)\").", "",
-                  speed_table(c), "", "### Size and work", "", work_table(c), "",
+                  speed_table(cmp), "", "### Size and work", "", work_table(cmp), "",
                   "⚠ marks a parameter count that differs from the baseline's; read its ratios with that in mind.",
                   ""]
         grid = shapes_table(s)
@@ -228,9 +225,9 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     lines += setup_section(table, sources)
     lines += claims_section(claims.claims_table(table, cmp, summary[0], sizes), smoke)
     for sweep in sweeps:
-        c = cmp[cmp["sweep"] == sweep] if not cmp.empty else cmp
-        lines += sweep_section(sweep, measured[measured["sweep"] == sweep], c, quality[quality["sweep"] == sweep],
-                               summary, drawn.get(sweep, []))
+        sweep_cmp = cmp[cmp["sweep"] == sweep] if not cmp.empty else cmp
+        lines += sweep_section(sweep, measured[measured["sweep"] == sweep], sweep_cmp,
+                               quality[quality["sweep"] == sweep], summary, drawn.get(sweep, []))
     if not measured.empty:
         lines += ["## Performance model against measurement", ""] + validation_section(measured)[0]
     lines += failures_section(bad) + HOW_TO_READ

@@ -16,12 +16,13 @@ NONE = "no detectable difference"
 def published_loss(variant_row: pd.Series, baseline: str) -> str | None:
     """The cited sources' verdict on the loss of the one choice this variant moves from its baseline, if any."""
     arch = arch_from_row(variant_row)
-    moved = [c for c in choices() if not c.has(arch, c.gpt2 if baseline == GPT2 else c.llama2)]
+    moved = [choice for choice in choices() if not choice.has(arch, choice.gpt2 if baseline == GPT2 else choice.llama2)]
     if len(moved) != 1:
         return None
-    c = moved[0]
-    value = getattr(arch, c.group).name
-    claim = c.value_claims.get(value) if value in c.value_claims else (c.claim if value == c.llama2 else None)
+    choice = moved[0]
+    value = getattr(arch, choice.group).name
+    claim = (choice.value_claims.get(value) if value in choice.value_claims
+             else choice.claim if value == choice.llama2 else None)
     return claim.loss if claim is not None else None
 
 

@@ -110,7 +110,7 @@ def scale_effects(s: pd.DataFrame) -> Figure | str:
         return "one quality-model width in this sweep (`+sweep=scale` trains three)"
     fig, (left, right) = new_figure(2, width=5.2)
     base = summary_baseline(v)
-    order = sorted(dict.fromkeys(v["variant"]), key=lambda c: c != base)
+    order = sorted(dict.fromkeys(v["variant"]), key=lambda variant: variant != base)
     colours = palette(order)
     own = v.drop_duplicates(["variant", "d_model"]).sort_values("params")
     effects = v[(v["reference"] == base) & (v["variant"] != base) & v["diff"].notna()].sort_values("params")

@@ -48,7 +48,7 @@ def points(measured: pd.DataFrame) -> pd.DataFrame:
             return float(v.median()) if not v.empty else np.nan
 
         roof = g.loc[g["metric"] == "roofline_time", "note"]
-        r = dict(zip(KEYS, key, strict=True)) | {c: g[c].iloc[0] for c in ARCH if c in g}
+        r = dict(zip(KEYS, key, strict=True)) | {column: g[column].iloc[0] for column in ARCH if column in g}
         # The ratio's 95% interval where the table has it, else its rounds' quartiles (``interval`` says which).
         iv = g[g["metric"] == f"{p}ratio_interval"]
         bounds = iv if not iv.empty else ratio
@@ -156,10 +156,10 @@ def decode_bandwidth_table(p: pd.DataFrame) -> str | None:
         return None
     grid = d.pivot_table(index=["batch", "seq_len"], columns="case", values="bandwidth_utilisation", sort=False)
     base = baseline_name(d)
-    cases = sorted(grid.columns, key=lambda c: not str(c).startswith(base))
-    cells = pd.DataFrame({"batch x context": [f"{int(b)} x {int(c):,}" for b, c in grid.index]})
-    for c in cases:
-        cells[c] = grid[c].map(fmt_util).to_numpy()
+    cases = sorted(grid.columns, key=lambda case: not str(case).startswith(base))
+    cells = pd.DataFrame({"batch x context": [f"{int(b)} x {int(context):,}" for b, context in grid.index]})
+    for case in cases:
+        cells[case] = grid[case].map(fmt_util).to_numpy()
     return markdown_table(cells)
 
 

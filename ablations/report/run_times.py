@@ -121,7 +121,8 @@ def page(reference: Path = REFERENCE) -> str:
     what = {TIMING: "timing", QUALITY: "quality seeds", CURVE: "the baseline's compute curve"}
     parts = "\n".join(f"- {what[m]}: {_seconds(s)} s, `{folder}`, sweep `{sweep}` ({row['machine']})"
                       for folder, sweep, m, s, row in job["parts"])
-    table = frame.assign(**{c: frame[c].map(_seconds) for c in ("timing", "quality", "median seed", "curve", "total")})
+    table = frame.assign(**{column: frame[column].map(_seconds)
+                            for column in ("timing", "quality", "median seed", "curve", "total")})
     for column in ("points timed", "points trained", "curve seeds"):
         table[column] = table[column].map(lambda n: str(n) if n else "—")
     table["folder"] = table["folder"].map(lambda f: f"`{f}`")

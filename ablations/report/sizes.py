@@ -57,7 +57,7 @@ NONE_MOVED = "none"
 
 def columns() -> list[str]:
     """The raw table's columns: the model, each declared group's value, the choices moved from GPT-2's, the sizes."""
-    return ["model", "basis", "compared_to", *(c.group for c in choices()), "choices", *SIZE_COLUMNS]
+    return ["model", "basis", "compared_to", *(choice.group for choice in choices()), "choices", *SIZE_COLUMNS]
 
 
 # --- the numbers --------------------------------------------------------------------------------------
@@ -113,7 +113,7 @@ def counterfactuals() -> list[Entry]:
     for name, arch in flips.items():
         if name in ("gpt2", "llama2"):
             continue
-        moved = next(c for c in choices() if not c.has(arch, c.gpt2))
+        moved = next(choice for choice in choices() if not choice.has(arch, choice.gpt2))
         what = "one Llama-2 choice" if moved.in_llama2 else "one choice neither GPT-2 nor Llama-2 has"
         entries.append(Entry(f"gpt2 + {name}", f"counterfactual: {what}", arch, "gpt2"))
     entries.append(Entry(f"gpt2 + all {number_word(len(llama2_choices()))}",
@@ -126,7 +126,7 @@ def counterfactuals() -> list[Entry]:
 def moved_from_gpt2(arch: ArchConfig) -> str:
     """Every declared choice ``arch`` has at a value other than GPT-2's, as a variant label names it (``rope``,
     ``gqa8``, ``nobias``), in declaration order."""
-    return ", ".join(name_in(c, arch) for c in choices() if not c.has(arch, c.gpt2)) or NONE_MOVED
+    return ", ".join(name_in(choice, arch) for choice in choices() if not choice.has(arch, choice.gpt2)) or NONE_MOVED
 
 
 def row(entry: Entry) -> dict:
@@ -134,7 +134,7 @@ def row(entry: Entry) -> dict:
     per_token = kv_bytes_per_token(a)
     return {
         "model": entry.model, "basis": entry.basis, "compared_to": entry.compared_to,
-        **{c.group: getattr(a, c.group).name for c in choices()}, "choices": moved_from_gpt2(a),
+        **{choice.group: getattr(a, choice.group).name for choice in choices()}, "choices": moved_from_gpt2(a),
         "d_model": a.model.d_model, "n_layers": a.model.n_layers, "n_heads": a.model.n_heads,
         "n_kv_heads": a.n_kv_heads, "ffn_hidden": a.ffn_hidden, "context": a.model.max_seq_len,
         "params": count_params(a), "flops_per_token": flops_per_token(a),

@@ -61,7 +61,7 @@ def add_case(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.copy()
     frame["case"] = frame["variant"].astype(str)
     for _, g in frame.groupby("sweep", sort=False):
-        varying = [c for c in CASE_COLUMNS if g[c].nunique(dropna=False) > 1]
+        varying = [column for column in CASE_COLUMNS if g[column].nunique(dropna=False) > 1]
         if varying:
             suffix = g[varying].astype(str).apply(lambda r: ", ".join(f"{k}={v}" for k, v in r.items()), axis=1)
             frame.loc[g.index, "case"] = g["variant"].astype(str) + " [" + suffix + "]"

@@ -43,7 +43,7 @@ def ratio_bars(cmp: pd.DataFrame) -> Figure | str:
         err = np.vstack([np.nan_to_num(v - lo), np.nan_to_num(hi - v)])
         ax.errorbar(pos, v, yerr=np.clip(err, 0, None), fmt="none", ecolor="0.2", capsize=3, lw=1)
     ax.axhline(1, color="0.3", lw=1)
-    names = [f"{c}\n(A/A noise floor)" if floor else str(c) for c, floor in zip(cmp["case"], own, strict=True)]
+    names = [f"{case}\n(A/A noise floor)" if floor else str(case) for case, floor in zip(cmp["case"], own, strict=True)]
     ax.set_xticks(x, names, rotation=20 if len(cmp) > 4 else 0, ha="right" if len(cmp) > 4 else "center")
     ax.set_xlabel("variant")
     ax.set_ylabel("latency ratio, variant / baseline (×)")
@@ -96,7 +96,7 @@ def decode_ratio_vs_context(s: pd.DataFrame) -> Figure | str:
     rows = with_intervals(rows, s, "decode_ratio_interval")
     kv = "variant (n_kv_heads)"
     rows = rows.assign(**{kv: rows["case"] + " (" + rows["n_kv_heads"].astype(int).astype(str) + ")"})
-    order = [k for c in case_order(rows) for k in dict.fromkeys(rows.loc[rows["case"] == c, kv])]
+    order = [k for case in case_order(rows) for k in dict.fromkeys(rows.loc[rows["case"] == case, kv])]
     fig, (ax,) = new_figure(width=6.5)
     handles = _ratio_lines(ax, rows, kv, order)
     loglog(ax, rows["seq_len"])
@@ -181,9 +181,9 @@ def _diagonal(p: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, title: 
     if ax is None:
         fig, (ax,) = new_figure(width=6.0)
     colours = palette(order or case_order(p))
-    present = [c for c in colours if c in set(p["case"])]
+    present = [case for case in colours if case in set(p["case"])]
     sns.scatterplot(data=p, x=x, y=y, hue="case", style="mode", hue_order=present,
-                    palette={c: colours[c] for c in present}, ax=ax)
+                    palette={case: colours[case] for case in present}, ax=ax)
     lo, hi = min(p[x].min(), p[y].min()), max(p[x].max(), p[y].max())
     ax.plot([lo, hi], [lo, hi], color="0.5", linestyle="--", linewidth=1, label=line)
     if scale is not None:

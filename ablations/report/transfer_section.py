@@ -53,25 +53,25 @@ def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
     from ablations.quality import transfer
     from ablations.quality.worth import seed_readings
 
-    c = transfer.cells(summary) if summary is not None else pd.DataFrame()
-    if c.empty:
+    cells = transfer.cells(summary) if summary is not None else pd.DataFrame()
+    if cells.empty:
         return [], None
     rows = table[table["sweep"] == transfer.SWEEP]
     names = corpus_names(rows)
     published = {}
-    for variant in c["variant"].unique():
+    for variant in cells["variant"].unique():
         first = rows[rows["variant"] == variant].iloc[0]
         published[variant] = published_loss(first, str(first.get("baseline") or GPT2))
-    per = transfer.per_choice(c, seed_readings(rows), worth[worth["sweep"] == transfer.SWEEP] if not worth.empty
+    per = transfer.per_choice(cells, seed_readings(rows), worth[worth["sweep"] == transfer.SWEEP] if not worth.empty
                               else worth, names, published, agreement)
-    rate, n = transfer.consistency_rate(c)
-    texts = ", ".join(f"{names.get(k, str(k)[:8])} (`{str(k)[:12]}`)" for k in c["corpus"].unique())
-    widths = ", ".join(str(int(d)) for d in sorted(c["d_model"].unique()))
+    rate, n = transfer.consistency_rate(cells)
+    texts = ", ".join(f"{names.get(k, str(k)[:8])} (`{str(k)[:12]}`)" for k in cells["corpus"].unique())
+    widths = ", ".join(str(int(d)) for d in sorted(cells["d_model"].unique()))
     finals = rows[(rows["metric"] == "val_loss") & (rows["mode"] == "final") & (rows["status"].fillna("ok") == "ok")]
-    n_texts = c["corpus"].nunique()
+    n_texts = cells["corpus"].nunique()
     on_texts = f"{n_texts} text{'s' if n_texts != 1 else ''}"
     lines = ["### Does the verdict carry? (`transfer`)", "",
-             f"Each choice at {c['d_model'].nunique()} rungs (quality widths {widths}, width and steps growing "
+             f"Each choice at {cells['d_model'].nunique()} rungs (quality widths {widths}, width and steps growing "
              f"together) on {on_texts}: {texts}. Each cell: the verdict against the baseline of the same rung and "
              "text (paired t, Holm over the cell's comparisons) and k, the compute multiplier in FLOPs [95% CI]. "
              "Sign agreement (the fraction of choice, text and lower rung whose loss difference "
@@ -96,4 +96,4 @@ def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
                   "DataDecide ranks pretraining recipes at 4M-1B parameters against 1B; these rungs span "
                   f"{params.min() / 1e6:.2g}M to {params.max() / 1e6:.2g}M parameters.", "",
                   markdown_table(d.rename(columns={"d_model": "lower rung width"})), ""]
-    return lines, transfer.verdict_counts(c)
+    return lines, transfer.verdict_counts(cells)

@@ -67,9 +67,9 @@ def cost_quality(w: pd.DataFrame) -> Figure | str:
         ax.annotate(str(label), (xi, yi), xytext=(5, 5), textcoords="offset points", fontsize=8)
     x_lo, x_hi = min(0.5, float(np.nanmin(r - rb)) * 0.8), max(2.0, float(np.nanmax(r + ra)) * 1.25)
     xs = np.geomspace(x_lo, x_hi, 50)
-    for c in EQUAL_TIME:
-        ax.plot(xs, c * xs, color="0.6", lw=0.8, ls="--")
-        ax.annotate(f"{c:g}× sooner", (xs[-1], c * xs[-1]), fontsize=7, color="0.4", ha="right", va="bottom")
+    for factor in EQUAL_TIME:
+        ax.plot(xs, factor * xs, color="0.6", lw=0.8, ls="--")
+        ax.annotate(f"{factor:g}× sooner", (xs[-1], factor * xs[-1]), fontsize=7, color="0.4", ha="right", va="bottom")
     log_ratio(ax, "x")
     log_ratio(ax, "y")
     ax.set_xlim(x_lo, x_hi)

@@ -66,15 +66,16 @@ def point_identity(cfg: DictConfig) -> dict[str, Any]:
             identity[key] = {k: v for k, v in identity[key].items() if not (k in neutral and neutral[k] == v)}
     if isinstance(identity.get("train"), dict):
         identity["train"] = {k: v for k, v in identity["train"].items() if k not in SWEEP_TRAIN_SETTINGS}
-    for c in choices():
-        if not isinstance(identity.get(c.group), dict):
+    for choice in choices():
+        if not isinstance(identity.get(choice.group), dict):
             continue
-        group = _without_neutral(c.config, identity[c.group])
-        if not c.in_llama2 and group == _without_neutral(c.config, dataclasses.asdict(c.config())):
-            del identity[c.group]
+        group = _without_neutral(choice.config, identity[choice.group])
+        if not choice.in_llama2 and group == _without_neutral(choice.config, dataclasses.asdict(choice.config())):
+            del identity[choice.group]
         else:
-            identity[c.group] = group
-    values = {c.group: str(resolved[c.group]["name"]) for c in choices() if isinstance(resolved.get(c.group), dict)}
+            identity[choice.group] = group
+    values = {choice.group: str(resolved[choice.group]["name"]) for choice in choices()
+              if isinstance(resolved.get(choice.group), dict)}
     shaped = {p.name: p.version for p in shaping(values)}
     if shaped:
         identity["plugins"] = shaped

@@ -20,7 +20,7 @@ def arch_from_row(row: Mapping[str, Any], max_seq_len: int = 1 << 20) -> ArchCon
     heads = int(row["n_heads"])
     model = ModelConfig(d_model=int(row.get("d_model", 64 * heads)), n_layers=int(row.get("n_layers", 1)),
                         n_heads=heads, max_seq_len=max_seq_len)
-    arch = ArchConfig(model=model, **{c.group: config_from_row(c, row) for c in choices()})
+    arch = ArchConfig(model=model, **{choice.group: config_from_row(choice, row) for choice in choices()})
     hidden = row.get("ffn_hidden")
     if hidden is None or hidden != hidden:  # absent, or NaN
         return arch

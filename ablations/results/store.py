@@ -46,7 +46,7 @@ def config_hash(resolved: dict) -> str:
 
 
 def point_path(folder: Path, variant: str, digest: str) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in variant)
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in variant)
     return folder / POINTS_DIR / f"{safe}-{digest}.csv"
 
 

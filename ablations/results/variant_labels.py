@@ -26,15 +26,16 @@ def variant_label(arch: ArchConfig, matched: bool = False) -> str:
     """
     suffix = MATCHED if matched and attention_weights_saved(arch) != 0 else ""
     moved = llama2_choices()
-    llama = {c.group: c.has(arch, c.llama2) for c in moved}
+    llama = {choice.group: choice.has(arch, choice.llama2) for choice in moved}
     family = sum(llama.values()) >= len(moved) - 1
     tied = arch.model.tie_embeddings
     if tied != (LLAMA2_TIES_EMBEDDINGS if family else ModelConfig.tie_embeddings):
         suffix = ("-tied" if tied else "-untied") + suffix
-    extras = [name_in(c, arch) for c in choices() if not c.in_llama2 and not c.has(arch, c.gpt2)]
+    extras = [name_in(choice, arch) for choice in choices()
+              if not choice.in_llama2 and not choice.has(arch, choice.gpt2)]
     if family:
-        odd = [name_in(c, arch) for c in moved if not llama[c.group]]
+        odd = [name_in(choice, arch) for choice in moved if not llama[choice.group]]
         name = "-".join(["llama2", *odd])
         return "+".join([name, *extras]) + suffix
-    changed = [name_in(c, arch) for c in choices() if not c.has(arch, c.gpt2)]
+    changed = [name_in(choice, arch) for choice in choices() if not choice.has(arch, choice.gpt2)]
     return ("+".join(changed) if changed else "gpt2") + suffix

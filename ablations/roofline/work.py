@@ -83,20 +83,20 @@ class Work:
 
 
 @functools.cache
-def decoder_params(cfg: ArchConfig) -> int:
+def decoder_params(arch: ArchConfig) -> int:
     """Every parameter of the ``Decoder`` (positions, blocks, final norm), counted on the built module (meta)."""
-    return count_parameters(build_decoder(cfg, device="meta"))
+    return count_parameters(build_decoder(arch, device="meta"))
 
 
-def decoder_work(cfg: ArchConfig, batch: int, seq: int, context: int | None = None, elem: int = 4,
+def decoder_work(arch: ArchConfig, batch: int, seq: int, context: int | None = None, elem: int = 4,
                  lm_head: bool = False) -> Work:
     """One forward of ``seq`` new tokens per sequence attending to ``context`` keys (default ``seq``).
 
     ``elem`` is bytes per element of weights, activations and cache alike.
     """
-    m = cfg.model
+    m = arch.model
     n = batch * seq
-    w = Decoder.work(cfg, Step(batch, seq, seq if context is None else context))
+    w = Decoder.work(arch, Step(batch, seq, seq if context is None else context))
     if lm_head:
         # The head's product, and the embedding's N rows looked up (a tied head has read its whole table already).
         rows = Elements(weights=0 if m.tie_embeddings else n * m.d_model)
@@ -104,25 +104,25 @@ def decoder_work(cfg: ArchConfig, batch: int, seq: int, context: int | None = No
     return Work(w, tokens=n, elem=elem)
 
 
-def mode_work(cfg: ArchConfig, mode: str, batch: int, seq: int, elem: int = 4, lm_head: bool = False) -> Work:
+def mode_work(arch: ArchConfig, mode: str, batch: int, seq: int, elem: int = 4, lm_head: bool = False) -> Work:
     """A timed mode at a shape: ``seq`` is the sequence length (forward, train, prefill) or the context
     already cached before a decode step (which then attends to seq + 1 keys, its own token included)."""
     if mode in ("forward", "prefill"):
-        return decoder_work(cfg, batch, seq, elem=elem, lm_head=lm_head)
+        return decoder_work(arch, batch, seq, elem=elem, lm_head=lm_head)
     if mode == "train":
-        return decoder_work(cfg, batch, seq, elem=elem, lm_head=lm_head).times(3)
+        return decoder_work(arch, batch, seq, elem=elem, lm_head=lm_head).times(3)
     if mode == "decode":
-        return decoder_work(cfg, batch, 1, seq + 1, elem=elem, lm_head=lm_head)
+        return decoder_work(arch, batch, 1, seq + 1, elem=elem, lm_head=lm_head)
     raise ValueError(f"mode={mode!r} is not one of {', '.join(MODES)}")
 
 
 @functools.cache
-def lm_params(cfg: ArchConfig) -> int:
+def lm_params(arch: ArchConfig) -> int:
     """The whole language model (decoder, token embedding, the head when untied), counted on the built module."""
-    return count_parameters(build_lm(cfg, device="meta"))
+    return count_parameters(build_lm(arch, device="meta"))
 
 
-def kv_cache_bytes(cfg: ArchConfig, batch: int, context: int, elem: int) -> int:
+def kv_cache_bytes(arch: ArchConfig, batch: int, context: int, elem: int) -> int:
     """Bytes the attention's own cache holds for ``batch`` sequences of ``context`` tokens, over every layer.
 
     Built on the meta device (no memory), so each attention answers for itself: MHA/GQA/MQA hold K and V of their
@@ -132,19 +132,19 @@ def kv_cache_bytes(cfg: ArchConfig, batch: int, context: int, elem: int) -> int:
     """
     if context <= 0:  # nothing cached (a training step); a cache of 0 positions would mean the model's default
         return 0
-    cache = new_cache(cfg, batch, context, dtype=torch.float32, device="meta")
+    cache = new_cache(arch, batch, context, dtype=torch.float32, device="meta")
     return cache.nbytes // 4 * elem
 
 
-def kv_bytes_per_token(cfg: ArchConfig, elem: int) -> int:
+def kv_bytes_per_token(arch: ArchConfig, elem: int) -> int:
     """Bytes one more token adds to one sequence's cache while it has room (a window's buffer stops growing at W)."""
-    return kv_cache_bytes(cfg, 1, 1, elem)
+    return kv_cache_bytes(arch, 1, 1, elem)
 
 
-def largest_batch(cfg: ArchConfig, context: int, elem: int, memory_bytes: float) -> int:
+def largest_batch(arch: ArchConfig, context: int, elem: int, memory_bytes: float) -> int:
     """Sequences whose KV cache at ``context`` fits in memory beside the weights (activations not counted), the
     cache as the attention holds it (``kv_cache_bytes``: a window's at most W positions, MLA's latent)."""
     if context < 1:
         raise ValueError(f"largest_batch needs a context of at least one token, not {context}")
-    free = memory_bytes - lm_params(cfg) * elem
-    return max(0, int(free // kv_cache_bytes(cfg, 1, context, elem)))
+    free = memory_bytes - lm_params(arch) * elem
+    return max(0, int(free // kv_cache_bytes(arch, 1, context, elem)))

@@ -81,10 +81,10 @@ class Change:
 
     def describe(self) -> str:
         k = self.key
-        where = " ".join(f"{c}={k[c]}" for c in ("sweep", "variant", "mode") if k.get(c))
+        where = " ".join(f"{column}={k[column]}" for column in ("sweep", "variant", "mode") if k.get(column))
         where += f" (against {k['baseline']})" if k.get("baseline") else ""
         shape = f" {k['batch']}x{k['seq_len']}" if k.get("batch") and k.get("seq_len") else ""
-        extra = "".join(f" {c}={k[c]}" for c in QUALITY_KEY if k.get(c))
+        extra = "".join(f" {column}={k[column]}" for column in QUALITY_KEY if k.get(column))
         moved = (self.new / self.old - 1) * 100 if self.old else math.inf
         verb = "rose" if moved >= 0 else "fell"
         return (f"{k['metric']} {where}{shape}{extra}: {self.old:.4g} -> {self.new:.4g} {self.unit} "
@@ -119,7 +119,7 @@ def load_table(path: Path) -> pd.DataFrame:
 
 
 def _checked(table: pd.DataFrame, path: Path) -> pd.DataFrame:
-    missing = [c for c in REQUIRED if c not in table.columns]
+    missing = [column for column in REQUIRED if column not in table.columns]
     if missing:
         raise InputError(f"{path}: not a results table of the harness (missing column(s): {', '.join(missing)})")
     return table
@@ -136,20 +136,20 @@ def _key_text(value: object) -> str:
 
 def medians(table: pd.DataFrame) -> pd.DataFrame:
     """One row per key: the median of ``value`` (and of ``lo``/``hi``) over successful rows."""
-    cols = [c for c in KEY + QUALITY_KEY if c in table.columns]
+    cols = [column for column in KEY + QUALITY_KEY if column in table.columns]
     t = table.copy()
     if "status" in t.columns:
         t = t[t["status"].fillna("ok") == "ok"]
     t["value"] = pd.to_numeric(t["value"], errors="coerce")
     t = t[t["value"].notna()]
-    for c in ("lo", "hi"):
-        t[c] = pd.to_numeric(t[c], errors="coerce") if c in t.columns else math.nan
+    for column in ("lo", "hi"):
+        t[column] = pd.to_numeric(t[column], errors="coerce") if column in t.columns else math.nan
     if "unit" not in t.columns:
         t["unit"] = ""
     named = t["baseline"].astype(object) if "baseline" in t.columns else pd.Series(None, index=t.index, dtype=object)
     t["baseline"] = named.where(named.notna(), DEFAULT_BASELINE)
-    for c in cols:
-        t[c] = t[c].map(_key_text)
+    for column in cols:
+        t[column] = t[column].map(_key_text)
     grouped = t.groupby(cols, sort=True, dropna=False)
     out = grouped.agg(value=("value", "median"), lo=("lo", "median"), hi=("hi", "median"),
                       unit=("unit", "first"), rows=("value", "size"))
@@ -168,7 +168,7 @@ def compare(old: pd.DataFrame, new: pd.DataFrame, overrides: list[tuple[str, flo
         list[Change], dict[str, list[str]]]:
     """Changes of every metric with a rule, and notes: skipped metrics, one-sided rows, failures, machine."""
     a, b = medians(old), medians(new)
-    cols = [c for c in KEY + QUALITY_KEY if c in a.columns and c in b.columns]
+    cols = [column for column in KEY + QUALITY_KEY if column in a.columns and column in b.columns]
     if not cols or "metric" not in cols:
         raise InputError("the tables share no key columns")
     merged = a.merge(b, on=cols, how="outer", suffixes=("_old", "_new"), indicator=True)
@@ -178,7 +178,7 @@ def compare(old: pd.DataFrame, new: pd.DataFrame, overrides: list[tuple[str, flo
     notes: dict[str, list[str]] = {"no rule": [], "only old": [], "only new": [], "failed": [], "machine": []}
     changes = []
     for row in both.to_dict("records"):
-        key = {c: row[c] for c in cols}
+        key = {column: row[column] for column in cols}
         metric = key["metric"]
         if metric in MACHINE_METRICS:
             moved = worse_pct(row["value_old"], row["value_new"], LOWER_IS_WORSE)
@@ -199,7 +199,7 @@ def compare(old: pd.DataFrame, new: pd.DataFrame, overrides: list[tuple[str, flo
                               _key_text(row["unit_old"]), spread))
     for side, label in (("left_only", "only old"), ("right_only", "only new")):
         for row in merged[merged["_merge"] == side].to_dict("records"):
-            notes[label].append(" ".join(f"{c}={row[c]}" for c in cols if row[c]))
+            notes[label].append(" ".join(f"{column}={row[column]}" for column in cols if row[column]))
     # A point that measured before and fails now is worse than any slowdown.
     for sweep, variant in sorted(failed_keys(new) - failed_keys(old)):
         notes["failed"].append(f"sweep={sweep} variant={variant}")
@@ -235,8 +235,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(changes: list[Change], notes: dict[str, list[str]], verbose: bool) -> int:
-    regressed = [c for c in changes if c.regressed]
-    regressed.sort(key=lambda c: c.worse_pct - c.rule.threshold, reverse=True)
+    regressed = [change for change in changes if change.regressed]
+    regressed.sort(key=lambda change: change.worse_pct - change.rule.threshold, reverse=True)
     for change in regressed:
         print(f"REGRESSED {change.describe()}")
     if verbose:

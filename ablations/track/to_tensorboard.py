@@ -16,7 +16,7 @@ SWEEP_DIR = "sweep"
 
 
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
 
 
 def _config_text(params: dict[str, str]) -> str:

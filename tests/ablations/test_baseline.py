@@ -45,7 +45,7 @@ def test_the_llama2_baseline_is_what_variant_llama2_composes(model):
 def test_the_gpt2_baseline_is_every_choice_at_gpt2s_value():
     cfg = composed("variant=llama2")
     base = baseline_from(cfg, arch_from(cfg))
-    assert all(c.has(base, c.gpt2) for c in choices())
+    assert all(choice.has(base, choice.gpt2) for choice in choices())
     assert variant_label(baseline_of(ArchConfig(), "llama2", 2)) == "llama2"
     # Each baseline is the block its name names, whatever the point's own embeddings (Llama-2's untied block).
     untied = ArchConfig(model=ModelConfig(tie_embeddings=False))

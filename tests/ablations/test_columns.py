@@ -15,20 +15,20 @@ from components.presets import llama2_block
 D, HEADS = 64, 4  # head_dim 16: by default a latent of 64 and a RoPE key of 8
 
 
-def mla_cfg(**sizes: int) -> ArchConfig:
+def mla_arch(**sizes: int) -> ArchConfig:
     return ArchConfig(model=ModelConfig(d_model=D, n_layers=1, n_heads=HEADS, max_seq_len=64),
                       pos=PosConfig("rope", layout="interleaved"), attn=AttnConfig("mla", **sizes)).validate()
 
 
 def test_mla_names_rows_and_reads_back():
     attn = choice("attn")
-    arch = mla_cfg()
+    arch = mla_arch()
     assert arch.n_kv_heads == HEADS  # one K and V per head, up-projected: never taken for GQA or MQA
     assert attn.has(arch, "mla") and not attn.has(arch, "mha") and not attn.has(arch, "gqa")
     assert variant_label(arch) == "rope+mla" and attn.shown("mla") == "MLA"
     untied = ModelConfig(d_model=D, n_heads=HEADS, tie_embeddings=False)  # Llama-2's, as its labels expect
     assert variant_label(llama2_block(untied, 2).replace(attn=AttnConfig("mla"))) == "llama2-mla"
-    sized = mla_cfg(kv_lora_rank=32, q_lora_rank=24)
+    sized = mla_arch(kv_lora_rank=32, q_lora_rank=24)
     assert name_in(attn, sized) == "mla-kv32-q24" and attn.has(sized, "mla")
     for a in (arch, sized):
         row = {**row_values(attn, a), "n_heads": HEADS, "d_model": D}

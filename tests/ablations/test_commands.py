@@ -46,7 +46,7 @@ def test_each_command_is_its_modules_main_under_its_own_name(name):
     assert main.command == name  # the name its error line says (ablations.config.errors.command)
 
 
-@pytest.mark.parametrize("name", [n for n, c in COMMANDS.items() if c.module != "ablations.cli"])
+@pytest.mark.parametrize("name", [n for n, command in COMMANDS.items() if command.module != "ablations.cli"])
 def test_each_command_has_its_own_help(name, capsys, monkeypatch):
     monkeypatch.setenv("BLOCKBENCH_MALLOC", "off")  # regress would start itself once more
     try:

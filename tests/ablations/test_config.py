@@ -16,7 +16,7 @@ from blockbench import choices, llama2_choices
 
 # The sweeps written as files; the generated ones follow from the declarations.
 FILE_SWEEP_POINTS = {"kv": 5, "gqa_matched": 3, "scale": 6}
-SWEEP_POINTS = {**{c.group: len(c.values) for c in choices() if c.sweep}, "all": len(all_sweep()),
+SWEEP_POINTS = {**{choice.group: len(choice.values) for choice in choices() if choice.sweep}, "all": len(all_sweep()),
                 "ladder": len(ladder()), "leave_one_out": len(leave_one_out()), "modern": len(modern()),
                 "transfer": len(all_sweep()) * len(transfer_rungs()) * len(CORPORA),
                 "horizon": len(all_sweep()) * len(horizons()), **FILE_SWEEP_POINTS}

@@ -32,8 +32,8 @@ from blockbench import choices
 ROOT = Path(__file__).resolve().parents[2]
 INJECT = Path(__file__).resolve().parent / "inject"
 # The declared choice groups come right after model, in declaration order.
-RUN_KEYS = ", ".join(["model", *(c.group for c in choices()), "profile", "train", "baseline", "data", "logger",
-                      "measure",
+RUN_KEYS = ", ".join(["model", *(choice.group for choice in choices()), "profile", "train", "baseline", "data",
+                      "logger", "measure",
                       "match_params",
                       "sweep_name", "device", "dtype", "compile", "threads", "seed", "out", "figures",
                       "allow_parallel_timing"])

@@ -53,9 +53,9 @@ def test_help_lists_each_sweep_once_with_what_it_runs(help_text):
 
 def test_help_lists_every_declared_choice_with_its_values(help_text):
     lines = dict(re.match(r"\s+(\w+)\s+(\S.*)$", ln).groups() for ln in section(help_text, "Design choices"))
-    assert list(lines) == [c.group for c in choices()]
-    for c in choices():
-        assert all(v in lines[c.group] for v in c.values), c.group
+    assert list(lines) == [choice.group for choice in choices()]
+    for choice in choices():
+        assert all(v in lines[choice.group] for v in choice.values), choice.group
 
 
 def test_help_groups_are_the_conf_folders_and_generated_variants_without_schema_nodes(help_text):
@@ -68,8 +68,8 @@ def test_help_groups_are_the_conf_folders_and_generated_variants_without_schema_
     for group, options in groups.items():
         files = {p.stem for p in (CONF_DIR / group).glob("*.yaml")}
         assert options.split(", ") == sorted(files | generated.get(group, set())), group
-    for c in choices():  # every value of every declared choice has its config file
-        assert set(groups[c.group].split(", ")) == set(c.values), c.group
+    for choice in choices():  # every value of every declared choice has its config file
+        assert set(groups[choice.group].split(", ")) == set(choice.values), choice.group
     assert "_schema" not in help_text
 
 

@@ -37,7 +37,8 @@ def setuptools_builds_here() -> bool:
 
 
 def sh(*cmd: object, cwd: Path | None = None, env: dict | None = None, timeout: int = 300) -> str:
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+    proc = subprocess.run([str(part) for part in cmd], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(map(str, cmd))}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 

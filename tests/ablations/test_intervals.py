@@ -141,7 +141,7 @@ def test_a_point_spends_its_target_on_the_headline_shape_and_decode_only(monkeyp
     sequential = [r.target_halfwidth is not None for r in seen]
     # forward and train per shape, in order, then decode per (context, batch)
     timed_shapes = [s for s in shapes for _ in ("forward", "train")]
-    decode = [(b, c) for c in contexts for b in batches]
+    decode = [(b, context) for context in contexts for b in batches]
     best = "x".join(map(str, headline_shape(tuple(map(int, s.split("x"))) for s in shapes)))
     assert sequential == [s == best for s in timed_shapes] + [d == headline_decode(decode) for d in decode]
     assert best == "1x32" and headline_decode(decode) == (2, 32)  # equal tokens: the longer sequence

@@ -14,7 +14,7 @@ def test_caches_span_the_asked_bytes_in_distinct_memory():
     one = 2 * 2 * 2 * 64 * 16 * 4
     assert cache_bytes(caches[0]) == one
     assert len(caches) == -(-(1 << 20) // one) and len(caches) * one >= 1 << 20
-    assert len({t.data_ptr() for c in caches for t in c}) == 2 * len(caches)
+    assert len({t.data_ptr() for cache in caches for t in cache}) == 2 * len(caches)
     k, v = caches[0]
     assert k.shape == v.shape == (2, 2, 64, 16) and not k.is_contiguous()  # a view of a longer cache, as the model's
 
@@ -35,7 +35,7 @@ def test_each_call_reads_the_next_cache_in_turn():
     step = cycled_step(attention, torch.zeros(1), caches, start=7)
     for _ in range(6):
         step()
-    ptrs = [c[0].data_ptr() for c in caches]
+    ptrs = [cache[0].data_ptr() for cache in caches]
     assert seen == [(ptrs[i % 4], 7) for i in range(6)]
 
 

@@ -47,9 +47,9 @@ def test_one_definition_reached_by_every_name():
     assert presets_llama2_block is components.llama2_block
     # variant=llama2 and baseline=llama2 compose the block it builds at the point's sizes and KV heads.
     cfg = composed("variant=llama2")
-    point = arch_from(cfg)
-    assert point == llama2_block(point.model, int(cfg.model.gqa_kv_heads))
-    assert baseline_of(point, "llama2", int(cfg.model.gqa_kv_heads)) == point
+    arch = arch_from(cfg)
+    assert arch == llama2_block(arch.model, int(cfg.model.gqa_kv_heads))
+    assert baseline_of(arch, "llama2", int(cfg.model.gqa_kv_heads)) == arch
     # The timed cases: the regression check's and the benchmarks' block/llama2 (their models keep tied embeddings).
     timed = regress_arch(components, **regress_block_variants()["llama2"])
     assert timed == llama2_block(timed.model, REGRESS_GQA_KV_HEADS[-1])
@@ -99,7 +99,7 @@ def test_gqa_is_sized_by_the_attention_declaration(kv):
     assert arch.validate().n_kv_heads == kv
     # Every head its own KV head is MHA by the declaration: Llama-2-7B's shape, the leave-one-out point's name.
     assert variant_label(arch) == ("llama2-mha" if kv == UNTIED.n_heads else "llama2")
-    assert all(c.has(arch, c.llama2) for c in llama2_choices() if c.group != "attn")
+    assert all(declared.has(arch, declared.llama2) for declared in llama2_choices() if declared.group != "attn")
 
 
 def test_kv_heads_that_do_not_divide_the_heads_are_refused():
@@ -138,8 +138,9 @@ def test_the_predictors_llama2_is_the_one_block_with_the_presets_ffn_rule(model_
 
 def llama2_assemblies(source: str) -> list[int]:
     """Lines of ``source`` that build a mapping of choice groups to their Llama-2 values: a dict comprehension keyed
-    by ``c.group`` over ``choices()`` or ``llama2_choices()`` whose value reads ``c.llama2``, or a loop over them
-    that stores ``[c.group]`` and reads ``c.llama2``. ``c.has(arch, c.llama2)`` is a question, not an assembly."""
+    by ``choice.group`` over ``choices()`` or ``llama2_choices()`` whose value reads ``choice.llama2``, or a loop over
+    them that stores ``[choice.group]`` and reads ``choice.llama2``. ``choice.has(arch, choice.llama2)`` is a question,
+    not an assembly."""
     def iterates_choices(node: ast.AST) -> bool:
         return isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in (
             "choices", "llama2_choices")
@@ -172,17 +173,19 @@ def llama2_assemblies(source: str) -> list[int]:
 
 # What this test refuses: the Llama-2 block ``flips_of`` assembled for itself, and the regression case's own dict.
 ASSEMBLED_ELSEWHERE = (
-    "for c in choices():\n    for value in c.flips:\n        cfg = c.at(value)\n"
-    "        if c.in_llama2 and value == c.llama2:\n            llama[c.group] = cfg\n",
-    "out = {**{c.group: c.llama2 for c in llama2_choices()}, 'kv': 2}\n",
-    "arch = ArchConfig(**{c.group: c.at_size(c.llama2, kv) for c in components.llama2_choices() if c is not x})\n",
+    "for choice in choices():\n    for value in choice.flips:\n        group_config = choice.at(value)\n"
+    "        if choice.in_llama2 and value == choice.llama2:\n            llama[choice.group] = group_config\n",
+    "out = {**{choice.group: choice.llama2 for choice in llama2_choices()}, 'kv': 2}\n",
+    "arch = ArchConfig(**{choice.group: choice.at_size(choice.llama2, kv) for choice in components.llama2_choices()\n"
+    "                     if choice is not x})\n",
 )
 
 
 def test_the_scan_finds_an_assembly_and_passes_a_question():
     assert all(llama2_assemblies(code) == [1] for code in ASSEMBLED_ELSEWHERE)
-    assert llama2_assemblies("n = sum(c.has(arch, c.llama2) for c in llama2_choices())\n"
-                             "d = {c.group: c.has(arch, c.llama2) for c in llama2_choices()}\n") == []
+    assert llama2_assemblies(
+        "n = sum(choice.has(arch, choice.llama2) for choice in llama2_choices())\n"
+        "d = {choice.group: choice.has(arch, choice.llama2) for choice in llama2_choices()}\n") == []
 
 
 def test_no_module_but_the_presets_assembles_llama2s_block():

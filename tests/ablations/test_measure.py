@@ -26,17 +26,17 @@ VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("cfg", VARIANTS, ids=["gpt2", "llama2", "mqa-swiglu"])
+@pytest.mark.parametrize("arch", VARIANTS, ids=["gpt2", "llama2", "mqa-swiglu"])
 @pytest.mark.parametrize("batch,seq", [(1, 16), (3, 40)])
-def test_counted_flops_equal_the_analytic_count(cfg, batch, seq):
-    model = build_decoder(cfg)
-    x = torch.randn(batch, seq, cfg.model.d_model)
-    assert flops.count_flops(lambda: model(x)) == flops.analytic_forward_flops(cfg, batch, seq)
+def test_counted_flops_equal_the_analytic_count(arch, batch, seq):
+    model = build_decoder(arch)
+    x = torch.randn(batch, seq, arch.model.d_model)
+    assert flops.count_flops(lambda: model(x)) == flops.analytic_forward_flops(arch, batch, seq)
 
     def train() -> None:
         model(x).square().mean().backward()
 
-    assert flops.count_flops(train) == flops.analytic_train_flops(cfg, batch, seq)
+    assert flops.count_flops(train) == flops.analytic_train_flops(arch, batch, seq)
 
 
 # Longer than the window every setting flip declares (64), so a window hides keys from the later queries.
@@ -51,34 +51,35 @@ def test_every_declared_block_counts_what_it_executes_and_states_its_designs_wor
     import components
     from ablations.regress.architecture import arch
 
-    cfg = arch(components, **overrides)
-    model = build_decoder(cfg)
-    x = torch.randn(1, HIDDEN_SEQ, cfg.model.d_model)
-    work = flops.analytic_forward_work(cfg, 1, HIDDEN_SEQ)
+    case_arch = arch(components, **overrides)
+    model = build_decoder(case_arch)
+    x = torch.randn(1, HIDDEN_SEQ, case_arch.model.d_model)
+    work = flops.analytic_forward_work(case_arch, 1, HIDDEN_SEQ)
     assert flops.count_flops(lambda: model(x)) == work.executed_flops
-    window = cfg.attn.window
+    window = case_arch.attn.window
     if window is None:
         assert work.flops == work.executed_flops and work.masked_flops == 0
     else:
-        per_key = 2 * cfg.model.n_heads * HIDDEN_SEQ * 2 * cfg.head_dim  # one key a query: scores and values
-        assert work.masked_flops == per_key * (HIDDEN_SEQ - window) * cfg.model.n_layers
+        # One key a query: scores and values.
+        per_key = 2 * case_arch.model.n_heads * HIDDEN_SEQ * 2 * case_arch.head_dim
+        assert work.masked_flops == per_key * (HIDDEN_SEQ - window) * case_arch.model.n_layers
 
 
 def test_decode_step_flops_attend_to_the_whole_cache():
-    cfg = VARIANTS[1]
-    model = build_decoder(cfg).eval()
+    arch = VARIANTS[1]
+    model = build_decoder(arch).eval()
     cache = model.new_cache(2, 64)
     cache.pos = 40
-    token = torch.randn(2, 1, cfg.model.d_model)
+    token = torch.randn(2, 1, arch.model.d_model)
     with torch.no_grad():
         counted = flops.count_flops(lambda: model(token, cache))
-    assert counted == flops.analytic_forward_flops(cfg, 2, 1, context=41)
+    assert counted == flops.analytic_forward_flops(arch, 2, 1, context=41)
 
 
 def test_analytic_flops_by_hand():
     # One GPT-2 block, d=64, 4 heads, B=1, T=8: dense 2*8*(4*64*64 + 2*64*256), attention 4*4*8*8*16.
-    cfg = ArchConfig(ModelConfig(64, 1, 4, 128))
-    assert flops.analytic_forward_flops(cfg, 1, 8) == 2 * 8 * (4 * 64 * 64 + 2 * 64 * 256) + 4 * 4 * 8 * 8 * 16
+    arch = ArchConfig(ModelConfig(64, 1, 4, 128))
+    assert flops.analytic_forward_flops(arch, 1, 8) == 2 * 8 * (4 * 64 * 64 + 2 * 64 * 256) + 4 * 4 * 8 * 8 * 16
 
 
 def test_saved_activation_bytes_exact_for_a_linear_layer():

@@ -69,5 +69,5 @@ def test_the_installed_plugin_takes_part_in_every_command(venv, env, tmp_path):
                  "-k", "forward", "--threshold", "50", "--out", tmp_path / "regress", cwd=checkout, env=env)
     cases = {line.split("`")[1] for line in regress.splitlines() if line.startswith("| `")}
     assert cases >= {"ffn/relu2/forward", "block/relu2/forward", "block/softcap/forward"}
-    assert not any(c.startswith(("norm/", "block/rmsnorm")) for c in cases)  # the plugin's cases alone by default
+    assert not any(case.startswith(("norm/", "block/rmsnorm")) for case in cases)  # the plugin's cases alone by default
     assert sorted(p.name for p in work.iterdir()) == ["out"]  # nothing written beside the sweep

@@ -183,7 +183,7 @@ def test_an_uninstalled_copy_works_through_plugins(tmp_path):
     assert "relu2" in lines["ffn"] and "softcap" in lines and "on" in lines["softcap"]
     assert "llama2_relu2" in lines["modern"] or "llama2_relu2" in proc.stdout
     # Without it, neither is known: the plugin, not this process, provided them.
-    assert "softcap" not in {c.group for c in choices()} and "relu2" not in choice_of("ffn").values
+    assert "softcap" not in {choice.group for choice in choices()} and "relu2" not in choice_of("ffn").values
 
 
 def _env() -> dict[str, str]:

@@ -87,8 +87,9 @@ def test_every_value_of_every_choice_runs_end_to_end(tmp_path):
                 "profile.decode_contexts=[32]", "train.steps=6", "train.eval_interval=3"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "results.csv")
-    labels = {"gpt2", "llama2", *(name_in(c, ArchConfig(model=ModelConfig(n_heads=4), **{c.group: c.at_size(v, 2)}))
-                                  for c in choices() for v in c.values[1:])}
+    labels = {"gpt2", "llama2",
+              *(name_in(choice, ArchConfig(model=ModelConfig(n_heads=4), **{choice.group: choice.at_size(v, 2)}))
+                for choice in choices() for v in choice.values[1:])}
     assert set(table["variant"]) == labels
     assert set(table["status"]) == {"ok"}
     assert_llama2_and_nobias_rows(table)

@@ -35,20 +35,20 @@ DECODE_SHAPE = (4, 2048)
 
 
 def _one_choice(group: str) -> dict[str, dict[str, object]]:
-    c = choice(group)
-    return {v: ({} if v == c.gpt2 else {group: v}) for v in c.values}
+    declared = choice(group)
+    return {v: ({} if v == declared.gpt2 else {group: v}) for v in declared.values}
 
 
 def _named(variant: str) -> dict[str, object]:
     """A generated variant's overrides (GQA at ``GQA_KV_HEADS``)."""
     v = next(v for v in all_variants() if v.name == variant)
-    groups = {c.group for c in choices()}
+    groups = {declared.group for declared in choices()}
     settings = {f"{g}.{k}": x for g, kv in v.settings.items() if g in groups for k, x in kv.items()}
     return {**v.values, **settings, **({"kv": GQA_KV_HEADS} if "attn" in v.values else {})}
 
 
 def _sweeps() -> dict[str, dict[str, dict[str, object]]]:
-    out = {s.name: _one_choice(s.name) for s in sweeps() if s.name in {c.group for c in choices()}}
+    out = {s.name: _one_choice(s.name) for s in sweeps() if s.name in {declared.group for declared in choices()}}
     # KV heads from MHA down to MQA at this size, as +sweep=kv at its own.
     out["kv"] = {f"kv{k}": {"attn": "gqa", "kv": k} for k in range(N_HEADS, 0, -1) if N_HEADS % k == 0}
     all_sweep = next(s for s in sweeps() if s.name == "all")

@@ -20,10 +20,10 @@ CASES = cases.sweep_cases()
 @pytest.mark.parametrize("mode", [*MODES, "decode"])
 @pytest.mark.parametrize("sweep,variant", CASES, ids=[f"{s}-{v}" for s, v in CASES])
 def test_block(timed, sweep, variant, mode):
-    cfg = cases.arch(**cases.SWEEPS[sweep][variant])
+    arch = cases.arch(**cases.SWEEPS[sweep][variant])
     torch.manual_seed(0)
-    model = build_decoder(cfg)
-    d = cfg.model.d_model
+    model = build_decoder(arch)
+    d = arch.model.d_model
     if mode == "decode":
         b, context = cases.DECODE_SHAPE
         cache = model.new_cache(b, context + 1)
@@ -36,15 +36,15 @@ def test_block(timed, sweep, variant, mode):
 
         call = make_call("forward", step, [])
         shape, group = [b, context, d], f"block:{sweep} decode [batch {b}, context {context}, d={d}]"
-        analytic = analytic_forward_flops(cfg, b, 1, context + 1)
+        analytic = analytic_forward_flops(arch, b, 1, context + 1)
     else:
         b, t = cases.BLOCK_SHAPE
         call = make_call(mode, model, [torch.randn(b, t, d)], list(model.parameters()))
         shape, group = [b, t, d], f"block:{sweep} {mode} [{b}x{t} d={d}]"
-        analytic = (analytic_forward_flops if mode == "forward" else analytic_train_flops)(cfg, b, t)
+        analytic = (analytic_forward_flops if mode == "forward" else analytic_train_flops)(arch, b, t)
     info = describe(model, call, component="block", sweep=sweep, variant=variant, mode=mode, shape=shape,
-                    pos=cfg.pos.name, norm=cfg.norm.name, ffn=cfg.ffn.name, attn=cfg.attn.name, window=cfg.attn.window,
-                    n_heads=cfg.model.n_heads,
-                    n_kv_heads=cfg.n_kv_heads, ffn_hidden=cfg.ffn_hidden, bias=cfg.bias.enabled,
+                    pos=arch.pos.name, norm=arch.norm.name, ffn=arch.ffn.name, attn=arch.attn.name,
+                    window=arch.attn.window, n_heads=arch.model.n_heads,
+                    n_kv_heads=arch.n_kv_heads, ffn_hidden=arch.ffn_hidden, bias=arch.bias.enabled,
                     flops_analytic=analytic)
     timed(call, group=group, **info)

@@ -36,14 +36,14 @@ def test_norm(timed, name, mode):
 def test_ffn(timed, name, mode):
     from components import FFNS
 
-    cfg = cases.arch(ffn=name)
-    ffn = FFNS.get(name)(cfg)
+    arch = cases.arch(ffn=name)
+    ffn = FFNS.get(name)(arch)
     b, t = cases.FFN_SHAPE
-    x = torch.randn(b, t, cfg.model.d_model)
+    x = torch.randn(b, t, arch.model.d_model)
     call = make_call(mode, ffn, [x], list(ffn.parameters()))
-    info = describe(ffn, call, component="ffn", variant=name, mode=mode, shape=[b, t, cfg.model.d_model],
-                    hidden=cfg.ffn_hidden)
-    timed(call, group=f"ffn {mode} [{b}x{t} d={cfg.model.d_model}]", **info)
+    info = describe(ffn, call, component="ffn", variant=name, mode=mode, shape=[b, t, arch.model.d_model],
+                    hidden=arch.ffn_hidden)
+    timed(call, group=f"ffn {mode} [{b}x{t} d={arch.model.d_model}]", **info)
 
 
 def position_cases() -> list[str]:
@@ -65,10 +65,10 @@ def test_positions(timed, name, mode):
     b, t = cases.POS_SHAPE
     d, heads = cases.D_MODEL, cases.N_HEADS
     value, _, layout = name.partition("-")
-    cfg = cases.arch(pos=value)
+    arch = cases.arch(pos=value)
     if layout:
-        cfg.pos.layout = layout
-    pos = POSITIONS.get(value)(cfg)
+        arch.pos.layout = layout
+    pos = POSITIONS.get(value)(arch)
     if list(pos.parameters()):
         inputs = [torch.randn(b, t, d)]
 
@@ -94,12 +94,12 @@ def test_positions(timed, name, mode):
 @pytest.mark.parametrize("mode", [*MODES, "decode"])
 @pytest.mark.parametrize("name", list(cases.ATTENTIONS))
 def test_attention(timed, name, mode):
-    cfg = cases.arch(attn=name, kv=cases.ATTENTIONS[name])
-    attn = ATTENTIONS.get(cfg.attn.name)(cfg)
-    d = cfg.model.d_model
+    arch = cases.arch(attn=name, kv=cases.ATTENTIONS[name])
+    attn = ATTENTIONS.get(arch.attn.name)(arch)
+    d = arch.model.d_model
     if mode == "decode":
         b, context = cases.DECODE_SHAPE
-        cache = new_cache(cfg, b, context + 1, n_layers=1)
+        cache = new_cache(arch, b, context + 1, n_layers=1)
         cache.randomize_()
         token = torch.randn(b, 1, d)
 
@@ -113,6 +113,6 @@ def test_attention(timed, name, mode):
         b, t = cases.ATTN_SHAPE
         call = make_call(mode, attn, [torch.randn(b, t, d)], list(attn.parameters()))
         shape, group = [b, t, d], f"attn {mode} [{b}x{t} d={d}]"
-    info = describe(attn, call, component="attn", variant=name, mode=mode, shape=shape, n_heads=cfg.model.n_heads,
-                    n_kv_heads=cfg.n_kv_heads)
+    info = describe(attn, call, component="attn", variant=name, mode=mode, shape=shape, n_heads=arch.model.n_heads,
+                    n_kv_heads=arch.n_kv_heads)
     timed(call, group=group, **info)

@@ -69,9 +69,9 @@ def check_band(name: str, measure: Callable[[], tuple[Summary, PairedTiming]], b
 
 
 def decode_step(kv: int | None, attn: str, batch: int, context: int) -> Callable[[], object]:
-    cfg = cases.arch(attn=attn, kv=kv, d_model=1024, n_heads=16, max_seq_len=context + 1)
+    arch = cases.arch(attn=attn, kv=kv, d_model=1024, n_heads=16, max_seq_len=context + 1)
     torch.manual_seed(0)
-    model = build_decoder(cfg)
+    model = build_decoder(arch)
     cache = model.new_cache(batch, context + 1)
     cache.k.normal_()
     cache.v.normal_()

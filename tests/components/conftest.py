@@ -24,7 +24,7 @@ FFN_VARIANTS = choice("ffn").values
 ATTN_VARIANTS = [(v, 2 if v == "gqa" else None) for v in choice("attn").values]
 
 
-def tiny_cfg(
+def tiny_arch(
     pos: str = "learned",
     norm: str = "layernorm",
     ffn: str = "gelu",
@@ -75,8 +75,8 @@ def randomize(module: nn.Module, seed: int = 0, scale: float = 1.0) -> nn.Module
 
 
 @pytest.fixture
-def make_cfg() -> Callable[..., ArchConfig]:
-    return tiny_cfg
+def make_arch() -> Callable[..., ArchConfig]:
+    return tiny_arch
 
 
 @pytest.fixture

@@ -75,9 +75,9 @@ def test_kv_heads_follow_the_registered_class_not_the_name():
         ATTENTIONS.forget("undeclared")
 
 
-def test_gqa_with_all_kv_heads_is_exactly_mha(make_cfg, rand_params):
-    mha = rand_params(CausalSelfAttention(make_cfg(attn="mha")), seed=1)
-    gqa = CausalSelfAttention(make_cfg(attn="gqa", n_kv_heads=4))
+def test_gqa_with_all_kv_heads_is_exactly_mha(make_arch, rand_params):
+    mha = rand_params(CausalSelfAttention(make_arch(attn="mha")), seed=1)
+    gqa = CausalSelfAttention(make_arch(attn="gqa", n_kv_heads=4))
     gqa.load_state_dict(mha.state_dict())
     x = _x((2, 9, 32), seed=2)
     assert torch.equal(gqa(x), mha(x))
@@ -85,24 +85,24 @@ def test_gqa_with_all_kv_heads_is_exactly_mha(make_cfg, rand_params):
 
 @pytest.mark.parametrize("attn,n_kv", [("mha", None), ("gqa", 2), ("gqa", 4), ("mqa", None)])
 @pytest.mark.parametrize("rope", [False, True])
-def test_attention_equals_repeat_interleave_reference(make_cfg, rand_params, attn, n_kv, rope):
-    cfg = make_cfg(attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64, pos="rope" if rope else "learned")
-    layer = rand_params(CausalSelfAttention(cfg), seed=3, scale=2.0)
+def test_attention_equals_repeat_interleave_reference(make_arch, rand_params, attn, n_kv, rope):
+    arch = make_arch(attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64, pos="rope" if rope else "learned")
+    layer = rand_params(CausalSelfAttention(arch), seed=3, scale=2.0)
     expect_kv = {"mha": 8, "mqa": 1}.get(attn, n_kv)
     assert layer.n_kv_heads == expect_kv
-    assert layer.k.weight.shape[0] == layer.v.weight.shape[0] == expect_kv * cfg.head_dim
-    assert layer.k.bias.shape[0] == expect_kv * cfg.head_dim
+    assert layer.k.weight.shape[0] == layer.v.weight.shape[0] == expect_kv * arch.head_dim
+    assert layer.k.bias.shape[0] == expect_kv * arch.head_dim
     x = _x((2, 10, 64), seed=4)
-    rotation = RotaryPositions(cfg).rotation(10, 0) if rope else None
+    rotation = RotaryPositions(arch).rotation(10, 0) if rope else None
     got = layer(x, rotation)
     torch.testing.assert_close(got, reference_attention(layer, x, rotation), atol=1e-5, rtol=1e-5)
     if 1 < expect_kv < 8:
         assert (got - reference_attention(layer, x, rotation, tile=True)).abs().max() > 1e-3
 
 
-def test_kv_projection_sizes_follow_n_kv_heads(make_cfg):
+def test_kv_projection_sizes_follow_n_kv_heads(make_arch):
     for attn, kv, rows in [("mha", None, 32), ("gqa", 2, 16), ("mqa", None, 8)]:
-        layer = CausalSelfAttention(make_cfg(attn=attn, n_kv_heads=kv, bias=False))
+        layer = CausalSelfAttention(make_arch(attn=attn, n_kv_heads=kv, bias=False))
         assert layer.q.weight.shape == (32, 32)
         assert layer.k.weight.shape == layer.v.weight.shape == (rows, 32)
         assert sum(p.numel() for p in layer.parameters()) == 2 * 32 * 32 + 2 * rows * 32
@@ -118,11 +118,11 @@ def test_kv_cache_bytes(dtype):
     assert cache.k.shape == cache.v.shape == (layers, batch, kv, max_len, hd)
 
 
-def test_kv_cache_for_model_uses_kv_heads(make_cfg):
-    cfg = make_cfg(attn="gqa", n_kv_heads=2, n_layers=3, max_seq_len=20)
-    cache = KVCache.for_model(cfg, batch_size=4)
+def test_kv_cache_for_model_uses_kv_heads(make_arch):
+    arch = make_arch(attn="gqa", n_kv_heads=2, n_layers=3, max_seq_len=20)
+    cache = KVCache.for_model(arch, batch_size=4)
     assert cache.nbytes == 2 * 3 * 4 * 2 * 20 * 8 * 4
-    mqa = KVCache.for_model(make_cfg(attn="mqa", n_layers=3), batch_size=4, max_seq_len=20)
+    mqa = KVCache.for_model(make_arch(attn="mqa", n_layers=3), batch_size=4, max_seq_len=20)
     assert mqa.nbytes * 2 == cache.nbytes
 
 
@@ -158,13 +158,13 @@ def test_sdpa_chunk_after_prefix_is_bottom_right_causal(n_heads, n_kv, start, t,
         assert (top_left - want).abs().max() > 1e-3
 
 
-def test_attention_with_cache_equals_full(make_cfg, rand_params):
-    cfg = make_cfg(attn="gqa", n_kv_heads=2, pos="rope", n_layers=1)
-    layer = rand_params(CausalSelfAttention(cfg), seed=5)
-    rope = RotaryPositions(cfg)
+def test_attention_with_cache_equals_full(make_arch, rand_params):
+    arch = make_arch(attn="gqa", n_kv_heads=2, pos="rope", n_layers=1)
+    layer = rand_params(CausalSelfAttention(arch), seed=5)
+    rope = RotaryPositions(arch)
     x = _x((2, 9, 32), seed=6)
     full = layer(x, rope.rotation(9, 0))
-    cache = KVCache.for_model(cfg, batch_size=2)
+    cache = KVCache.for_model(arch, batch_size=2)
     parts = []
     for a, b in [(0, 4), (4, 7), (7, 8), (8, 9)]:
         parts.append(layer(x[:, a:b], rope.rotation(b - a, a), cache))
@@ -196,19 +196,19 @@ def test_sdpa_folds_only_shared_heads_on_short_steps(monkeypatch):
 
 @pytest.mark.parametrize("attn,n_kv", [("mha", None), ("gqa", 2), ("mqa", None)])
 @pytest.mark.parametrize("rope", [False, True])
-def test_cached_prefill_and_decode_match_reference_path_and_naive(make_cfg, rand_params, monkeypatch, attn, n_kv,
+def test_cached_prefill_and_decode_match_reference_path_and_naive(make_arch, rand_params, monkeypatch, attn, n_kv,
                                                                   rope):
     """Prefill 6 tokens, a 3-token chunk, then 3 single-token steps: the fast path, the SDPA reference path
     and the written-out layer on the whole sequence agree."""
-    cfg = make_cfg(attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64, pos="rope" if rope else "learned",
+    arch = make_arch(attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64, pos="rope" if rope else "learned",
                    n_layers=1)
-    layer = rand_params(CausalSelfAttention(cfg), seed=7, scale=2.0)
-    positions = RotaryPositions(cfg) if rope else None
+    layer = rand_params(CausalSelfAttention(arch), seed=7, scale=2.0)
+    positions = RotaryPositions(arch) if rope else None
     x = _x((2, 12, 64), seed=8)
     steps = [(0, 6), (6, 9), (9, 10), (10, 11), (11, 12)]
 
     def run() -> torch.Tensor:
-        cache = KVCache.for_model(cfg, batch_size=2)
+        cache = KVCache.for_model(arch, batch_size=2)
         parts = []
         for a, b in steps:
             rotation = positions.rotation(b - a, a) if rope else None
@@ -225,10 +225,10 @@ def test_cached_prefill_and_decode_match_reference_path_and_naive(make_cfg, rand
 
 @pytest.mark.parametrize("attn,n_kv", [("mha", None), ("gqa", 2), ("mqa", None)])
 @pytest.mark.parametrize("window", [1, 3, 16])
-def test_the_window_hook_keeps_only_the_last_keys_of_each_query(make_cfg, rand_params, attn, n_kv, window):
+def test_the_window_hook_keeps_only_the_last_keys_of_each_query(make_arch, rand_params, attn, n_kv, window):
     """A sliding window through the attention's ``window`` hook: full prefill, and a prefix then a chunk then
     single tokens through the cache, against the written-out reference with keys past the window masked."""
-    layer = rand_params(CausalSelfAttention(make_cfg(attn=attn, n_kv_heads=n_kv)), seed=5)
+    layer = rand_params(CausalSelfAttention(make_arch(attn=attn, n_kv_heads=n_kv)), seed=5)
     layer.window = window
     x = _x((2, 10, 32), seed=6)
     nh, nkv, hd = layer.n_heads, layer.n_kv_heads, layer.head_dim

@@ -28,34 +28,34 @@ def test_error_types_are_value_errors():
         (dict(vocab_size=-1), "model.vocab_size"),
     ],
 )
-def test_model_size_errors(make_cfg, change, key):
-    cfg = make_cfg()
+def test_model_size_errors(make_arch, change, key):
+    arch = make_arch()
     for k, v in change.items():
-        setattr(cfg.model, k, v)
+        setattr(arch.model, k, v)
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        cfg.validate()
+        arch.validate()
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        build_lm(cfg, device="meta")
+        build_lm(arch, device="meta")
 
 
 @pytest.mark.parametrize("n_kv", [3, 0, -2, 8])
-def test_gqa_kv_heads_must_divide_heads(make_cfg, n_kv):
+def test_gqa_kv_heads_must_divide_heads(make_arch, n_kv):
     with pytest.raises(ConfigError, match=r"attn\.n_kv_heads") as info:
-        make_cfg(attn="gqa", n_kv_heads=n_kv).validate()
+        make_arch(attn="gqa", n_kv_heads=n_kv).validate()
     assert "[1, 2, 4]" in str(info.value)  # the allowed divisors of n_heads=4
 
 
-def test_gqa_needs_kv_heads_and_mha_mqa_reject_contradictions(make_cfg):
+def test_gqa_needs_kv_heads_and_mha_mqa_reject_contradictions(make_arch):
     with pytest.raises(ConfigError, match=r"attn\.n_kv_heads"):
-        make_cfg(attn="gqa", n_kv_heads=None).validate()
+        make_arch(attn="gqa", n_kv_heads=None).validate()
     with pytest.raises(ConfigError, match=r"attn\.n_kv_heads"):
-        make_cfg(attn="mha", n_kv_heads=2).validate()
+        make_arch(attn="mha", n_kv_heads=2).validate()
     with pytest.raises(ConfigError, match=r"attn\.n_kv_heads"):
-        make_cfg(attn="mqa", n_kv_heads=2).validate()
+        make_arch(attn="mqa", n_kv_heads=2).validate()
     # The consistent spellings are accepted.
-    make_cfg(attn="mha", n_kv_heads=4).validate()
-    make_cfg(attn="mqa", n_kv_heads=1).validate()
-    make_cfg(attn="gqa", n_kv_heads=1).validate()
+    make_arch(attn="mha", n_kv_heads=4).validate()
+    make_arch(attn="mqa", n_kv_heads=1).validate()
+    make_arch(attn="gqa", n_kv_heads=1).validate()
 
 
 @pytest.mark.parametrize(
@@ -74,34 +74,34 @@ def test_gqa_needs_kv_heads_and_mha_mqa_reject_contradictions(make_cfg):
         (dict(window=8), r"attn\.window=8 is not supported with attn=mla"),
     ],
 )
-def test_mla_setting_errors(make_cfg, settings, message):
-    cfg = make_cfg()
-    cfg.attn = AttnConfig("mla", **settings)
+def test_mla_setting_errors(make_arch, settings, message):
+    arch = make_arch()
+    arch.attn = AttnConfig("mla", **settings)
     with pytest.raises(ConfigError, match=message):
-        cfg.validate()
+        arch.validate()
 
 
-def test_mla_refuses_qknorm_and_its_sizes_belong_to_mla(make_cfg):
-    cfg = make_cfg(attn="mla")
-    cfg.validate()
-    cfg.attn = AttnConfig("mla", kv_lora_rank=16, qk_rope_head_dim=2, q_lora_rank=8)
-    cfg.validate()  # every size set, each valid
-    cfg.qknorm = QKNormConfig("on")
+def test_mla_refuses_qknorm_and_its_sizes_belong_to_mla(make_arch):
+    arch = make_arch(attn="mla")
+    arch.validate()
+    arch.attn = AttnConfig("mla", kv_lora_rank=16, qk_rope_head_dim=2, q_lora_rank=8)
+    arch.validate()  # every size set, each valid
+    arch.qknorm = QKNormConfig("on")
     with pytest.raises(ConfigError, match=r"qknorm=on is not supported with attn=mla"):
-        cfg.validate()
+        arch.validate()
     for name in ("mha", "mqa"):
-        other = make_cfg(attn=name)
+        other = make_arch(attn=name)
         other.attn.q_lora_rank = 8
         with pytest.raises(ConfigError, match=rf"attn\.q_lora_rank=8 is an attn=mla setting; attn={name}"):
             other.validate()
 
 
-def test_rope_needs_even_head_size(make_cfg):
-    cfg = make_cfg(pos="rope", d_model=12, n_heads=4)  # head size 3
+def test_rope_needs_even_head_size(make_arch):
+    arch = make_arch(pos="rope", d_model=12, n_heads=4)  # head size 3
     with pytest.raises(ConfigError, match=r"pos=rope") as info:
-        cfg.validate()
+        arch.validate()
     assert "head" in str(info.value)
-    make_cfg(pos="learned", d_model=12, n_heads=4).validate()  # fine without RoPE
+    make_arch(pos="learned", d_model=12, n_heads=4).validate()  # fine without RoPE
 
 
 @pytest.mark.parametrize(
@@ -115,20 +115,21 @@ def test_rope_needs_even_head_size(make_cfg):
         ("ffn", "multiplier", -1.0, "ffn.multiplier"),
     ],
 )
-def test_other_setting_errors(make_cfg, group, field, value, key):
-    cfg = make_cfg(pos="rope")
-    setattr(getattr(cfg, group), field, value)
+def test_other_setting_errors(make_arch, group, field, value, key):
+    arch = make_arch(pos="rope")
+    setattr(getattr(arch, group), field, value)
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        cfg.validate()
+        arch.validate()
 
 
 # A name no value of any group will take (a real one, "alibi" once, became a value and the test a false alarm).
-@pytest.mark.parametrize("group,bad,known", [(c.group, f"no-such-{c.group}", c.llama2) for c in choices()])
-def test_unknown_variant_lists_known_names(make_cfg, group, bad, known):
-    cfg = make_cfg()
-    getattr(cfg, group).name = bad
+@pytest.mark.parametrize("group,bad,known",
+                         [(choice.group, f"no-such-{choice.group}", choice.llama2) for choice in choices()])
+def test_unknown_variant_lists_known_names(make_arch, group, bad, known):
+    arch = make_arch()
+    getattr(arch, group).name = bad
     with pytest.raises(UnknownVariantError, match=f"{group}\\.name") as info:
-        cfg.validate()
+        arch.validate()
     message = str(info.value)
     assert bad in message
     for name in registries()[group].names():
@@ -145,9 +146,9 @@ def test_unknown_preset_lists_known_ones():
 
 
 @pytest.mark.parametrize("pos", ["learned", "rope", "none"])
-def test_sequence_longer_than_max_seq_len_is_refused_at_forward(make_cfg, pos):
-    cfg = make_cfg(pos=pos, max_seq_len=8)
-    lm = build_lm(cfg)
+def test_sequence_longer_than_max_seq_len_is_refused_at_forward(make_arch, pos):
+    arch = make_arch(pos=pos, max_seq_len=8)
+    lm = build_lm(arch)
     lm(torch.zeros(1, 8, dtype=torch.long))  # exactly max_seq_len is fine
     with pytest.raises(ConfigError, match=r"model\.max_seq_len"):
         lm(torch.zeros(1, 9, dtype=torch.long))
@@ -158,37 +159,37 @@ def test_sequence_longer_than_max_seq_len_is_refused_at_forward(make_cfg, pos):
         lm(torch.zeros(1, 3, dtype=torch.long), cache)
 
 
-def test_decoder_validates_on_construction(make_cfg):
-    cfg = make_cfg()
-    cfg.model.d_model = 30
+def test_decoder_validates_on_construction(make_arch):
+    arch = make_arch()
+    arch.model.d_model = 30
     with pytest.raises(ConfigError, match=r"model\.d_model"):
-        build_decoder(cfg)
+        build_decoder(arch)
 
 
 @pytest.mark.parametrize("window", [0, -3, True, 2.5, "8"])
-def test_window_must_be_a_positive_integer_or_null(make_cfg, window):
-    cfg = make_cfg(pos="rope")
-    cfg.attn.window = window
+def test_window_must_be_a_positive_integer_or_null(make_arch, window):
+    arch = make_arch(pos="rope")
+    arch.attn.window = window
     with pytest.raises(ConfigError, match=r"attn\.window=.* must be a positive integer .* or null") as info:
-        cfg.validate()
+        arch.validate()
     assert str(info.value).count("\n") == 0
-    cfg.attn.window = None
-    cfg.validate()
+    arch.attn.window = None
+    arch.validate()
 
 
 @pytest.mark.parametrize("window", [64, 65, 1000])
-def test_window_must_slide_within_a_learned_position_table(make_cfg, window):
-    cfg = make_cfg(pos="learned", max_seq_len=64)
-    cfg.attn.window = window
+def test_window_must_slide_within_a_learned_position_table(make_arch, window):
+    arch = make_arch(pos="learned", max_seq_len=64)
+    arch.attn.window = window
     with pytest.raises(ConfigError, match=r"attn\.window.*pos=learned.*model\.max_seq_len=64") as info:
-        cfg.validate()
+        arch.validate()
     assert "1..63" in str(info.value)
     with pytest.raises(ConfigError, match=r"model\.max_seq_len"):
-        build_lm(cfg, device="meta")
-    cfg.attn.window = 63
-    cfg.validate()
+        build_lm(arch, device="meta")
+    arch.attn.window = 63
+    arch.validate()
     # Unbounded positions may be built longer than trained, so there any window is allowed.
     for pos in ("rope", "alibi", "none"):
-        other = make_cfg(pos=pos, max_seq_len=64)
+        other = make_arch(pos=pos, max_seq_len=64)
         other.attn.window = window
         other.validate()

@@ -38,11 +38,11 @@ def test_gelu_tanh_matches_formula_and_not_erf():
     assert (gelu_tanh_formula(x) - gelu_erf(x)).abs().max() > 1e-4
 
 
-def test_gelu_mlp_equals_explicit_computation(make_cfg, rand_params):
-    cfg = make_cfg(ffn="gelu", bias=True)
-    mlp = rand_params(GeluMLP(cfg), seed=3, scale=2.0)
-    assert mlp.up.weight.shape == (4 * cfg.model.d_model, cfg.model.d_model)
-    x = _x((2, 5, cfg.model.d_model))
+def test_gelu_mlp_equals_explicit_computation(make_arch, rand_params):
+    arch = make_arch(ffn="gelu", bias=True)
+    mlp = rand_params(GeluMLP(arch), seed=3, scale=2.0)
+    assert mlp.up.weight.shape == (4 * arch.model.d_model, arch.model.d_model)
+    x = _x((2, 5, arch.model.d_model))
     h = F.linear(x, mlp.up.weight, mlp.up.bias)
     want = F.linear(gelu_tanh_formula(h), mlp.down.weight, mlp.down.bias)
     got = mlp(x)
@@ -52,11 +52,11 @@ def test_gelu_mlp_equals_explicit_computation(make_cfg, rand_params):
 
 
 @pytest.mark.parametrize("bias", [True, False])
-def test_swiglu_equals_explicit_computation(make_cfg, rand_params, bias):
-    cfg = make_cfg(ffn="swiglu", bias=bias)
-    ffn = rand_params(SwiGLU(cfg), seed=4, scale=2.0)
+def test_swiglu_equals_explicit_computation(make_arch, rand_params, bias):
+    arch = make_arch(ffn="swiglu", bias=bias)
+    ffn = rand_params(SwiGLU(arch), seed=4, scale=2.0)
     assert (ffn.gate.bias is None) == (not bias)
-    x = _x((2, 5, cfg.model.d_model), seed=1)
+    x = _x((2, 5, arch.model.d_model), seed=1)
     gate = F.linear(x, ffn.gate.weight, ffn.gate.bias)
     up = F.linear(x, ffn.up.weight, ffn.up.bias)
     want = F.linear(gate * torch.sigmoid(gate) * up, ffn.down.weight, ffn.down.bias)
@@ -78,12 +78,12 @@ def test_hidden_width_rule():
     assert ffn_hidden_dim(FFNConfig("swiglu", multiple_of=256), 100) == 512
 
 
-def test_explicit_hidden_dim_builds_that_width(make_cfg):
-    cfg = make_cfg(ffn="swiglu")
-    cfg.ffn.hidden_dim = 40
-    ffn = SwiGLU(cfg)
-    assert ffn.gate.weight.shape == ffn.up.weight.shape == (40, cfg.model.d_model)
-    assert ffn.down.weight.shape == (cfg.model.d_model, 40)
+def test_explicit_hidden_dim_builds_that_width(make_arch):
+    arch = make_arch(ffn="swiglu")
+    arch.ffn.hidden_dim = 40
+    ffn = SwiGLU(arch)
+    assert ffn.gate.weight.shape == ffn.up.weight.shape == (40, arch.model.d_model)
+    assert ffn.down.weight.shape == (arch.model.d_model, 40)
 
 
 def test_presets_build_llama_widths():
@@ -93,12 +93,12 @@ def test_presets_build_llama_widths():
     assert preset("gpt2").ffn_hidden == 3072
 
 
-def test_swiglu_parameter_count_matches_gelu_at_gpt2_width(make_cfg):
+def test_swiglu_parameter_count_matches_gelu_at_gpt2_width(make_arch):
     def count(name):
-        cfg = make_cfg(ffn=name, bias=False, d_model=768, n_heads=12)
-        cfg.ffn.multiple_of = 8
+        arch = make_arch(ffn=name, bias=False, d_model=768, n_heads=12)
+        arch.ffn.multiple_of = 8
         with torch.device("meta"):
-            module = FFNS.get(name)(cfg)
+            module = FFNS.get(name)(arch)
         return sum(p.numel() for p in module.parameters())
 
     gelu, swiglu = count("gelu"), count("swiglu")

@@ -39,11 +39,11 @@ def test_registry_name_and_gated():
 
 
 @pytest.mark.parametrize("bias", [True, False])
-def test_equals_fp64_reference(make_cfg, rand_params, bias):
-    cfg = make_cfg(ffn="geglu", bias=bias)
-    ffn = rand_params(GeGLU(cfg), seed=4, scale=2.0)
+def test_equals_fp64_reference(make_arch, rand_params, bias):
+    arch = make_arch(ffn="geglu", bias=bias)
+    ffn = rand_params(GeGLU(arch), seed=4, scale=2.0)
     assert all((m.bias is None) == (not bias) for m in (ffn.gate, ffn.up, ffn.down))
-    x = _x((2, 5, cfg.model.d_model), seed=1, scale=2.0)
+    x = _x((2, 5, arch.model.d_model), seed=1, scale=2.0)
     got = ffn(x)
     assert got.dtype == torch.float32
     torch.testing.assert_close(got.double(), geglu_ref(ffn, x), atol=1e-5, rtol=1e-5)
@@ -59,14 +59,14 @@ def test_equals_fp64_reference(make_cfg, rand_params, bias):
 
 
 @torch.no_grad()
-def test_matches_hugging_face_gemma_mlp(make_cfg, rand_params):
+def test_matches_hugging_face_gemma_mlp(make_arch, rand_params):
     pytest.importorskip("transformers")
     from transformers import GemmaConfig
     from transformers.models.gemma.modeling_gemma import GemmaMLP
 
-    cfg = make_cfg(ffn="geglu", bias=False, d_model=64, n_heads=4)  # Gemma's MLP has no biases
-    ours = rand_params(GeGLU(cfg), seed=7, scale=2.0)
-    d, h = cfg.model.d_model, cfg.ffn_hidden
+    arch = make_arch(ffn="geglu", bias=False, d_model=64, n_heads=4)  # Gemma's MLP has no biases
+    ours = rand_params(GeGLU(arch), seed=7, scale=2.0)
+    d, h = arch.model.d_model, arch.ffn_hidden
     hf = GemmaMLP(GemmaConfig(hidden_size=d, intermediate_size=h, hidden_act="gelu_pytorch_tanh")).float()
     hf.gate_proj.weight.copy_(ours.gate.weight)
     hf.up_proj.weight.copy_(ours.up.weight)
@@ -79,20 +79,20 @@ def test_matches_hugging_face_gemma_mlp(make_cfg, rand_params):
 
 
 @pytest.mark.parametrize("d_model", [32, 100, 768, 4096])
-def test_width_parameters_and_work_are_swiglus(make_cfg, d_model):
+def test_width_parameters_and_work_are_swiglus(make_arch, d_model):
     def built(name):
-        cfg = make_cfg(ffn=name, bias=True, d_model=d_model, n_heads=4)
+        arch = make_arch(ffn=name, bias=True, d_model=d_model, n_heads=4)
         with torch.device("meta"):
-            return cfg, FFNS.get(name)(cfg)
+            return arch, FFNS.get(name)(arch)
 
-    (gcfg, geglu), (scfg, swiglu) = built("geglu"), built("swiglu")
+    (geglu_arch, geglu), (swiglu_arch, swiglu) = built("geglu"), built("swiglu")
     # Llama's 2/3 rule, as SwiGLU (not GELU's 4d).
-    assert gcfg.ffn_hidden == scfg.ffn_hidden != 4 * d_model
-    assert geglu.gate.weight.shape == geglu.up.weight.shape == (gcfg.ffn_hidden, d_model)
+    assert geglu_arch.ffn_hidden == swiglu_arch.ffn_hidden != 4 * d_model
+    assert geglu.gate.weight.shape == geglu.up.weight.shape == (geglu_arch.ffn_hidden, d_model)
     assert count_parameters(geglu) == count_parameters(swiglu)
     for step in (Step(2, 5, 5), Step(4, 1, 9)):
-        assert GeGLU.work(gcfg, step).flops == SwiGLU.work(scfg, step).flops
-        assert GeGLU.work(gcfg, step) == SwiGLU.work(scfg, step)
+        assert GeGLU.work(geglu_arch, step).flops == SwiGLU.work(swiglu_arch, step).flops
+        assert GeGLU.work(geglu_arch, step) == SwiGLU.work(swiglu_arch, step)
     # The width settings apply as to SwiGLU (Llama-2-7B's and -70B's widths).
     assert FFNConfig("geglu", multiple_of=256).hidden(4096) == 11008
     assert FFNConfig("geglu", multiple_of=4096, multiplier=1.3).hidden(8192) == 28672
@@ -102,31 +102,31 @@ def test_variant_label():
     assert variant_label(ArchConfig(ffn=FFNConfig("geglu"))) == "geglu"
 
 
-def test_down_is_initialised_as_a_residual_projection(make_cfg):
+def test_down_is_initialised_as_a_residual_projection(make_arch):
     # Same parameter names and shapes as SwiGLU: the same seed gives the same init, down scaled by 1/sqrt(2 L).
-    cfg = make_cfg(ffn="geglu", n_layers=8)
+    arch = make_arch(ffn="geglu", n_layers=8)
     torch.manual_seed(0)
-    geglu = build_decoder(cfg)
+    geglu = build_decoder(arch)
     torch.manual_seed(0)
-    swiglu = build_decoder(cfg.with_values(ffn="swiglu"))
+    swiglu = build_decoder(arch.with_values(ffn="swiglu"))
     torch.testing.assert_close(geglu.state_dict(), swiglu.state_dict(), atol=0, rtol=0)
     down = torch.cat([b.ffn.down.weight.flatten() for b in geglu.blocks])
     up = torch.cat([b.ffn.up.weight.flatten() for b in geglu.blocks])
     ratio = (down.std() / up.std()).item()
-    assert abs(ratio - 1 / math.sqrt(2 * cfg.model.n_layers)) < 0.05
+    assert abs(ratio - 1 / math.sqrt(2 * arch.model.n_layers)) < 0.05
 
 
 @pytest.mark.parametrize("llama_like", [False, True], ids=["gpt2-block", "llama2-block"])
 @torch.no_grad()
-def test_decoder_full_forward_equals_token_by_token_decode(make_cfg, rand_params, llama_like):
+def test_decoder_full_forward_equals_token_by_token_decode(make_arch, rand_params, llama_like):
     if llama_like:
-        cfg = make_cfg(pos="rope", norm="rmsnorm", ffn="geglu", attn="gqa", n_kv_heads=2, bias=False)
+        arch = make_arch(pos="rope", norm="rmsnorm", ffn="geglu", attn="gqa", n_kv_heads=2, bias=False)
     else:
-        cfg = ArchConfig(model=ModelConfig(d_model=32, n_layers=2, n_heads=4, max_seq_len=64),
+        arch = ArchConfig(model=ModelConfig(d_model=32, n_layers=2, n_heads=4, max_seq_len=64),
                          ffn=FFNConfig("geglu"))
-    dec = rand_params(build_decoder(cfg), seed=5)
+    dec = rand_params(build_decoder(arch), seed=5)
     assert all(isinstance(b.ffn, GeGLU) for b in dec.blocks)
-    x = _x((2, 11, cfg.model.d_model), seed=6)
+    x = _x((2, 11, arch.model.d_model), seed=6)
     full = dec(x)
     assert full.shape == x.shape and torch.isfinite(full).all()
     cache = dec.new_cache(batch_size=2)

@@ -82,12 +82,12 @@ def cached_decode(forward, x, cache, advance):
 # --- GPT-2 -------------------------------------------------------------------------------------------------------
 
 
-def gpt2_config(cfg):
+def gpt2_config(arch):
     return transformers.GPT2Config(
-        n_embd=cfg.model.d_model, n_head=cfg.model.n_heads, n_layer=cfg.model.n_layers,
-        n_positions=cfg.model.max_seq_len, n_inner=cfg.ffn_hidden, activation_function="gelu_new",
-        layer_norm_epsilon=cfg.norm.eps, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-        vocab_size=cfg.model.vocab_size, bos_token_id=None, eos_token_id=None, attn_implementation="eager",
+        n_embd=arch.model.d_model, n_head=arch.model.n_heads, n_layer=arch.model.n_layers,
+        n_positions=arch.model.max_seq_len, n_inner=arch.ffn_hidden, activation_function="gelu_new",
+        layer_norm_epsilon=arch.norm.eps, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+        vocab_size=arch.model.vocab_size, bos_token_id=None, eos_token_id=None, attn_implementation="eager",
     )
 
 
@@ -110,10 +110,10 @@ def gpt2_block_from_ours(hf, ours):
 
 
 @torch.no_grad()
-def test_gpt2_block_matches_hf_gpt2_block(make_cfg, rand_params):
-    cfg = make_cfg(pos="learned", norm="layernorm", ffn="gelu", attn="mha", bias=True, d_model=64, n_heads=4)
-    ours = rand_params(Block(cfg), seed=1).eval()
-    hf = modeling_gpt2.GPT2Block(gpt2_config(cfg), layer_idx=0).eval()
+def test_gpt2_block_matches_hf_gpt2_block(make_arch, rand_params):
+    arch = make_arch(pos="learned", norm="layernorm", ffn="gelu", attn="mha", bias=True, d_model=64, n_heads=4)
+    ours = rand_params(Block(arch), seed=1).eval()
+    hf = modeling_gpt2.GPT2Block(gpt2_config(arch), layer_idx=0).eval()
     gpt2_block_from_ours(hf, ours)
     x = _x((BATCH, SEQ, 64), seed=2)
     got = ours(x)  # positions are added before the block in both: no rotation, no score bias
@@ -129,12 +129,12 @@ def test_gpt2_block_matches_hf_gpt2_block(make_cfg, rand_params):
 
 
 @torch.no_grad()
-def test_gpt2_decoder_and_cached_decode_match_hf_gpt2_model(make_cfg, rand_params):
+def test_gpt2_decoder_and_cached_decode_match_hf_gpt2_model(make_arch, rand_params):
     """Learned positions added at the input, two blocks and the final LayerNorm: our Decoder against GPT2Model fed
     ``inputs_embeds`` (HF builds its own causal mask here), then our token-by-token decode against the same rows."""
-    cfg = make_cfg(pos="learned", norm="layernorm", ffn="gelu", attn="mha", bias=True, d_model=64, n_heads=4)
-    ours = rand_params(Decoder(cfg), seed=3).eval()
-    hf = modeling_gpt2.GPT2Model(gpt2_config(cfg)).eval()
+    arch = make_arch(pos="learned", norm="layernorm", ffn="gelu", attn="mha", bias=True, d_model=64, n_heads=4)
+    ours = rand_params(Decoder(arch), seed=3).eval()
+    hf = modeling_gpt2.GPT2Model(gpt2_config(arch)).eval()
     _copy(hf.wpe.weight, ours.positions.table.weight)
     for hf_block, block in zip(hf.h, ours.blocks, strict=True):
         gpt2_block_from_ours(hf_block, block)
@@ -154,12 +154,12 @@ def test_gpt2_decoder_and_cached_decode_match_hf_gpt2_model(make_cfg, rand_param
 # --- Llama-2 -----------------------------------------------------------------------------------------------------
 
 
-def llama_config(cfg):
+def llama_config(arch):
     return transformers.LlamaConfig(
-        hidden_size=cfg.model.d_model, intermediate_size=cfg.ffn_hidden, num_hidden_layers=cfg.model.n_layers,
-        num_attention_heads=cfg.model.n_heads, num_key_value_heads=cfg.n_kv_heads, rms_norm_eps=cfg.norm.eps,
-        max_position_embeddings=cfg.model.max_seq_len, hidden_act="silu", attention_bias=False, mlp_bias=False,
-        rope_parameters={"rope_type": "default", "rope_theta": cfg.pos.theta}, attention_dropout=0.0,
+        hidden_size=arch.model.d_model, intermediate_size=arch.ffn_hidden, num_hidden_layers=arch.model.n_layers,
+        num_attention_heads=arch.model.n_heads, num_key_value_heads=arch.n_kv_heads, rms_norm_eps=arch.norm.eps,
+        max_position_embeddings=arch.model.max_seq_len, hidden_act="silu", attention_bias=False, mlp_bias=False,
+        rope_parameters={"rope_type": "default", "rope_theta": arch.pos.theta}, attention_dropout=0.0,
         attn_implementation="eager",
     )
 
@@ -202,39 +202,39 @@ class LlamaStack(torch.nn.Module):
         return self.norm(x)
 
 
-def llama_cfg(make_cfg, layout="half"):
-    return make_cfg(pos="rope", layout=layout, norm="rmsnorm", ffn="swiglu", attn="gqa", n_kv_heads=2, bias=False,
+def llama_arch(make_arch, layout="half"):
+    return make_arch(pos="rope", layout=layout, norm="rmsnorm", ffn="swiglu", attn="gqa", n_kv_heads=2, bias=False,
                     d_model=64, n_heads=8)
 
 
 @torch.no_grad()
-def test_rope_half_table_matches_hf_llama_rotary_embedding(make_cfg):
+def test_rope_half_table_matches_hf_llama_rotary_embedding(make_arch):
     """HF's (cos, sin) repeat our (seq, head_dim/2) table over both halves (rotate_half pairs i with i + head_dim/2)."""
-    cfg = llama_cfg(make_cfg)
-    rot = RotaryPositions(cfg).rotation(cfg.model.max_seq_len)
-    x = torch.zeros(1, cfg.model.max_seq_len, 64)
-    cos, sin = modeling_llama.LlamaRotaryEmbedding(llama_config(cfg))(x, torch.arange(cfg.model.max_seq_len)[None])
+    arch = llama_arch(make_arch)
+    rot = RotaryPositions(arch).rotation(arch.model.max_seq_len)
+    x = torch.zeros(1, arch.model.max_seq_len, 64)
+    cos, sin = modeling_llama.LlamaRotaryEmbedding(llama_config(arch))(x, torch.arange(arch.model.max_seq_len)[None])
     # HF computes the angles in fp32, we in fp64: measured max |diff| 2.9e-7 over all 64 positions.
     torch.testing.assert_close(cos[0], torch.cat([rot.cos, rot.cos], dim=-1), **TOL)
     torch.testing.assert_close(sin[0], torch.cat([rot.sin, rot.sin], dim=-1), **TOL)
 
 
 @torch.no_grad()
-def test_llama_block_with_gqa_matches_hf_llama_decoder_layer(make_cfg, rand_params):
-    cfg = llama_cfg(make_cfg)
-    ours = rand_params(Block(cfg), seed=5, scale=2.0).eval()
-    config = llama_config(cfg)
+def test_llama_block_with_gqa_matches_hf_llama_decoder_layer(make_arch, rand_params):
+    arch = llama_arch(make_arch)
+    ours = rand_params(Block(arch), seed=5, scale=2.0).eval()
+    config = llama_config(arch)
     hf = modeling_llama.LlamaDecoderLayer(config, layer_idx=0).eval()
     llama_layer_from_ours(hf, ours)
     x = _x((BATCH, SEQ, 64), seed=6)
     position_ids = torch.arange(SEQ)[None]
     position_embeddings = modeling_llama.LlamaRotaryEmbedding(config)(x, position_ids)
     want = hf(x, attention_mask=causal_mask(SEQ), position_ids=position_ids, position_embeddings=position_embeddings)
-    got = ours(x, RotaryPositions(cfg).rotation(SEQ))
+    got = ours(x, RotaryPositions(arch).rotation(SEQ))
     # Measured max |diff| 7.9e-6, about 4 fp32 ulps of outputs up to 23 (rtol covers it).
     torch.testing.assert_close(got, want, **TOL)
     # Meta's interleaved pairing is a different layout from HF's rotate_half: caught.
-    interleaved = RotaryPositions(llama_cfg(make_cfg, layout="interleaved")).rotation(SEQ)
+    interleaved = RotaryPositions(llama_arch(make_arch, layout="interleaved")).rotation(SEQ)
     assert _max_err(ours(x, interleaved), want) > 1e-3
     # So is a swap of SwiGLU's gate and up.
     hf.mlp.gate_proj.weight.copy_(ours.ffn.up.weight)
@@ -244,12 +244,12 @@ def test_llama_block_with_gqa_matches_hf_llama_decoder_layer(make_cfg, rand_para
 
 
 @torch.no_grad()
-def test_llama_decoder_cached_decode_matches_hf_full_sequence(make_cfg, rand_params):
+def test_llama_decoder_cached_decode_matches_hf_full_sequence(make_arch, rand_params):
     """Two Llama layers and the final norm: our Decoder's full forward and its token-by-token decode through the
     KV cache (GQA: 2 KV heads for 8 query heads) against HF's full-sequence forward."""
-    cfg = llama_cfg(make_cfg)
-    ours = rand_params(Decoder(cfg), seed=7, scale=2.0).eval()
-    hf = LlamaStack(llama_config(cfg)).eval()
+    arch = llama_arch(make_arch)
+    ours = rand_params(Decoder(arch), seed=7, scale=2.0).eval()
+    hf = LlamaStack(llama_config(arch)).eval()
     for hf_layer, block in zip(hf.layers, ours.blocks, strict=True):
         llama_layer_from_ours(hf_layer, block)
     _copy(hf.norm.weight, ours.norm.weight)
@@ -293,8 +293,8 @@ def bloom_attention(hf, x):
 
 
 @pytest.mark.parametrize("n_heads", [8, 16, 6, 12, 20])
-def test_alibi_slopes_equal_bloom_for_every_head_count(make_cfg, n_heads):
-    ours = ALiBiPositions(make_cfg(pos="alibi", d_model=4 * n_heads, n_heads=n_heads))
+def test_alibi_slopes_equal_bloom_for_every_head_count(make_arch, n_heads):
+    ours = ALiBiPositions(make_arch(pos="alibi", d_model=4 * n_heads, n_heads=n_heads))
     # Measured max |diff| 0 for 8 heads (powers of 1/2) and 3e-8 for 16 (BLOOM raises fp32 2^-0.5 to each power);
     # 6, 12 and 20 heads: BLOOM's interleaved sequence for a count that is not a power of two.
     torch.testing.assert_close(ours.slopes, bloom_slopes(n_heads), atol=0, rtol=1e-6)
@@ -307,10 +307,10 @@ def test_alibi_slopes_equal_bloom_for_every_head_count(make_cfg, n_heads):
 
 
 @torch.no_grad()
-def test_alibi_attention_and_cached_decode_match_hf_bloom_attention(make_cfg, rand_params):
-    cfg = make_cfg(pos="alibi", attn="mha", bias=True, d_model=64, n_heads=8)
-    ours = rand_params(CausalSelfAttention(cfg), seed=9, scale=2.0).eval()
-    score_bias = ALiBiPositions(cfg).score_bias()
+def test_alibi_attention_and_cached_decode_match_hf_bloom_attention(make_arch, rand_params):
+    arch = make_arch(pos="alibi", attn="mha", bias=True, d_model=64, n_heads=8)
+    ours = rand_params(CausalSelfAttention(arch), seed=9, scale=2.0).eval()
+    score_bias = ALiBiPositions(arch).score_bias()
     config = transformers.BloomConfig(hidden_size=64, n_head=8, n_layer=1, attention_dropout=0.0, hidden_dropout=0.0,
                                       pretraining_tp=1, attn_implementation="eager")
     hf = modeling_bloom.BloomAttention(config, layer_idx=0).eval()
@@ -323,8 +323,8 @@ def test_alibi_attention_and_cached_decode_match_hf_bloom_attention(make_cfg, ra
     want = bloom_attention(hf, x)
     # Measured max |diff| 2.4e-6 (full sequence) and 4.8e-6 (cached decode), outputs up to 14.
     torch.testing.assert_close(ours(x, None, None, score_bias), want, **TOL)
-    cache = KVCache(1, BATCH, 8, SEQ, cfg.head_dim)
-    got = cached_decode(lambda chunk, c: ours(chunk, None, c, score_bias), x, cache, advance=True)
+    cache = KVCache(1, BATCH, 8, SEQ, arch.head_dim)
+    got = cached_decode(lambda chunk, kv_cache: ours(chunk, None, kv_cache, score_bias), x, cache, advance=True)
     torch.testing.assert_close(got, want, **TOL)
     # The bias matters: without it the outputs differ.
     assert _max_err(ours(x), want) > 1e-3
@@ -338,15 +338,15 @@ def test_alibi_attention_and_cached_decode_match_hf_bloom_attention(make_cfg, ra
 
 
 @torch.no_grad()
-def test_qknorm_attention_and_cached_decode_match_hf_qwen3_attention(make_cfg, rand_params):
+def test_qknorm_attention_and_cached_decode_match_hf_qwen3_attention(make_arch, rand_params):
     config = transformers.Qwen3Config(
         hidden_size=64, num_attention_heads=8, num_key_value_heads=2, head_dim=8, num_hidden_layers=1,
         intermediate_size=128, max_position_embeddings=64, attention_bias=False, attention_dropout=0.0,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, attn_implementation="eager",
     )
-    cfg = make_cfg(pos="rope", layout="half", attn="gqa", n_kv_heads=2, bias=False, d_model=64, n_heads=8)
-    cfg = cfg.replace(qknorm=QKNormConfig("on", eps=config.rms_norm_eps)).validate()
-    ours = rand_params(CausalSelfAttention(cfg), seed=11, scale=2.0).eval()
+    arch = make_arch(pos="rope", layout="half", attn="gqa", n_kv_heads=2, bias=False, d_model=64, n_heads=8)
+    arch = arch.replace(qknorm=QKNormConfig("on", eps=config.rms_norm_eps)).validate()
+    ours = rand_params(CausalSelfAttention(arch), seed=11, scale=2.0).eval()
     qk = ours.qk[0]
     hf = modeling_qwen3.Qwen3Attention(config, layer_idx=0).eval()
     names = {"q_proj": ours.q, "k_proj": ours.k, "v_proj": ours.v, "o_proj": ours.out,
@@ -356,13 +356,13 @@ def test_qknorm_attention_and_cached_decode_match_hf_qwen3_attention(make_cfg, r
     x = _x((BATCH, SEQ, 64), seed=12, scale=3.0)  # far from unit RMS, so the norms have something to do
     position_embeddings = modeling_qwen3.Qwen3RotaryEmbedding(config)(x, torch.arange(SEQ)[None])
     want, _ = hf(x, position_embeddings=position_embeddings, attention_mask=causal_mask(SEQ))
-    positions = RotaryPositions(cfg)
+    positions = RotaryPositions(arch)
     # Measured max |diff| 3.8e-6 (full sequence) and 4.8e-6 (cached decode), outputs up to 39.
     torch.testing.assert_close(ours(x, positions.rotation(SEQ)), want, **TOL)
-    cache = KVCache(1, BATCH, 2, SEQ, cfg.head_dim)
+    cache = KVCache(1, BATCH, 2, SEQ, arch.head_dim)
 
-    def step(chunk, c):
-        return ours(chunk, positions.rotation(chunk.shape[1], c.pos), c)
+    def step(chunk, kv_cache):
+        return ours(chunk, positions.rotation(chunk.shape[1], kv_cache.pos), kv_cache)
 
     got = cached_decode(step, x, cache, advance=True)
     torch.testing.assert_close(got, want, **TOL)

@@ -27,11 +27,11 @@ TOL = dict(atol=1e-6, rtol=1e-6)
 class HalfScores(nn.Module):
     """Halves the scores: the same as halving Q, which the fused path computes independently."""
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
         return Work()
 
     def forward(self, scores: torch.Tensor) -> torch.Tensor:
@@ -41,12 +41,12 @@ class HalfScores(nn.Module):
 class PostNorm(RMSNorm):
     """Gemma-2's sandwich norm on a branch's output (``post_attention_layernorm``, ``post_feedforward_layernorm``)."""
 
-    def __init__(self, cfg: ArchConfig) -> None:
-        super().__init__(cfg.model.d_model)
+    def __init__(self, arch: ArchConfig) -> None:
+        super().__init__(arch.model.d_model)
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        return Work(weights=cfg.model.d_model)
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
+        return Work(weights=arch.model.d_model)
 
 
 class PrimerDConv(nn.Module):
@@ -56,14 +56,14 @@ class PrimerDConv(nn.Module):
 
     WIDTH = 3
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
-        h, kv, d = cfg.model.n_heads, cfg.n_kv_heads, cfg.head_dim
+        h, kv, d = arch.model.n_heads, arch.n_kv_heads, arch.head_dim
         self.wq, self.wk, self.wv = (nn.Parameter(torch.zeros(self.WIDTH, n, 1, d)) for n in (h, kv, kv))
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        channels = (cfg.model.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
+        channels = (arch.model.n_heads + 2 * arch.n_kv_heads) * arch.head_dim
         return Work(linear_flops=2 * cls.WIDTH * channels * step.tokens, weights=cls.WIDTH * channels)
 
     @classmethod
@@ -88,9 +88,9 @@ def tiny(pos: str = "learned", attn: str = "mha", kv: int | None = None, **group
     return base.replace(pos=base.pos.__class__(pos), attn=base.attn.__class__(attn, kv), **groups).validate()
 
 
-def built(cfg: ArchConfig, seed: int = 0) -> nn.Module:
+def built(arch: ArchConfig, seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
-    return build_decoder(cfg)
+    return build_decoder(arch)
 
 
 class DeepNetBeta:
@@ -99,8 +99,8 @@ class DeepNetBeta:
 
     SCALED = ("ffn.up.weight", "ffn.down.weight", "ffn.gate.weight", "attn.v.weight", "attn.out.weight")
 
-    def __init__(self, cfg: ArchConfig) -> None:
-        self.beta = (8 * cfg.model.n_layers) ** -0.25
+    def __init__(self, arch: ArchConfig) -> None:
+        self.beta = (8 * arch.model.n_layers) ** -0.25
 
     def __call__(self, name: str, parameter: torch.Tensor) -> None:
         if name.endswith(self.SCALED):
@@ -150,8 +150,8 @@ def test_a_scores_transform_applies_before_the_mask_and_bias(pos, attn, kv):
 
 
 def test_a_branch_module_wraps_each_branch_output_before_the_residual_add():
-    cfg = tiny()
-    plain = built(cfg)
+    arch = tiny()
+    plain = built(arch)
     with temporary_choice(hook="branch", registry=registry(PostNorm)):
         post = built(tiny(extra=ExtraConfig("on")))
         shared = {k: v for k, v in post.state_dict().items() if k in plain.state_dict()}
@@ -215,9 +215,9 @@ def test_two_residual_classes_are_refused_with_one_line():
 class EmbedScale(nn.Module):
     """Gemma's token-embedding scale: the embeddings times √d before the first block."""
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
-        self.scale = cfg.model.d_model ** 0.5
+        self.scale = arch.model.d_model ** 0.5
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.scale
@@ -226,7 +226,7 @@ class EmbedScale(nn.Module):
 class FinalSoftCap(nn.Module):
     """Gemma-2's final logit soft cap, ``final_logit_softcapping`` 30: ``30 · tanh(logits / 30)``."""
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
 
     def forward(self, logits: torch.Tensor) -> torch.Tensor:
@@ -251,9 +251,9 @@ def test_the_model_hooks_scale_the_embeddings_and_cap_the_logits_as_written_out(
     tokens = torch.randint(0, tiny().model.vocab_size, (2, 7))
     with temporary_choice(hook="embedding", registry=registry(EmbedScale)), \
             temporary_choice(group="extra2", hook="logits", registry=registry(FinalSoftCap)) :
-        cfg = tiny(extra=ExtraConfig("on"), extra2=ExtraConfig("on"))
+        arch = tiny(extra=ExtraConfig("on"), extra2=ExtraConfig("on"))
         torch.manual_seed(0)
-        model = build_lm(cfg).double()
+        model = build_lm(arch).double()
         assert "forward" not in vars(model)  # the class's one forward, which branches on the hooks
         # Written out from the model's own modules: embed, times √d, the decoder, the head, 30 · tanh(· / 30).
         hidden = model.decoder(model.embed(tokens) * 32 ** 0.5)
@@ -264,7 +264,7 @@ def test_the_model_hooks_scale_the_embeddings_and_cap_the_logits_as_written_out(
 
 def test_a_qkv_transform_convolves_q_k_and_v_as_written_out():
     with temporary_choice(hook="qkv", registry=registry(PrimerDConv)):
-        cfg = tiny("rope", "gqa", 2, extra=ExtraConfig("off"))
+        arch = tiny("rope", "gqa", 2, extra=ExtraConfig("off"))
         on = tiny("rope", "gqa", 2, extra=ExtraConfig("on"))
         attn = built(on).blocks[0].attn.double()
         with torch.no_grad():
@@ -294,7 +294,7 @@ def test_a_qkv_transform_convolves_q_k_and_v_as_written_out():
         from components import Block
 
         step = Step(2, 7, 7)
-        extra = Block.work(on, step).flops - Block.work(cfg, step).flops
+        extra = Block.work(on, step).flops - Block.work(arch, step).flops
         assert extra == PrimerDConv.work(on, step).flops == 2 * 3 * (4 + 2 + 2) * 8 * 14
         with pytest.raises(ConfigError) as info:
             tiny(attn="mla", extra=ExtraConfig("on"))
@@ -321,7 +321,7 @@ class Olmo2Residual:
     branch, each branch's output normed before it is added: ``h = x + norm1(attn(x))``, ``h + norm2(ffn(h))``."""
 
     @staticmethod
-    def norms(cfg: ArchConfig) -> int:
+    def norms(arch: ArchConfig) -> int:
         return 2
 
     @staticmethod
@@ -330,7 +330,7 @@ class Olmo2Residual:
         return h + block.norm2(feed(h))
 
     @staticmethod
-    def work(cfg: ArchConfig, step: Step) -> Work:
+    def work(arch: ArchConfig, step: Step) -> Work:
         return Work()
 
 
@@ -339,14 +339,14 @@ def test_a_residual_may_put_its_norms_after_the_branches_as_olmo2_does():
     from transformers.models.olmo2.modeling_olmo2 import Olmo2DecoderLayer
 
     with temporary_choice(hook="block", registry=registry(Olmo2Residual)):
-        cfg = tiny("rope", norm=tiny().norm.__class__("rmsnorm"), extra=ExtraConfig("on"))
-        block = built(cfg).blocks[0].double()
+        arch = tiny("rope", norm=tiny().norm.__class__("rmsnorm"), extra=ExtraConfig("on"))
+        block = built(arch).blocks[0].double()
         with torch.no_grad():
             block.norm1.weight.uniform_(0.5, 1.5)
             block.norm2.weight.uniform_(0.5, 1.5)
-    hf_cfg = transformers.Olmo2Config(hidden_size=32, intermediate_size=128, num_attention_heads=4,
+    hf_config = transformers.Olmo2Config(hidden_size=32, intermediate_size=128, num_attention_heads=4,
                                       num_key_value_heads=4, num_hidden_layers=2, rms_norm_eps=1e-5)
-    layer = Olmo2DecoderLayer(hf_cfg, layer_idx=0).double()
+    layer = Olmo2DecoderLayer(hf_config, layer_idx=0).double()
     with torch.no_grad():
         layer.post_attention_layernorm.weight.copy_(block.norm1.weight)
         layer.post_feedforward_layernorm.weight.copy_(block.norm2.weight)
@@ -370,7 +370,7 @@ def test_a_residual_may_put_its_norms_after_the_branches_as_olmo2_does():
 def test_a_residual_may_take_no_norm():
     class NoNorm(Olmo2Residual):
         @staticmethod
-        def norms(cfg: ArchConfig) -> int:
+        def norms(arch: ArchConfig) -> int:
             return 0
 
         @staticmethod
@@ -391,14 +391,14 @@ def test_an_attention_value_may_alternate_local_and_global_layers_as_gemma2_does
         """Gemma 2 (HF ``Gemma2Attention``: ``sliding_window`` on even layers): a window of 4 on layers 0, 2, ...,
         every key on the others; decodes with the full cache, which the global layers need."""
 
-        def __init__(self, cfg: ArchConfig, layer: int = 0) -> None:
-            super().__init__(cfg, layer)
+        def __init__(self, arch: ArchConfig, layer: int = 0) -> None:
+            super().__init__(arch, layer)
             self.window = 4 if layer % 2 == 0 else None
 
         @classmethod
-        def new_cache(cls, cfg: ArchConfig, batch_size: int, max_seq_len: int | None = None,
+        def new_cache(cls, arch: ArchConfig, batch_size: int, max_seq_len: int | None = None,
                       n_layers: int | None = None, **kw: object) -> attention.KVCache:
-            return attention.KVCache.for_model(cfg, batch_size, max_seq_len, n_layers, **kw)
+            return attention.KVCache.for_model(arch, batch_size, max_seq_len, n_layers, **kw)
 
     attention.ATTENTIONS.add("local_global", LocalGlobal)
     try:

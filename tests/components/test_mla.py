@@ -38,7 +38,7 @@ STEPS = [(0, 12), (12, 17), (17, 18), (18, 19), (19, 20)]
 POSITIONS = [("learned", "half"), ("rope", "interleaved"), ("rope", "half"), ("alibi", "half"), ("none", "half")]
 
 
-def mla_cfg(pos="rope", layout="interleaved", bias=True, n_layers=1, max_seq_len=64, **sizes) -> ArchConfig:
+def mla_arch(pos="rope", layout="interleaved", bias=True, n_layers=1, max_seq_len=64, **sizes) -> ArchConfig:
     return ArchConfig(model=ModelConfig(d_model=D, n_layers=n_layers, n_heads=HEADS, max_seq_len=max_seq_len),
                       pos=PosConfig(pos, layout=layout), bias=BiasConfig("on" if bias else "off"),
                       attn=AttnConfig("mla", **sizes)).validate()
@@ -69,7 +69,7 @@ def rope_ref(x, positions, layout, theta=10000.0):
     return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
 
 
-def mla_ref(attn, x, cfg):
+def mla_ref(attn, x, arch):
     """MLA on the whole sequence in fp64, written out: queries (full rank, or down, RMSNorm, up), the latent
     RMSNorm(x W_DKV) and the RoPE key x W_KR, each head's K nope and V up-projected from the latent, scores
     ``q_nope·k_nope + q_rope·k_rope`` over sqrt(head_dim + rope), ALiBi's ``-m_h (i - j)`` when pos=alibi, causal
@@ -90,14 +90,14 @@ def mla_ref(attn, x, cfg):
     q_nope, q_rope = q[..., :hd], q[..., hd:]
     down = lin(attn.kv_down, xd)
     c_kv, k_rope = rms_ref(down[..., :lat], attn.kv_norm.weight), down[..., lat:]  # (b, t, lat), (b, t, r)
-    if cfg.pos.name == "rope":
-        q_rope, k_rope = rope_ref(q_rope, torch.arange(t), cfg.pos.layout), rope_ref(k_rope, torch.arange(t),
-                                                                                       cfg.pos.layout)
+    if arch.pos.name == "rope":
+        q_rope, k_rope = rope_ref(q_rope, torch.arange(t), arch.pos.layout), rope_ref(k_rope, torch.arange(t),
+                                                                                       arch.pos.layout)
     up = lin(attn.kv_up, c_kv).view(b, t, h, 2 * hd).transpose(1, 2)
     k_nope, v = up[..., :hd], up[..., hd:]
     scores = (q_nope @ k_nope.transpose(-1, -2) + q_rope @ k_rope[:, None].transpose(-1, -2)) / math.sqrt(hd + r)
     distance = torch.arange(t)[:, None] - torch.arange(t)[None, :]
-    if cfg.pos.name == "alibi":
+    if arch.pos.name == "alibi":
         slopes = 2.0 ** (-8.0 * torch.arange(1, h + 1, dtype=torch.float64) / h)
         scores = scores - slopes[:, None, None] * distance
     scores = scores.masked_fill(distance < 0, float("-inf"))
@@ -105,10 +105,10 @@ def mla_ref(attn, x, cfg):
     return lin(attn.out, y.transpose(1, 2).reshape(b, t, h * hd))
 
 
-def run_steps(attn, x, cfg, absorbed):
+def run_steps(attn, x, arch, absorbed):
     """Our layer over STEPS through a one-layer latent cache: the rows, and the cache."""
-    positions = build_positions(cfg)
-    cache = MultiHeadLatentAttention.new_cache(cfg, x.shape[0], STEPS[-1][1], n_layers=1, dtype=x.dtype)
+    positions = build_positions(arch)
+    cache = MultiHeadLatentAttention.new_cache(arch, x.shape[0], STEPS[-1][1], n_layers=1, dtype=x.dtype)
     rows = []
     for start, end in STEPS:
         rotation = positions.rotation(end - start, start)
@@ -121,8 +121,8 @@ def run_steps(attn, x, cfg, absorbed):
 
 
 def test_registered_with_deepseek_proportions_and_its_parameters():
-    cfg = mla_cfg(bias=False)
-    attn = ATTENTIONS.get("mla")(cfg)
+    arch = mla_arch(bias=False)
+    attn = ATTENTIONS.get("mla")(arch)
     assert isinstance(attn, MultiHeadLatentAttention)
     s = attn.sizes
     assert (s.head_dim, s.kv_lora_rank, s.rope_dim, s.q_lora_rank) == (16, 64, 8, None)
@@ -130,7 +130,7 @@ def test_registered_with_deepseek_proportions_and_its_parameters():
     shapes = {n: tuple(p.shape) for n, p in attn.named_parameters()}
     assert shapes == {"q.weight": (HEADS * 24, D), "kv_down.weight": (72, D), "kv_norm.weight": (64,),
                       "kv_up.weight": (HEADS * 32, 64), "out.weight": (D, HEADS * 16)}
-    compressed = MultiHeadLatentAttention(mla_cfg(bias=True, q_lora_rank=24, kv_lora_rank=32, qk_rope_head_dim=4))
+    compressed = MultiHeadLatentAttention(mla_arch(bias=True, q_lora_rank=24, kv_lora_rank=32, qk_rope_head_dim=4))
     shapes = {n: tuple(p.shape) for n, p in compressed.named_parameters()}
     # A bias on the down-projections and the output; none on the up-projections from a normalised latent.
     assert shapes == {"q_down.weight": (24, D), "q_down.bias": (24,), "q_norm.weight": (24,),
@@ -149,27 +149,27 @@ def test_bias_on_is_deepseeks_attention_bias_never_the_full_rank_querys(q_lora_r
     counts exactly the parameters built, on both paths."""
     want = {True: {"kv_down", "out"} | ({"q_down"} if q_lora_rank else set()), False: set()}
     for bias in (True, False):
-        cfg = mla_cfg(bias=bias, q_lora_rank=q_lora_rank)
-        attn = MultiHeadLatentAttention(cfg)
+        arch = mla_arch(bias=bias, q_lora_rank=q_lora_rank)
+        attn = MultiHeadLatentAttention(arch)
         assert {n.rpartition(".")[0] for n, _ in attn.named_parameters() if n.endswith(".bias")} == want[bias]
         for step in (Step(1, 1, 1), Step(2, 20, 20)):  # absorbed, reference
-            assert MultiHeadLatentAttention.work(cfg, step).weights == count_parameters(attn)
+            assert MultiHeadLatentAttention.work(arch, step).weights == count_parameters(attn)
 
 
 @pytest.mark.parametrize("q_lora_rank", [None, 24])
 @pytest.mark.parametrize("pos,layout", POSITIONS, ids=[f"{p}-{lo}" for p, lo in POSITIONS])
 @pytest.mark.parametrize("absorbed", [True, False], ids=["absorbed", "reference"])
 def test_both_paths_equal_the_fp64_reference(rand_params, pos, layout, q_lora_rank, absorbed):
-    cfg = mla_cfg(pos, layout, q_lora_rank=q_lora_rank)
-    attn = rand_params(MultiHeadLatentAttention(cfg), seed=1, scale=2.0)
-    positions = build_positions(cfg)
+    arch = mla_arch(pos, layout, q_lora_rank=q_lora_rank)
+    attn = rand_params(MultiHeadLatentAttention(arch), seed=1, scale=2.0)
+    positions = build_positions(arch)
     x = _x((2, 10, D), seed=2)
     got = attn(x, positions.rotation(10), None, positions.score_bias(), absorbed=absorbed)
-    want = mla_ref(attn, x, cfg)
+    want = mla_ref(attn, x, arch)
     torch.testing.assert_close(got, want.float(), atol=1e-5, rtol=1e-5)
     if pos == "rope":  # the other pairing is a different layout: caught
         other = "half" if layout == "interleaved" else "interleaved"
-        assert (mla_ref(attn, x, mla_cfg(pos, other, q_lora_rank=q_lora_rank)).float() - got).abs().max() > 1e-3
+        assert (mla_ref(attn, x, mla_arch(pos, other, q_lora_rank=q_lora_rank)).float() - got).abs().max() > 1e-3
 
 
 @torch.no_grad()
@@ -178,26 +178,26 @@ def test_both_paths_equal_the_fp64_reference(rand_params, pos, layout, q_lora_ra
 def test_absorbed_and_reference_paths_agree_through_the_cache_in_fp64(rand_params, pos, layout, q_lora_rank):
     """Prefill, a chunk after the prefix and single-token decode, in fp64: the two paths give the same rows and
     write the same cache, and the rows are the full sequence's (RoPE's tables and rotation are fp32: 1e-5 there)."""
-    cfg = mla_cfg(pos, layout, q_lora_rank=q_lora_rank)
-    attn = rand_params(MultiHeadLatentAttention(cfg), seed=3, scale=2.0).double()
+    arch = mla_arch(pos, layout, q_lora_rank=q_lora_rank)
+    attn = rand_params(MultiHeadLatentAttention(arch), seed=3, scale=2.0).double()
     x = _x((2, 20, D), seed=4, dtype=torch.float64)
-    absorbed, absorbed_cache = run_steps(attn, x, cfg, absorbed=True)
-    reference, reference_cache = run_steps(attn, x, cfg, absorbed=False)
+    absorbed, absorbed_cache = run_steps(attn, x, arch, absorbed=True)
+    reference, reference_cache = run_steps(attn, x, arch, absorbed=False)
     torch.testing.assert_close(absorbed, reference, atol=1e-12, rtol=1e-12)
     assert torch.equal(absorbed_cache.latent, reference_cache.latent)
     tol = 1e-5 if pos == "rope" else 1e-12
-    torch.testing.assert_close(absorbed, mla_ref(attn, x, cfg), atol=tol, rtol=tol)
+    torch.testing.assert_close(absorbed, mla_ref(attn, x, arch), atol=tol, rtol=tol)
 
 
 def test_short_steps_take_the_absorbed_path_and_long_prefills_the_reference(monkeypatch, rand_params):
-    cfg = mla_cfg()
-    attn = rand_params(MultiHeadLatentAttention(cfg), seed=5)
+    arch = mla_arch()
+    attn = rand_params(MultiHeadLatentAttention(arch), seed=5)
     taken = []
     for name in ("_absorbed", "_expanded"):
         original = getattr(MultiHeadLatentAttention, name)
         monkeypatch.setattr(MultiHeadLatentAttention, name,
                             lambda self, *a, _f=original, _n=name: taken.append(_n) or _f(self, *a))
-    rope = RotaryPositions(cfg)
+    rope = RotaryPositions(arch)
     for t in (1, 16, 17, 40):
         attn(_x((1, t, D)), rope.rotation(t))
     assert taken == ["_absorbed", "_absorbed", "_expanded", "_expanded"]
@@ -210,25 +210,25 @@ def test_short_steps_take_the_absorbed_path_and_long_prefills_the_reference(monk
 @pytest.mark.parametrize("sizes,width", [({}, 64 + 8), ({"kv_lora_rank": 40, "qk_rope_head_dim": 6}, 46),
                                          ({"q_lora_rank": 24}, 72)])
 def test_latent_cache_holds_latent_and_rope_key_per_token_and_layer(sizes, width, dtype):
-    cfg = mla_cfg(n_layers=3, max_seq_len=20, **sizes)
-    cache = new_cache(cfg, batch_size=2, dtype=dtype)  # the module function dispatches to the class's new_cache
+    arch = mla_arch(n_layers=3, max_seq_len=20, **sizes)
+    cache = new_cache(arch, batch_size=2, dtype=dtype)  # the module function dispatches to the class's new_cache
     assert isinstance(cache, LatentCache) and cache.latent.dtype == dtype
     elem = torch.empty((), dtype=dtype).element_size()
     assert cache.latent.shape == (3, 2, 20, width)
     assert cache.nbytes == 3 * 2 * 20 * width * elem
     assert cache.bytes_per_token() == 3 * 2 * width * elem  # kv_lora_rank + qk_rope_head_dim per token and layer
     # Against MHA at the same size: 2 x 4 heads x 16 = 128 values per token and layer.
-    mha = KVCache.for_model(cfg.replace(attn=AttnConfig("mha")), batch_size=2, dtype=dtype)
+    mha = KVCache.for_model(arch.replace(attn=AttnConfig("mha")), batch_size=2, dtype=dtype)
     assert mha.bytes_per_token() * width == cache.bytes_per_token() * 128
 
 
 @torch.no_grad()
 def test_the_cache_holds_the_normalised_latent_and_the_rotated_rope_key(rand_params):
-    cfg = mla_cfg()
-    attn = rand_params(MultiHeadLatentAttention(cfg), seed=6).double()
+    arch = mla_arch()
+    attn = rand_params(MultiHeadLatentAttention(arch), seed=6).double()
     x = _x((2, 7, D), seed=7, dtype=torch.float64)
-    cache = MultiHeadLatentAttention.new_cache(cfg, 2, 10, n_layers=1, dtype=torch.float64)
-    attn(x, RotaryPositions(cfg).rotation(7), cache)
+    cache = MultiHeadLatentAttention.new_cache(arch, 2, 10, n_layers=1, dtype=torch.float64)
+    attn(x, RotaryPositions(arch).rotation(7), cache)
     down = F.linear(x, attn.kv_down.weight, attn.kv_down.bias)
     torch.testing.assert_close(cache.latent[0, :, :7, :64], rms_ref(down[..., :64], attn.kv_norm.weight))
     torch.testing.assert_close(cache.latent[0, :, :7, 64:], rope_ref(down[..., 64:], torch.arange(7), "interleaved"),
@@ -256,8 +256,8 @@ def test_latent_cache_update_clone_randomize_and_overflow():
 @torch.no_grad()
 @pytest.mark.parametrize("q_lora_rank", [None, 24])
 def test_decoder_decode_through_the_latent_cache_reproduces_the_full_sequence(rand_params, q_lora_rank):
-    cfg = mla_cfg(n_layers=2, q_lora_rank=q_lora_rank)
-    dec = rand_params(build_decoder(cfg), seed=8, scale=1.5).eval()
+    arch = mla_arch(n_layers=2, q_lora_rank=q_lora_rank)
+    dec = rand_params(build_decoder(arch), seed=8, scale=1.5).eval()
     x = _x((2, 20, D), seed=9)
     full = dec(x)
     cache = dec.new_cache(2, 20)
@@ -274,7 +274,7 @@ def test_decoder_decode_through_the_latent_cache_reproduces_the_full_sequence(ra
 
 def test_work_of_a_decode_step_by_hand():
     """Absorbed (one new token per sequence), compressed query, biases: B=2 sequences over S=9 keys."""
-    cfg = mla_cfg(bias=True, q_lora_rank=24)
+    arch = mla_arch(bias=True, q_lora_rank=24)
     B, T, S, d, h, hd, lat, r, ql = 2, 1, 9, D, HEADS, 16, 64, 8, 24
     n = B * T
     want = Work(
@@ -291,13 +291,13 @@ def test_work_of_a_decode_step_by_hand():
         attention_activations=n * h * (lat + r) + n * h * lat,
         kv_read=B * S * (lat + r), kv_write=n * (lat + r),
     )
-    assert MultiHeadLatentAttention.work(cfg, Step(B, T, S)) == want
-    assert want.weights == count_parameters(MultiHeadLatentAttention(cfg))
+    assert MultiHeadLatentAttention.work(arch, Step(B, T, S)) == want
+    assert want.weights == count_parameters(MultiHeadLatentAttention(arch))
 
 
 def test_work_of_a_long_prefill_by_hand():
     """The reference path (20 > FOLD_MAX_QUERIES new tokens), full-rank query, no biases."""
-    cfg = mla_cfg(bias=False)
+    arch = mla_arch(bias=False)
     B, T, d, h, hd, lat, r = 2, 20, D, HEADS, 16, 64, 8
     n = B * T
     want = Work(
@@ -311,8 +311,8 @@ def test_work_of_a_long_prefill_by_hand():
         attention_activations=n * h * (hd + r) + n * h * (hd + r + hd) + n * h * hd,
         kv_read=n * (lat + r), kv_write=n * (lat + r),
     )
-    assert MultiHeadLatentAttention.work(cfg, Step(B, T, T)) == want
-    assert want.weights == count_parameters(MultiHeadLatentAttention(cfg))
+    assert MultiHeadLatentAttention.work(arch, Step(B, T, T)) == want
+    assert want.weights == count_parameters(MultiHeadLatentAttention(arch))
 
 
 @pytest.mark.parametrize("q_lora_rank", [None, 24])
@@ -320,13 +320,13 @@ def test_work_of_a_long_prefill_by_hand():
 def test_work_flops_match_the_flop_counter(q_lora_rank, t, context):
     """Every matmul FLOP counted by torch (SDPA under its math backend, whose matmuls the counter sees), and the
     projections' alone (the ``nn.Linear`` submodules) against the ``linear`` parts of ``work``."""
-    cfg = mla_cfg(q_lora_rank=q_lora_rank)
-    attn = MultiHeadLatentAttention(cfg)
-    cache = attn.new_cache(cfg, 2, 32, n_layers=1)
+    arch = mla_arch(q_lora_rank=q_lora_rank)
+    attn = MultiHeadLatentAttention(arch)
+    cache = attn.new_cache(arch, 2, 32, n_layers=1)
     cache.pos = context
     with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
-        attn(_x((2, t, D)), RotaryPositions(cfg).rotation(t, context), cache)
-    work = MultiHeadLatentAttention.work(cfg, Step(2, t, context + t))
+        attn(_x((2, t, D)), RotaryPositions(arch).rotation(t, context), cache)
+    work = MultiHeadLatentAttention.work(arch, Step(2, t, context + t))
     assert counter.get_total_flops() == work.flops
     by_module = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
     linears = sum(v for name, v in by_module.items() if name.startswith("MultiHeadLatentAttention."))
@@ -338,16 +338,16 @@ def test_work_flops_match_the_flop_counter(q_lora_rank, t, context):
 # --- Hugging Face's DeepseekV2Attention ---------------------------------------------------------------------------
 
 
-def deepseek_attention(cfg, bias):
+def deepseek_attention(arch, bias):
     transformers = pytest.importorskip("transformers")
     from transformers.models.deepseek_v2 import modeling_deepseek_v2
 
-    s = MultiHeadLatentAttention(cfg).sizes
+    s = MultiHeadLatentAttention(arch).sizes
     config = transformers.DeepseekV2Config(
         hidden_size=D, num_attention_heads=HEADS, num_key_value_heads=HEADS, kv_lora_rank=s.kv_lora_rank,
         q_lora_rank=s.q_lora_rank, qk_nope_head_dim=s.head_dim, qk_rope_head_dim=s.rope_dim, v_head_dim=s.head_dim,
-        max_position_embeddings=cfg.model.max_seq_len, num_hidden_layers=1, vocab_size=32, intermediate_size=32,
-        rope_parameters={"rope_type": "default", "rope_theta": cfg.pos.theta}, attention_bias=bias,
+        max_position_embeddings=arch.model.max_seq_len, num_hidden_layers=1, vocab_size=32, intermediate_size=32,
+        rope_parameters={"rope_type": "default", "rope_theta": arch.pos.theta}, attention_bias=bias,
         attention_dropout=0.0, attn_implementation="eager",
     )
     hf = modeling_deepseek_v2.DeepseekV2Attention(config, layer_idx=0).eval()
@@ -377,26 +377,26 @@ def test_matches_hf_deepseek_v2_attention_and_decodes_through_the_latent_cache(r
     """HF rotates interleaved pairs (``view_as_complex`` on (2i, 2i+1)): pos.layout=interleaved. With
     ``attention_bias`` its full-rank ``q_proj`` still has no bias, and ours neither (``deepseek_from_ours`` loads every
     tensor by name, so a query bias on one side only fails there)."""
-    cfg = mla_cfg("rope", "interleaved", bias=bias, q_lora_rank=q_lora_rank)
-    ours = rand_params(MultiHeadLatentAttention(cfg), seed=10, scale=2.0).eval()
-    hf, rotary = deepseek_attention(cfg, bias)
+    arch = mla_arch("rope", "interleaved", bias=bias, q_lora_rank=q_lora_rank)
+    ours = rand_params(MultiHeadLatentAttention(arch), seed=10, scale=2.0).eval()
+    hf, rotary = deepseek_attention(arch, bias)
     deepseek_from_ours(hf, ours)
     t = 12
     x = _x((2, t, D), seed=11)
     want, _ = hf(x, attention_mask=causal_mask(t), position_embeddings=rotary(x, torch.arange(t)[None]))
-    rope = RotaryPositions(cfg)
+    rope = RotaryPositions(arch)
     # Measured max |diff| 5.8e-6 (absorbed), 4.3e-6 (reference) and 8.6e-6 (cached decode), outputs up to 14.
     torch.testing.assert_close(ours(x, rope.rotation(t)), want, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(ours(x, rope.rotation(t), absorbed=False), want, atol=1e-5, rtol=1e-5)
     # Our decode: a prefill of 5, then one token at a time through the latent cache, against HF's full sequence.
-    cache = ours.new_cache(cfg, 2, t, n_layers=1)
+    cache = ours.new_cache(arch, 2, t, n_layers=1)
     rows = []
     for start, end in [(0, 5), *((i, i + 1) for i in range(5, t))]:
         rows.append(ours(x[:, start:end], rope.rotation(end - start, start), cache))
         cache.pos = end
     torch.testing.assert_close(torch.cat(rows, dim=1), want, atol=1e-5, rtol=1e-5)
     # The other pairing (rotate_half) is a different layout: caught.
-    half = RotaryPositions(mla_cfg("rope", "half", bias=bias, q_lora_rank=q_lora_rank)).rotation(t)
+    half = RotaryPositions(mla_arch("rope", "half", bias=bias, q_lora_rank=q_lora_rank)).rotation(t)
     assert (ours(x, half) - want).abs().max() > 1e-3
     # So is a swap of K nope and V inside each head's rows of kv_b_proj.
     w = hf.kv_b_proj.weight
@@ -409,7 +409,7 @@ def test_matches_hf_deepseek_v2_attention_and_decodes_through_the_latent_cache(r
 
 
 def test_mla_checks_its_settings_and_refuses_qknorm_and_a_window():
-    base = mla_cfg()
+    base = mla_arch()
     for change, message in [
         (dict(kv_lora_rank=0), r"attn\.kv_lora_rank=0 must be a positive integer \(the latent's width"),
         (dict(qk_rope_head_dim=3), r"attn\.qk_rope_head_dim=3 must be even"),

@@ -11,23 +11,23 @@ from components.attention import CausalSelfAttention
 SEQ = 12
 
 
-def _tokens(cfg, seed=0, batch=2, seq=SEQ):
-    return torch.randint(0, cfg.model.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(seed))
+def _tokens(arch, seed=0, batch=2, seq=SEQ):
+    return torch.randint(0, arch.model.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(seed))
 
 
-def _lm(make_cfg, rand_params, variant, seed=0):
-    cfg = make_cfg(**variant)
-    return cfg, rand_params(build_lm(cfg), seed=seed, scale=1.5).eval()
+def _lm(make_arch, rand_params, variant, seed=0):
+    arch = make_arch(**variant)
+    return arch, rand_params(build_lm(arch), seed=seed, scale=1.5).eval()
 
 
 @torch.no_grad()
-def test_causal(make_cfg, rand_params, variant):
-    cfg, lm = _lm(make_cfg, rand_params, variant)
-    tokens = _tokens(cfg)
+def test_causal(make_arch, rand_params, variant):
+    arch, lm = _lm(make_arch, rand_params, variant)
+    tokens = _tokens(arch)
     base = lm(tokens)
     for t in (0, 5, SEQ - 1):
         changed = tokens.clone()
-        changed[:, t] = (changed[:, t] + 1 + torch.arange(2)) % cfg.model.vocab_size
+        changed[:, t] = (changed[:, t] + 1 + torch.arange(2)) % arch.model.vocab_size
         out = lm(changed)
         torch.testing.assert_close(out[:, :t], base[:, :t], atol=1e-6, rtol=0)
         diff = (out[:, t:] - base[:, t:]).abs()
@@ -39,9 +39,9 @@ def test_causal(make_cfg, rand_params, variant):
 
 
 @torch.no_grad()
-def test_kv_cache_decoding_equals_full_forward(make_cfg, rand_params, variant):
-    cfg, lm = _lm(make_cfg, rand_params, variant, seed=1)
-    tokens = _tokens(cfg, seed=1)
+def test_kv_cache_decoding_equals_full_forward(make_arch, rand_params, variant):
+    arch, lm = _lm(make_arch, rand_params, variant, seed=1)
+    tokens = _tokens(arch, seed=1)
     full = lm(tokens)
     cache = lm.new_cache(batch_size=2, max_seq_len=SEQ + 4)
     pieces = [lm(tokens[:, :4], cache)]  # prefill
@@ -58,8 +58,8 @@ def test_kv_cache_decoding_equals_full_forward(make_cfg, rand_params, variant):
 
 
 @torch.no_grad()
-def test_decoder_cache_uses_model_dtype(make_cfg):
-    dec = build_decoder(make_cfg(pos="rope", attn="gqa", n_kv_heads=2), dtype=torch.bfloat16)
+def test_decoder_cache_uses_model_dtype(make_arch):
+    dec = build_decoder(make_arch(pos="rope", attn="gqa", n_kv_heads=2), dtype=torch.bfloat16)
     cache = dec.new_cache(batch_size=1)
     assert cache.k.dtype == torch.bfloat16
     out = dec(torch.randn(1, 3, 32, dtype=torch.bfloat16), cache)
@@ -107,19 +107,19 @@ def test_gpt2_and_llama_blocks_are_the_same_class():
     assert ll.attn.n_kv_heads == 8 and g.attn.n_kv_heads == 12
 
 
-def test_block_is_pre_norm_residual(make_cfg, rand_params):
-    cfg = make_cfg(norm="rmsnorm", ffn="swiglu", attn="gqa", n_kv_heads=2, pos="none")
-    block = rand_params(Block(cfg), seed=5)
+def test_block_is_pre_norm_residual(make_arch, rand_params):
+    arch = make_arch(norm="rmsnorm", ffn="swiglu", attn="gqa", n_kv_heads=2, pos="none")
+    block = rand_params(Block(arch), seed=5)
     x = torch.randn(2, 6, 32, generator=torch.Generator().manual_seed(6))
     h = x + block.attn(block.norm1(x))
     torch.testing.assert_close(block(x), h + block.ffn(block.norm2(h)), atol=1e-6, rtol=1e-6)
 
 
-def test_init_scales_residual_projections(make_cfg):
+def test_init_scales_residual_projections(make_arch):
     torch.manual_seed(0)
-    cfg = make_cfg(d_model=256, n_heads=4, n_layers=8, bias=True)
-    lm = build_lm(cfg)
-    std = cfg.model.init_std
+    arch = make_arch(d_model=256, n_heads=4, n_layers=8, bias=True)
+    lm = build_lm(arch)
+    std = arch.model.init_std
     blk = lm.decoder.blocks[0]
     assert blk.attn.q.weight.std().item() == pytest.approx(std, rel=0.05)
     assert blk.attn.out.weight.std().item() == pytest.approx(std / 4.0, rel=0.05)  # 1/sqrt(2*8)

@@ -113,10 +113,10 @@ def test_rmsnorm_has_no_bias_layernorm_has_one():
     assert sorted(n for n, _ in LayerNorm(8).named_parameters()) == ["bias", "weight"]
 
 
-def test_norm_eps_reaches_the_model(make_cfg):
-    cfg = make_cfg(norm="rmsnorm")
-    cfg.norm.eps = 3e-4
-    lm = build_lm(cfg)
+def test_norm_eps_reaches_the_model(make_arch):
+    arch = make_arch(norm="rmsnorm")
+    arch.norm.eps = 3e-4
+    lm = build_lm(arch)
     eps = {m.eps for m in lm.modules() if isinstance(m, RMSNorm)}
     assert eps == {3e-4}
-    assert sum(isinstance(m, RMSNorm) for m in lm.modules()) == 2 * cfg.model.n_layers + 1
+    assert sum(isinstance(m, RMSNorm) for m in lm.modules()) == 2 * arch.model.n_layers + 1

@@ -45,8 +45,8 @@ def _max_err(a, b):
     return (a.double() - b.double()).abs().max().item()
 
 
-def parallel(cfg: ArchConfig, shared: bool = True) -> ArchConfig:
-    return cfg.replace(block=BlockConfig("parallel", shared_norm=shared))
+def parallel(arch: ArchConfig, shared: bool = True) -> ArchConfig:
+    return arch.replace(block=BlockConfig("parallel", shared_norm=shared))
 
 
 # --- the written-out reference, fp64 ---------------------------------------------------------------------------
@@ -59,8 +59,9 @@ def lin_ref(m, z):
 def norm_ref(m, x):
     """LayerNorm ``(x - mean) / sqrt(var + eps) * w + b`` or RMSNorm ``x / sqrt(mean(x^2) + eps) * w``."""
     if isinstance(m, LayerNorm):
-        c = x - x.mean(-1, keepdim=True)
-        return c / torch.sqrt(c.square().mean(-1, keepdim=True) + m.eps) * m.weight.double() + m.bias.double()
+        centred = x - x.mean(-1, keepdim=True)
+        return (centred / torch.sqrt(centred.square().mean(-1, keepdim=True) + m.eps) * m.weight.double()
+                + m.bias.double())
     return x / torch.sqrt(x.square().mean(-1, keepdim=True) + m.eps) * m.weight.double()
 
 
@@ -114,9 +115,9 @@ def block_ref(block, x, shared, layout, parallel_form=True):
 
 def decoder_ref(model, x, shared, **kw):
     x = x.double()
-    cfg = model.cfg
-    layout = cfg.pos.layout if cfg.pos.name == "rope" else None
-    if cfg.pos.name == "learned":
+    arch = model.arch
+    layout = arch.pos.layout if arch.pos.name == "rope" else None
+    if arch.pos.name == "learned":
         x = x + model.positions.table.weight[: x.shape[1]].double()
     for block in model.blocks:
         x = block_ref(block, x, shared, layout, **kw)
@@ -131,12 +132,12 @@ def decoder_ref(model, x, shared, **kw):
 @pytest.mark.parametrize("pos,layout", POS, ids=[p if p != "rope" else f"rope-{lay}" for p, lay in POS])
 @pytest.mark.parametrize("attn,kv", ATTN, ids=[a for a, _ in ATTN])
 @pytest.mark.parametrize("shared", SHARED, ids=["shared", "two-norms"])
-def test_parallel_decoder_matches_written_out_reference(make_cfg, rand_params, shared, attn, kv, pos, layout, norm,
+def test_parallel_decoder_matches_written_out_reference(make_arch, rand_params, shared, attn, kv, pos, layout, norm,
                                                         ffn):
-    cfg = parallel(make_cfg(pos=pos, layout=layout, norm=norm, ffn=ffn, attn=attn, n_kv_heads=kv), shared)
-    model = rand_params(build_decoder(cfg), seed=1).eval()
+    arch = parallel(make_arch(pos=pos, layout=layout, norm=norm, ffn=ffn, attn=attn, n_kv_heads=kv), shared)
+    model = rand_params(build_decoder(arch), seed=1).eval()
     assert all((hasattr(b, "norm2")) == (not shared) for b in model.blocks)
-    x = _x((BATCH, SEQ, cfg.model.d_model), seed=2)
+    x = _x((BATCH, SEQ, arch.model.d_model), seed=2)
     got = model(x)
     want = decoder_ref(model, x, shared)
     # Measured max |diff| 1.6e-6 over the grid (outputs up to 4.3).
@@ -148,15 +149,15 @@ def test_parallel_decoder_matches_written_out_reference(make_cfg, rand_params, s
 
 
 @torch.no_grad()
-def test_parallel_block_is_not_the_sequential_one(make_cfg, rand_params):
+def test_parallel_block_is_not_the_sequential_one(make_arch, rand_params):
     """Same modules, same weights: the shared-norm block and the sequential one give different rows (the FFN no
     longer sees what attention wrote)."""
-    seq = rand_params(Block(make_cfg()), seed=3).eval()
-    par = Block(parallel(make_cfg(), shared=False)).eval()
+    seq = rand_params(Block(make_arch()), seed=3).eval()
+    par = Block(parallel(make_arch(), shared=False)).eval()
     par.load_state_dict(seq.state_dict())  # the two-norm form has exactly the sequential block's modules
     x = _x((BATCH, SEQ, 32), seed=4)
     assert _max_err(seq(x), par(x)) > 1e-3
-    assert residual_of(parallel(make_cfg())) is ParallelResidual and residual_of(make_cfg()) is SequentialResidual
+    assert residual_of(parallel(make_arch())) is ParallelResidual and residual_of(make_arch()) is SequentialResidual
 
 
 # --- (b) cached decode ---------------------------------------------------------------------------------------------
@@ -166,9 +167,9 @@ def test_parallel_block_is_not_the_sequential_one(make_cfg, rand_params):
 @pytest.mark.parametrize("pos,layout", POS, ids=[p if p != "rope" else f"rope-{lay}" for p, lay in POS])
 @pytest.mark.parametrize("attn,kv", ATTN, ids=[a for a, _ in ATTN])
 @pytest.mark.parametrize("shared", SHARED, ids=["shared", "two-norms"])
-def test_parallel_decoder_cached_decode_matches_full_forward(make_cfg, rand_params, shared, attn, kv, pos, layout):
-    cfg = parallel(make_cfg(pos=pos, layout=layout, attn=attn, n_kv_heads=kv), shared)
-    model = rand_params(build_decoder(cfg), seed=5).eval()
+def test_parallel_decoder_cached_decode_matches_full_forward(make_arch, rand_params, shared, attn, kv, pos, layout):
+    arch = parallel(make_arch(pos=pos, layout=layout, attn=attn, n_kv_heads=kv), shared)
+    model = rand_params(build_decoder(arch), seed=5).eval()
     x = _x((BATCH, SEQ, 32), seed=6)
     full = model(x)
     cache = model.new_cache(BATCH, SEQ)
@@ -182,26 +183,26 @@ def test_parallel_decoder_cached_decode_matches_full_forward(make_cfg, rand_para
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
-def test_shared_norm_drops_one_norm_per_layer_and_its_work(make_cfg, norm):
-    cfg = make_cfg(norm=norm, n_layers=3)
-    d, layers = cfg.model.d_model, cfg.model.n_layers
+def test_shared_norm_drops_one_norm_per_layer_and_its_work(make_arch, norm):
+    arch = make_arch(norm=norm, n_layers=3)
+    d, layers = arch.model.d_model, arch.model.n_layers
     norm_params = {"layernorm": 2 * d, "rmsnorm": d}[norm]
-    seq, shared, two = (count_parameters(build_decoder(c, device="meta"))
-                        for c in (cfg, parallel(cfg, True), parallel(cfg, False)))
+    seq, shared, two = (count_parameters(build_decoder(each_arch, device="meta"))
+                        for each_arch in (arch, parallel(arch, True), parallel(arch, False)))
     assert seq - shared == layers * norm_params
     assert two == seq
     step = Step(2, 5, 9)
-    one_norm = NORMS.get(norm).work(cfg, step)
-    assert Block.work(parallel(cfg, True), step) + one_norm == Block.work(cfg, step)
-    assert Block.work(parallel(cfg, False), step) == Block.work(cfg, step)
-    assert Decoder.work(parallel(cfg, True), step) + layers * one_norm == Decoder.work(cfg, step)
-    assert ParallelResidual.norms(parallel(cfg, True)) == 1 and ParallelResidual.norms(parallel(cfg, False)) == 2
-    assert ParallelResidual.work(parallel(cfg), step) == Work()
+    one_norm = NORMS.get(norm).work(arch, step)
+    assert Block.work(parallel(arch, True), step) + one_norm == Block.work(arch, step)
+    assert Block.work(parallel(arch, False), step) == Block.work(arch, step)
+    assert Decoder.work(parallel(arch, True), step) + layers * one_norm == Decoder.work(arch, step)
+    assert ParallelResidual.norms(parallel(arch, True)) == 1 and ParallelResidual.norms(parallel(arch, False)) == 2
+    assert ParallelResidual.work(parallel(arch), step) == Work()
     # The two-norm block registers the sequential block's modules in the same order: the same init draws.
     torch.manual_seed(0)
-    a = build_decoder(cfg).state_dict()
+    a = build_decoder(arch).state_dict()
     torch.manual_seed(0)
-    b = build_decoder(parallel(cfg, False)).state_dict()
+    b = build_decoder(parallel(arch, False)).state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
@@ -210,8 +211,8 @@ def test_shared_norm_drops_one_norm_per_layer_and_its_work(make_cfg, norm):
 
 @torch.no_grad()
 @pytest.mark.parametrize("preset", ["gpt2", "llama2"])
-def test_sequential_is_bit_identical_to_a_model_without_the_choice(make_cfg, preset):
-    base = make_cfg() if preset == "gpt2" else make_cfg(pos="rope", norm="rmsnorm", ffn="swiglu", attn="gqa",
+def test_sequential_is_bit_identical_to_a_model_without_the_choice(make_arch, preset):
+    base = make_arch() if preset == "gpt2" else make_arch(pos="rope", norm="rmsnorm", ffn="swiglu", attn="gqa",
                                                         n_kv_heads=2, bias=False)
     without = ArchConfig(model=base.model, **{g: getattr(base, g) for g in base.groups if g != "block"})
     assert BLOCKS.get("sequential") is None
@@ -242,10 +243,10 @@ def causal_mask(t):
     return torch.zeros(1, 1, t, t).masked_fill(~seen, torch.finfo(torch.float32).min)
 
 
-def block_decode(block, cfg, x):
+def block_decode(block, arch, x):
     """Our block over a prefill of PREFILL tokens, then each later token alone, through a one-layer KV cache."""
-    positions = RotaryPositions(cfg)
-    cache = KVCache(1, x.shape[0], cfg.n_kv_heads, SEQ, cfg.head_dim)
+    positions = RotaryPositions(arch)
+    cache = KVCache(1, x.shape[0], arch.n_kv_heads, SEQ, arch.head_dim)
     rows = []
     for start, end in [(0, PREFILL), *((i, i + 1) for i in range(PREFILL, x.shape[1]))]:
         rows.append(block(x[:, start:end], positions.rotation(end - start, start), cache))
@@ -265,17 +266,17 @@ def neox_fused(q, k, v, heads):
 
 
 @torch.no_grad()
-def test_two_norm_parallel_block_matches_hf_gpt_neox_layer(make_cfg, rand_params):
+def test_two_norm_parallel_block_matches_hf_gpt_neox_layer(make_arch, rand_params):
     transformers = pytest.importorskip("transformers")
     from transformers.models.gpt_neox import modeling_gpt_neox
 
-    cfg = parallel(make_cfg(pos="rope", layout="half", norm="layernorm", ffn="gelu", attn="mha", bias=True),
+    arch = parallel(make_arch(pos="rope", layout="half", norm="layernorm", ffn="gelu", attn="mha", bias=True),
                    shared=False)
-    ours = rand_params(Block(cfg), seed=8).eval()
-    d, h = cfg.model.d_model, cfg.model.n_heads
+    ours = rand_params(Block(arch), seed=8).eval()
+    d, h = arch.model.d_model, arch.model.n_heads
     config = transformers.GPTNeoXConfig(
-        vocab_size=53, hidden_size=d, num_hidden_layers=1, num_attention_heads=h, intermediate_size=cfg.ffn_hidden,
-        max_position_embeddings=cfg.model.max_seq_len, rotary_pct=1.0, rotary_emb_base=10000,
+        vocab_size=53, hidden_size=d, num_hidden_layers=1, num_attention_heads=h, intermediate_size=arch.ffn_hidden,
+        max_position_embeddings=arch.model.max_seq_len, rotary_pct=1.0, rotary_emb_base=10000,
         use_parallel_residual=True, hidden_act="gelu_new", layer_norm_eps=1e-5, attention_bias=True,
         hidden_dropout=0.0, attention_dropout=0.0)
     config._attn_implementation = "eager"
@@ -297,29 +298,29 @@ def test_two_norm_parallel_block_matches_hf_gpt_neox_layer(make_cfg, rand_params
         return out[0] if isinstance(out, tuple) else out
 
     want = run()
-    got = ours(x, RotaryPositions(cfg).rotation(SEQ))
+    got = ours(x, RotaryPositions(arch).rotation(SEQ))
     # Measured max |diff| 4.8e-7 (full sequence) and 9.5e-7 (cached decode); outputs up to 4.7.
     torch.testing.assert_close(got, want, **TOL)
-    torch.testing.assert_close(block_decode(ours, cfg, x), want, **TOL)
+    torch.testing.assert_close(block_decode(ours, arch, x), want, **TOL)
     # The shared-norm form (norm2 ignored) is caught, and so is a plain [q; k; v] stacking of the fused rows.
-    shared = Block(parallel(cfg, True)).eval()
+    shared = Block(parallel(arch, True)).eval()
     shared.load_state_dict({k: v for k, v in ours.state_dict().items() if not k.startswith("norm2.")})
-    assert _max_err(shared(x, RotaryPositions(cfg).rotation(SEQ)), want) > 1e-3
+    assert _max_err(shared(x, RotaryPositions(arch).rotation(SEQ)), want) > 1e-3
     hf.attention.query_key_value.weight.copy_(torch.cat([a.q.weight, a.k.weight, a.v.weight]))
     assert _max_err(got, run()) > 1e-3
 
 
 @torch.no_grad()
-def test_shared_norm_parallel_block_matches_hf_gptj_block(make_cfg, rand_params):
+def test_shared_norm_parallel_block_matches_hf_gptj_block(make_arch, rand_params):
     transformers = pytest.importorskip("transformers")
     from transformers.models.gptj import modeling_gptj
 
-    cfg = parallel(make_cfg(pos="rope", layout="interleaved", norm="layernorm", ffn="gelu", attn="mha", bias=False))
-    ours = rand_params(Block(cfg), seed=10).eval()
-    d, h = cfg.model.d_model, cfg.model.n_heads
+    arch = parallel(make_arch(pos="rope", layout="interleaved", norm="layernorm", ffn="gelu", attn="mha", bias=False))
+    ours = rand_params(Block(arch), seed=10).eval()
+    d, h = arch.model.d_model, arch.model.n_heads
     config = transformers.GPTJConfig(
-        vocab_size=53, n_positions=cfg.model.max_seq_len, n_embd=d, n_layer=1, n_head=h, rotary_dim=cfg.head_dim,
-        n_inner=cfg.ffn_hidden, activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+        vocab_size=53, n_positions=arch.model.max_seq_len, n_embd=d, n_layer=1, n_head=h, rotary_dim=arch.head_dim,
+        n_inner=arch.ffn_hidden, activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
         layer_norm_epsilon=1e-5)
     config._attn_implementation = "eager"
     hf = modeling_gptj.GPTJBlock(config, layer_idx=0).eval()
@@ -342,13 +343,13 @@ def test_shared_norm_parallel_block_matches_hf_gptj_block(make_cfg, rand_params)
         return out[0] if isinstance(out, tuple) else out
 
     want = run()
-    got = ours(x, RotaryPositions(cfg).rotation(SEQ))
+    got = ours(x, RotaryPositions(arch).rotation(SEQ))
     # Measured max |diff| 3.6e-7 (full sequence) and 9.5e-7 (cached decode), outputs up to 4.2; HF's angles
     # are fp32, ours fp64.
     torch.testing.assert_close(got, want, **TOL)
-    torch.testing.assert_close(block_decode(ours, cfg, x), want, **TOL)
+    torch.testing.assert_close(block_decode(ours, arch, x), want, **TOL)
     # GPT-J rotates adjacent pairs: HF's rotate_half layout is caught.
-    half = RotaryPositions(cfg.replace(pos=type(cfg.pos)("rope", layout="half"))).rotation(SEQ)
+    half = RotaryPositions(arch.replace(pos=type(arch.pos)("rope", layout="half"))).rotation(SEQ)
     assert _max_err(ours(x, half), want) > 1e-3
     # A bias left in GPT-J's MLP is caught.
     hf.mlp.fc_out.bias.fill_(0.1)

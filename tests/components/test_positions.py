@@ -15,9 +15,9 @@ def _x(shape, seed=0):
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
 
 
-def _rope(make_cfg, layout="half", max_seq_len=2048, d_model=64, n_heads=4):
+def _rope(make_arch, layout="half", max_seq_len=2048, d_model=64, n_heads=4):
     return RotaryPositions(
-        make_cfg(pos="rope", layout=layout, max_seq_len=max_seq_len, d_model=d_model, n_heads=n_heads)
+        make_arch(pos="rope", layout=layout, max_seq_len=max_seq_len, d_model=d_model, n_heads=n_heads)
     )
 
 
@@ -52,8 +52,8 @@ def test_registry_names():
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_rotation_preserves_norms(make_cfg, layout):
-    rope = _rope(make_cfg, layout)
+def test_rotation_preserves_norms(make_arch, layout):
+    rope = _rope(make_arch, layout)
     x = _x((2, 3, 40, 16)) * 3.0
     out = apply_rotation(x, rope.rotation(40, offset=500))
     torch.testing.assert_close(out.norm(dim=-1), x.norm(dim=-1), atol=1e-5, rtol=1e-5)
@@ -61,8 +61,8 @@ def test_rotation_preserves_norms(make_cfg, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_rotation_at_position_zero_is_identity(make_cfg, layout):
-    rope = _rope(make_cfg, layout)
+def test_rotation_at_position_zero_is_identity(make_arch, layout):
+    rope = _rope(make_arch, layout)
     x = _x((2, 3, 1, 16))
     rot = rope.rotation(1, offset=0)
     torch.testing.assert_close(rot.cos, torch.ones_like(rot.cos), atol=0, rtol=0)
@@ -71,8 +71,8 @@ def test_rotation_at_position_zero_is_identity(make_cfg, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_scores_depend_only_on_relative_position(make_cfg, layout):
-    rope = _rope(make_cfg, layout)
+def test_scores_depend_only_on_relative_position(make_arch, layout):
+    rope = _rope(make_arch, layout)
     q, k = _x((1, 1, 1, 16), seed=1), _x((1, 1, 1, 16), seed=2)
 
     def score(m, n):
@@ -86,8 +86,8 @@ def test_scores_depend_only_on_relative_position(make_cfg, layout):
     assert abs(score(5, 2) - score(6, 2)) > 1e-3
 
 
-def test_interleaved_equals_meta_complex_reference(make_cfg):
-    rope = _rope(make_cfg, "interleaved")
+def test_interleaved_equals_meta_complex_reference(make_arch):
+    rope = _rope(make_arch, "interleaved")
     x = _x((2, 3, 9, 16), seed=3)
     for offset in (0, 7, 1500):
         got = apply_rotation(x, rope.rotation(9, offset=offset))
@@ -95,8 +95,8 @@ def test_interleaved_equals_meta_complex_reference(make_cfg):
         torch.testing.assert_close(got, want, atol=2e-6, rtol=1e-5)
 
 
-def test_half_equals_hf_rotate_half_reference(make_cfg):
-    rope = _rope(make_cfg, "half")
+def test_half_equals_hf_rotate_half_reference(make_arch):
+    rope = _rope(make_arch, "half")
     x = _x((2, 3, 9, 16), seed=4)
     for offset in (0, 7, 1500):
         got = apply_rotation(x, rope.rotation(9, offset=offset))
@@ -108,10 +108,10 @@ def test_half_equals_hf_rotate_half_reference(make_cfg):
     assert (apply_rotation(x, rot) - other).abs().max() > 0.1
 
 
-def test_theta_is_used(make_cfg):
-    cfg = make_cfg(pos="rope", d_model=64, n_heads=4)
-    cfg.pos.theta = 500000.0
-    rope = RotaryPositions(cfg)
+def test_theta_is_used(make_arch):
+    arch = make_arch(pos="rope", d_model=64, n_heads=4)
+    arch.pos.theta = 500000.0
+    rope = RotaryPositions(arch)
     x = _x((1, 2, 6, 16), seed=5)
     got = apply_rotation(x, rope.rotation(6, offset=30))
     torch.testing.assert_close(got, hf_rope_ref(x, torch.arange(30, 36), theta=500000.0), atol=2e-6, rtol=1e-5)
@@ -119,8 +119,8 @@ def test_theta_is_used(make_cfg):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_rotation_offset_is_a_slice_of_the_full_table(make_cfg, layout):
-    rope = _rope(make_cfg, layout)
+def test_rotation_offset_is_a_slice_of_the_full_table(make_arch, layout):
+    rope = _rope(make_arch, layout)
     full = rope.rotation(60, offset=0)
     part = rope.rotation(12, offset=37)
     torch.testing.assert_close(part.cos, full.cos[37:49], atol=0, rtol=0)
@@ -134,8 +134,8 @@ def test_rotation_offset_is_a_slice_of_the_full_table(make_cfg, layout):
     torch.testing.assert_close(far.sin.double(), angles.sin(), atol=1e-7, rtol=0)
 
 
-def test_rotation_of_bf16_input_is_done_in_fp32(make_cfg):
-    rope = _rope(make_cfg, "half")
+def test_rotation_of_bf16_input_is_done_in_fp32(make_arch):
+    rope = _rope(make_arch, "half")
     x = _x((1, 2, 5, 16), seed=6).to(torch.bfloat16)
     got = apply_rotation(x, rope.rotation(5, offset=1000))
     assert got.dtype == torch.bfloat16
@@ -151,15 +151,15 @@ def _interleaved_to_half_perm(n_heads, head_dim):
 
 
 @pytest.mark.parametrize("attn,n_kv", [("mha", None), ("gqa", 2)])
-def test_half_and_interleaved_give_same_outputs_after_permuting_qk_rows(make_cfg, rand_params, attn, n_kv):
-    cfg_i = make_cfg(pos="rope", layout="interleaved", norm="rmsnorm", ffn="swiglu", attn=attn, n_kv_heads=n_kv)
-    cfg_h = make_cfg(pos="rope", layout="half", norm="rmsnorm", ffn="swiglu", attn=attn, n_kv_heads=n_kv)
-    dec_i = rand_params(build_decoder(cfg_i), seed=7)
-    dec_h = build_decoder(cfg_h)
-    hd = cfg_i.head_dim
+def test_half_and_interleaved_give_same_outputs_after_permuting_qk_rows(make_arch, rand_params, attn, n_kv):
+    arch_i = make_arch(pos="rope", layout="interleaved", norm="rmsnorm", ffn="swiglu", attn=attn, n_kv_heads=n_kv)
+    arch_h = make_arch(pos="rope", layout="half", norm="rmsnorm", ffn="swiglu", attn=attn, n_kv_heads=n_kv)
+    dec_i = rand_params(build_decoder(arch_i), seed=7)
+    dec_h = build_decoder(arch_h)
+    hd = arch_i.head_dim
     perms = {
-        "q": _interleaved_to_half_perm(cfg_i.model.n_heads, hd),
-        "k": _interleaved_to_half_perm(cfg_i.n_kv_heads, hd),
+        "q": _interleaved_to_half_perm(arch_i.model.n_heads, hd),
+        "k": _interleaved_to_half_perm(arch_i.n_kv_heads, hd),
     }
     state = {}
     for name, tensor in dec_i.state_dict().items():
@@ -169,7 +169,7 @@ def test_half_and_interleaved_give_same_outputs_after_permuting_qk_rows(make_cfg
         state[name] = tensor
     assert any(".attn.q.bias" in n for n in state)  # biases are permuted too
     dec_h.load_state_dict(state)
-    x = _x((2, 11, cfg_i.model.d_model), seed=8)
+    x = _x((2, 11, arch_i.model.d_model), seed=8)
     out_i, out_h = dec_i(x), dec_h(x)
     torch.testing.assert_close(out_h, out_i, atol=1e-5, rtol=1e-5)
     # Without the permutation the two layouts disagree.
@@ -177,27 +177,27 @@ def test_half_and_interleaved_give_same_outputs_after_permuting_qk_rows(make_cfg
     assert (dec_h(x) - out_i).abs().max() > 1e-2
 
 
-def test_learned_positions_embed_adds_table_rows(make_cfg, rand_params):
-    cfg = make_cfg(pos="learned")
-    pos = rand_params(LearnedPositions(cfg), seed=9)
-    x = _x((2, 6, cfg.model.d_model), seed=10)
-    for offset in (0, 5, cfg.model.max_seq_len - 6):
+def test_learned_positions_embed_adds_table_rows(make_arch, rand_params):
+    arch = make_arch(pos="learned")
+    pos = rand_params(LearnedPositions(arch), seed=9)
+    x = _x((2, 6, arch.model.d_model), seed=10)
+    for offset in (0, 5, arch.model.max_seq_len - 6):
         torch.testing.assert_close(pos.embed(x, offset), x + pos.table.weight[offset : offset + 6], atol=0, rtol=0)
     assert pos.rotation(6, 0) is None
 
 
-def test_no_positions_is_identity(make_cfg):
-    pos = NoPositions(make_cfg(pos="none"))
+def test_no_positions_is_identity(make_arch):
+    pos = NoPositions(make_arch(pos="none"))
     x = _x((2, 6, 32))
     assert torch.equal(pos.embed(x, 3), x)
     assert pos.rotation(6, 3) is None
     assert list(pos.parameters()) == []
 
 
-def test_decoder_with_learned_positions_equals_blocks_on_x_plus_table(make_cfg, rand_params):
-    cfg = make_cfg(pos="learned")
-    dec = rand_params(build_decoder(cfg), seed=11)
-    x = _x((2, 7, cfg.model.d_model), seed=12)
+def test_decoder_with_learned_positions_equals_blocks_on_x_plus_table(make_arch, rand_params):
+    arch = make_arch(pos="learned")
+    dec = rand_params(build_decoder(arch), seed=11)
+    x = _x((2, 7, arch.model.d_model), seed=12)
     h = x + dec.positions.table.weight[:7]
     for block in dec.blocks:
         h = block(h)
@@ -210,21 +210,21 @@ def test_decoder_with_learned_positions_equals_blocks_on_x_plus_table(make_cfg, 
     torch.testing.assert_close(tail, dec(x)[:, 4:], atol=1e-5, rtol=1e-5)
 
 
-def test_rope_decoder_built_on_meta_then_materialised_matches_cpu(make_cfg, rand_params):
+def test_rope_decoder_built_on_meta_then_materialised_matches_cpu(make_arch, rand_params):
     # The RoPE table must not depend on the device the module was constructed on (meta, cuda, ...).
-    cfg = make_cfg(pos="rope", norm="rmsnorm", ffn="swiglu")
-    ref = rand_params(build_decoder(cfg), seed=13)
-    dec = build_decoder(cfg, device="meta").to_empty(device="cpu")
+    arch = make_arch(pos="rope", norm="rmsnorm", ffn="swiglu")
+    ref = rand_params(build_decoder(arch), seed=13)
+    dec = build_decoder(arch, device="meta").to_empty(device="cpu")
     dec.load_state_dict(ref.state_dict())
-    x = _x((1, 5, cfg.model.d_model), seed=14)
+    x = _x((1, 5, arch.model.d_model), seed=14)
     torch.testing.assert_close(dec(x), ref(x), atol=0, rtol=0)
 
 
-def test_rope_decoder_runs_under_a_default_device_context(make_cfg):
+def test_rope_decoder_runs_under_a_default_device_context(make_arch):
     # ``with torch.device(...)`` (a common way to build and run on an accelerator) must not split the
     # RoPE table computation across devices; on CPU the meta device stands in for the accelerator.
-    cfg = make_cfg(pos="rope")
+    arch = make_arch(pos="rope")
     with torch.device("meta"):
-        dec = build_decoder(cfg, device="meta")
-        out = dec(torch.empty(1, 5, cfg.model.d_model))
+        dec = build_decoder(arch, device="meta")
+        out = dec(torch.empty(1, 5, arch.model.d_model))
     assert out.device.type == "meta"

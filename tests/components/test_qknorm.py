@@ -78,11 +78,11 @@ def qknorm_attention_ref(attn, x, rope, norm=True):
     return lin(attn.out, y.transpose(1, 2).reshape(b, t, nh * hd))
 
 
-def _layer(make_cfg, rand_params, attn, n_kv, rope, seed=0):
-    cfg = make_cfg(attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64, n_layers=1,
+def _layer(make_arch, rand_params, attn, n_kv, rope, seed=0):
+    arch = make_arch(attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64, n_layers=1,
                    pos="rope" if rope else "learned").replace(qknorm=ON)
-    layer = rand_params(CausalSelfAttention(cfg), seed=seed, scale=2.0)
-    return cfg, (RotaryPositions(cfg) if rope else None), layer
+    layer = rand_params(CausalSelfAttention(arch), seed=seed, scale=2.0)
+    return arch, (RotaryPositions(arch) if rope else None), layer
 
 
 def test_registry_names():
@@ -90,10 +90,10 @@ def test_registry_names():
     assert QKNORMS.get("on") is QKNorm
 
 
-def test_module_normalises_each_head_with_shared_weights(make_cfg, rand_params):
-    cfg = make_cfg(n_heads=4, d_model=32, attn="gqa", n_kv_heads=2).replace(qknorm=QKNormConfig("on", eps=1e-3))
-    qk = rand_params(QKNorm(cfg), seed=1)
-    assert qk.q_norm.weight.shape == qk.k_norm.weight.shape == (cfg.head_dim,)
+def test_module_normalises_each_head_with_shared_weights(make_arch, rand_params):
+    arch = make_arch(n_heads=4, d_model=32, attn="gqa", n_kv_heads=2).replace(qknorm=QKNormConfig("on", eps=1e-3))
+    qk = rand_params(QKNorm(arch), seed=1)
+    assert qk.q_norm.weight.shape == qk.k_norm.weight.shape == (arch.head_dim,)
     assert not torch.equal(qk.q_norm.weight, qk.k_norm.weight)
     q, k = _x((2, 4, 5, 8), seed=2) * 3, _x((2, 2, 5, 8), seed=3) * 0.1
     got_q, got_k = qk(q, k)
@@ -101,8 +101,8 @@ def test_module_normalises_each_head_with_shared_weights(make_cfg, rand_params):
     torch.testing.assert_close(got_k.double(), rms_ref(k, qk.k_norm.weight, 1e-3), atol=1e-6, rtol=1e-6)
 
 
-def test_bf16_input_keeps_its_dtype(make_cfg):
-    qk = QKNorm(make_cfg().replace(qknorm=ON))
+def test_bf16_input_keeps_its_dtype(make_arch):
+    qk = QKNorm(make_arch().replace(qknorm=ON))
     q, k = _x((1, 4, 3, 8), seed=4), _x((1, 4, 3, 8), seed=5)
     got_q, got_k = qk.to(torch.bfloat16)(q.bfloat16(), k.bfloat16())
     assert got_q.dtype == got_k.dtype == torch.bfloat16
@@ -111,8 +111,8 @@ def test_bf16_input_keeps_its_dtype(make_cfg):
 
 @pytest.mark.parametrize("rope", [False, True], ids=["no-rotation", "rope"])
 @pytest.mark.parametrize("attn,n_kv", ATTN)
-def test_prefill_matches_fp64_reference(make_cfg, rand_params, attn, n_kv, rope):
-    _, positions, layer = _layer(make_cfg, rand_params, attn, n_kv, rope, seed=6)
+def test_prefill_matches_fp64_reference(make_arch, rand_params, attn, n_kv, rope):
+    _, positions, layer = _layer(make_arch, rand_params, attn, n_kv, rope, seed=6)
     x = _x((2, 20, 64), seed=7)
     rotation = positions.rotation(20, 0) if rope else None
     want = qknorm_attention_ref(layer, x, rope)
@@ -125,10 +125,10 @@ def test_prefill_matches_fp64_reference(make_cfg, rand_params, attn, n_kv, rope)
 
 @pytest.mark.parametrize("rope", [False, True], ids=["no-rotation", "rope"])
 @pytest.mark.parametrize("attn,n_kv", ATTN)
-def test_chunk_after_prefix_and_decode_through_cache_match_reference(make_cfg, rand_params, attn, n_kv, rope):
-    cfg, positions, layer = _layer(make_cfg, rand_params, attn, n_kv, rope, seed=8)
+def test_chunk_after_prefix_and_decode_through_cache_match_reference(make_arch, rand_params, attn, n_kv, rope):
+    arch, positions, layer = _layer(make_arch, rand_params, attn, n_kv, rope, seed=8)
     x = _x((2, 20, 64), seed=9)
-    cache = KVCache.for_model(cfg, batch_size=2)
+    cache = KVCache.for_model(arch, batch_size=2)
     parts = []
     for a, b in STEPS:
         rotation = positions.rotation(b - a, a) if rope else None
@@ -141,14 +141,14 @@ def test_chunk_after_prefix_and_decode_through_cache_match_reference(make_cfg, r
 @pytest.mark.parametrize("llama_like", [False, True], ids=["gpt2-block", "llama2-block"])
 @pytest.mark.parametrize("attn,n_kv", ATTN)
 @torch.no_grad()
-def test_decoder_full_forward_equals_token_by_token_decode(make_cfg, rand_params, llama_like, attn, n_kv):
+def test_decoder_full_forward_equals_token_by_token_decode(make_arch, rand_params, llama_like, attn, n_kv):
     if llama_like:
-        cfg = make_cfg(pos="rope", norm="rmsnorm", ffn="swiglu", bias=False, attn=attn, n_kv_heads=n_kv)
+        arch = make_arch(pos="rope", norm="rmsnorm", ffn="swiglu", bias=False, attn=attn, n_kv_heads=n_kv)
     else:
-        cfg = make_cfg(attn=attn, n_kv_heads=n_kv)
-    cfg = cfg.replace(qknorm=ON)
-    dec = rand_params(build_decoder(cfg), seed=10)
-    x = _x((2, 11, cfg.model.d_model), seed=11)
+        arch = make_arch(attn=attn, n_kv_heads=n_kv)
+    arch = arch.replace(qknorm=ON)
+    dec = rand_params(build_decoder(arch), seed=10)
+    x = _x((2, 11, arch.model.d_model), seed=11)
     full = dec(x)
     cache = dec.new_cache(batch_size=2)
     steps = [dec(x[:, :4], cache)] + [dec(x[:, i : i + 1], cache) for i in range(4, 11)]
@@ -157,8 +157,8 @@ def test_decoder_full_forward_equals_token_by_token_decode(make_cfg, rand_params
 
 @pytest.mark.parametrize("attn,n_kv", ATTN)
 @torch.no_grad()
-def test_off_builds_nothing_and_changes_nothing(make_cfg, rand_params, attn, n_kv):
-    base = make_cfg(pos="rope", attn=attn, n_kv_heads=n_kv)  # qknorm not named: its default
+def test_off_builds_nothing_and_changes_nothing(make_arch, rand_params, attn, n_kv):
+    base = make_arch(pos="rope", attn=attn, n_kv_heads=n_kv)  # qknorm not named: its default
     assert base.qknorm == OFF
     before = rand_params(build_decoder(base), seed=12)
     off = build_decoder(base.replace(qknorm=QKNormConfig("off")))
@@ -172,17 +172,17 @@ def test_off_builds_nothing_and_changes_nothing(make_cfg, rand_params, attn, n_k
 
 
 @pytest.mark.parametrize("attn,n_kv", ATTN)
-def test_on_adds_two_head_dim_weights_per_layer_initialised_to_one(make_cfg, attn, n_kv):
-    cfg = make_cfg(attn=attn, n_kv_heads=n_kv, n_layers=3)
-    off, on = build_decoder(cfg), build_decoder(cfg.replace(qknorm=ON))
-    assert count_parameters(on) - count_parameters(off) == 3 * 2 * cfg.head_dim
+def test_on_adds_two_head_dim_weights_per_layer_initialised_to_one(make_arch, attn, n_kv):
+    arch = make_arch(attn=attn, n_kv_heads=n_kv, n_layers=3)
+    off, on = build_decoder(arch), build_decoder(arch.replace(qknorm=ON))
+    assert count_parameters(on) - count_parameters(off) == 3 * 2 * arch.head_dim
     added = {name: p for name, p in on.named_parameters() if ".qk." in name}
     assert sorted(added) == sorted(f"blocks.{i}.attn.qk.0.{w}_norm.weight" for i in range(3) for w in "qk")
-    assert all(torch.equal(p, torch.ones(cfg.head_dim)) for p in added.values())
+    assert all(torch.equal(p, torch.ones(arch.head_dim)) for p in added.values())
 
 
-def test_norm_weights_get_gradients(make_cfg, rand_params):
-    dec = rand_params(build_decoder(make_cfg(pos="rope").replace(qknorm=ON)), seed=14)
+def test_norm_weights_get_gradients(make_arch, rand_params):
+    dec = rand_params(build_decoder(make_arch(pos="rope").replace(qknorm=ON)), seed=14)
     dec(_x((2, 6, 32), seed=15)).square().sum().backward()
     for block in dec.blocks:
         qk = block.attn.qk[0]
@@ -197,14 +197,14 @@ def test_non_positive_eps_is_refused(eps):
 
 @pytest.mark.parametrize("attn,n_kv", ATTN)
 @pytest.mark.parametrize("step", [Step(2, 16, 16), Step(3, 1, 40), Step(1, 5, 12)])
-def test_attention_work_adds_exactly_the_norms(make_cfg, attn, n_kv, step):
-    cfg = make_cfg(attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64)
-    on = cfg.replace(qknorm=ON)
-    hd, h, kv = cfg.head_dim, cfg.model.n_heads, cfg.n_kv_heads
+def test_attention_work_adds_exactly_the_norms(make_arch, attn, n_kv, step):
+    arch = make_arch(attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64)
+    on = arch.replace(qknorm=ON)
+    hd, h, kv = arch.head_dim, arch.model.n_heads, arch.n_kv_heads
     # Q and K read and written once, both weight vectors read.
     norms = Work(weights=2 * hd, norm_activations=2 * step.tokens * (h + kv) * hd)
     assert QKNorm.work(on, step) == norms
-    assert CausalSelfAttention.work(on, step) == CausalSelfAttention.work(cfg, step) + norms
+    assert CausalSelfAttention.work(on, step) == CausalSelfAttention.work(arch, step) + norms
 
 
 def test_variant_labels():

@@ -35,9 +35,9 @@ def _x(shape, seed=0):
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
 
 
-def _cfg(make_cfg, attn, n_kv, window, pos="rope", **kw):
-    cfg = make_cfg(pos=pos, attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64, n_layers=1, **kw)
-    return cfg.replace(attn=AttnConfig(attn, n_kv, window=window)).validate()
+def _arch(make_arch, attn, n_kv, window, pos="rope", **kw):
+    arch = make_arch(pos=pos, attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64, n_layers=1, **kw)
+    return arch.replace(attn=AttnConfig(attn, n_kv, window=window)).validate()
 
 
 def window_reference(layer, x, window, rotation=None, slopes=None):
@@ -70,12 +70,12 @@ def window_reference(layer, x, window, rotation=None, slopes=None):
     return F.linear(y, layer.out.weight.double(), None if layer.out.bias is None else layer.out.bias.double())
 
 
-def _setup(make_cfg, rand_params, attn, n_kv, window, pos, seed):
-    cfg = _cfg(make_cfg, attn, n_kv, window, pos=pos)
-    layer = rand_params(CausalSelfAttention(cfg), seed=seed, scale=2.0)
-    rope = RotaryPositions(cfg) if pos == "rope" else None
-    alibi = ALiBiPositions(cfg) if pos == "alibi" else None
-    return cfg, layer, rope, alibi
+def _setup(make_arch, rand_params, attn, n_kv, window, pos, seed):
+    arch = _arch(make_arch, attn, n_kv, window, pos=pos)
+    layer = rand_params(CausalSelfAttention(arch), seed=seed, scale=2.0)
+    rope = RotaryPositions(arch) if pos == "rope" else None
+    alibi = ALiBiPositions(arch) if pos == "alibi" else None
+    return arch, layer, rope, alibi
 
 
 def _step(layer, rope, alibi, chunk, start, cache):
@@ -94,8 +94,8 @@ def _through_cache(layer, rope, alibi, x, cache, steps=STEPS):
 @pytest.mark.parametrize("attn,n_kv", ATTN)
 @pytest.mark.parametrize("pos", ["rope", "alibi", "none"])
 @pytest.mark.parametrize("window", [1, 3, 5, SEQ])
-def test_prefill_matches_fp64_reference(make_cfg, rand_params, attn, n_kv, pos, window):
-    _, layer, rope, alibi = _setup(make_cfg, rand_params, attn, n_kv, window, pos, seed=1)
+def test_prefill_matches_fp64_reference(make_arch, rand_params, attn, n_kv, pos, window):
+    _, layer, rope, alibi = _setup(make_arch, rand_params, attn, n_kv, window, pos, seed=1)
     assert layer.window == window
     x = _x((2, SEQ, 64), seed=2)
     slopes = alibi.slopes if alibi is not None else None
@@ -111,12 +111,12 @@ def test_prefill_matches_fp64_reference(make_cfg, rand_params, attn, n_kv, pos, 
 @pytest.mark.parametrize("attn,n_kv", ATTN)
 @pytest.mark.parametrize("pos", ["rope", "alibi", "none"])
 @pytest.mark.parametrize("window", [1, 3, 4, 6])
-def test_rolling_cache_prefill_chunks_and_decode_match_reference(make_cfg, rand_params, attn, n_kv, pos, window):
+def test_rolling_cache_prefill_chunks_and_decode_match_reference(make_arch, rand_params, attn, n_kv, pos, window):
     """A prefill of 7 > W, chunks of 5 and 2 after it, then single tokens past many windows: through a cache of W
     slots, the same rows as the full-sequence forward and the fp64 reference."""
-    cfg, layer, rope, alibi = _setup(make_cfg, rand_params, attn, n_kv, window, pos, seed=3)
+    arch, layer, rope, alibi = _setup(make_arch, rand_params, attn, n_kv, window, pos, seed=3)
     x = _x((2, SEQ, 64), seed=4)
-    cache = CausalSelfAttention.new_cache(cfg, batch_size=2, max_seq_len=SEQ)
+    cache = CausalSelfAttention.new_cache(arch, batch_size=2, max_seq_len=SEQ)
     assert isinstance(cache, RollingKVCache) and cache.k.shape == (1, 2, layer.n_kv_heads, window, 8)
     got = _through_cache(layer, rope, alibi, x, cache)
     want = window_reference(layer, x, window, rope.rotation(SEQ) if rope else None, alibi.slopes if alibi else None)
@@ -124,15 +124,15 @@ def test_rolling_cache_prefill_chunks_and_decode_match_reference(make_cfg, rand_
     torch.testing.assert_close(got, _step(layer, rope, alibi, x, 0, None), atol=1e-5, rtol=1e-5)
 
 
-def test_alibi_bias_follows_the_slots(make_cfg, rand_params, monkeypatch):
+def test_alibi_bias_follows_the_slots(make_arch, rand_params, monkeypatch):
     """Decode attends over the slots as they lie; ALiBi's bias must be rolled with them. Without the roll the
     rows after the cache wraps are wrong (and the ones before it are not, where slots are still in order)."""
-    cfg, layer, _, alibi = _setup(make_cfg, rand_params, "gqa", 2, 4, "alibi", seed=5)
+    arch, layer, _, alibi = _setup(make_arch, rand_params, "gqa", 2, 4, "alibi", seed=5)
     x = _x((2, SEQ, 64), seed=6)
     steps = [(i, i + 1) for i in range(SEQ)]
-    right = _through_cache(layer, None, alibi, x, CausalSelfAttention.new_cache(cfg, 2, SEQ), steps)
+    right = _through_cache(layer, None, alibi, x, CausalSelfAttention.new_cache(arch, 2, SEQ), steps)
     monkeypatch.setattr(RollingKVCache, "keys_rolled", lambda self, t, s: 0)
-    wrong = _through_cache(layer, None, alibi, x, CausalSelfAttention.new_cache(cfg, 2, SEQ), steps)
+    wrong = _through_cache(layer, None, alibi, x, CausalSelfAttention.new_cache(arch, 2, SEQ), steps)
     assert torch.equal(wrong[:, :4], right[:, :4])
     assert (wrong[:, 4:] - right[:, 4:]).abs().max() > 1e-3
 
@@ -140,42 +140,42 @@ def test_alibi_bias_follows_the_slots(make_cfg, rand_params, monkeypatch):
 @pytest.mark.parametrize("llama_like", [False, True], ids=["gpt2-block", "llama2-block"])
 @pytest.mark.parametrize("attn,n_kv", ATTN)
 @torch.no_grad()
-def test_decoder_full_forward_equals_token_by_token_rolling_decode(make_cfg, rand_params, llama_like, attn, n_kv):
+def test_decoder_full_forward_equals_token_by_token_rolling_decode(make_arch, rand_params, llama_like, attn, n_kv):
     if llama_like:
-        cfg = make_cfg(pos="rope", norm="rmsnorm", ffn="swiglu", bias=False, attn=attn, n_kv_heads=n_kv)
+        arch = make_arch(pos="rope", norm="rmsnorm", ffn="swiglu", bias=False, attn=attn, n_kv_heads=n_kv)
     else:
-        cfg = make_cfg(pos="learned", attn=attn, n_kv_heads=n_kv)
-    cfg = cfg.replace(attn=AttnConfig(attn, n_kv, window=3))
-    dec = rand_params(build_decoder(cfg), seed=7)
-    x = _x((2, 11, cfg.model.d_model), seed=8)
+        arch = make_arch(pos="learned", attn=attn, n_kv_heads=n_kv)
+    arch = arch.replace(attn=AttnConfig(attn, n_kv, window=3))
+    dec = rand_params(build_decoder(arch), seed=7)
+    x = _x((2, 11, arch.model.d_model), seed=8)
     full = dec(x)
     cache = dec.new_cache(batch_size=2)
-    assert isinstance(cache, RollingKVCache) and cache.max_seq_len == cfg.model.max_seq_len
+    assert isinstance(cache, RollingKVCache) and cache.max_seq_len == arch.model.max_seq_len
     steps = [dec(x[:, :5], cache)] + [dec(x[:, i : i + 1], cache) for i in range(5, 11)]
     assert cache.pos == 11
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     # The window matters at this level too.
-    plain = build_decoder(cfg.replace(attn=AttnConfig(attn, n_kv)))
+    plain = build_decoder(arch.replace(attn=AttnConfig(attn, n_kv)))
     plain.load_state_dict(dec.state_dict())
     assert (plain(x) - full).abs().max() > 1e-3
 
 
 @pytest.mark.parametrize("attn,n_kv", ATTN)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_rolling_cache_memory_is_window_positions_however_long_the_context(make_cfg, attn, n_kv, dtype):
+def test_rolling_cache_memory_is_window_positions_however_long_the_context(make_arch, attn, n_kv, dtype):
     w, layers, batch = 6, 3, 2
-    cfg = make_cfg(pos="rope", attn=attn, n_kv_heads=n_kv, n_layers=layers, max_seq_len=64)
-    cfg = cfg.replace(attn=AttnConfig(attn, n_kv, window=w))
-    kv, hd, elem = cfg.n_kv_heads, cfg.head_dim, torch.empty((), dtype=dtype).element_size()
-    short, long = new_cache(cfg, batch, w, dtype=dtype), new_cache(cfg, batch, 4 * w, dtype=dtype)
+    arch = make_arch(pos="rope", attn=attn, n_kv_heads=n_kv, n_layers=layers, max_seq_len=64)
+    arch = arch.replace(attn=AttnConfig(attn, n_kv, window=w))
+    kv, hd, elem = arch.n_kv_heads, arch.head_dim, torch.empty((), dtype=dtype).element_size()
+    short, long = new_cache(arch, batch, w, dtype=dtype), new_cache(arch, batch, 4 * w, dtype=dtype)
     assert isinstance(long, RollingKVCache) and long.max_seq_len == 4 * w and short.max_seq_len == w
     assert long.nbytes == short.nbytes == 2 * layers * batch * kv * w * hd * elem
     assert long.k.shape == long.v.shape == (layers, batch, kv, w, hd) and long.k.dtype == dtype
     assert long.bytes_per_token() == 2 * layers * batch * kv * hd * elem
     assert long.nbytes == w * long.bytes_per_token()
     # A cache for fewer positions than the window holds only those; without a window the cache is the plain one.
-    assert new_cache(cfg, batch, 2, dtype=dtype).nbytes == 2 * long.bytes_per_token()
-    plain = new_cache(cfg.replace(attn=AttnConfig(attn, n_kv)), batch, 4 * w, dtype=dtype)
+    assert new_cache(arch, batch, 2, dtype=dtype).nbytes == 2 * long.bytes_per_token()
+    plain = new_cache(arch.replace(attn=AttnConfig(attn, n_kv)), batch, 4 * w, dtype=dtype)
     assert type(plain) is KVCache and plain.nbytes == 4 * long.nbytes
 
 
@@ -213,13 +213,13 @@ def test_rolling_cache_chunk_returns_the_window_in_position_order_and_keeps_the_
 
 @pytest.mark.parametrize("attn,n_kv", ATTN)
 @torch.no_grad()
-def test_rewind_repeats_the_same_decode_step(make_cfg, rand_params, attn, n_kv):
+def test_rewind_repeats_the_same_decode_step(make_arch, rand_params, attn, n_kv):
     """As the timing code does: a cache at a fixed context, rewound before every call, gives the same step each
     time, both after a real prefill and with random contents (``randomize_``)."""
-    cfg = make_cfg(pos="rope", norm="rmsnorm", ffn="swiglu", bias=False, attn=attn, n_kv_heads=n_kv)
-    cfg = cfg.replace(attn=AttnConfig(attn, n_kv, window=4))
-    dec = rand_params(build_decoder(cfg), seed=9)
-    x = _x((2, 11, cfg.model.d_model), seed=10)
+    arch = make_arch(pos="rope", norm="rmsnorm", ffn="swiglu", bias=False, attn=attn, n_kv_heads=n_kv)
+    arch = arch.replace(attn=AttnConfig(attn, n_kv, window=4))
+    dec = rand_params(build_decoder(arch), seed=9)
+    x = _x((2, 11, arch.model.d_model), seed=10)
     context = 10
     full = dec(x)
     cache = dec.new_cache(2, context + 1)
@@ -248,16 +248,16 @@ def test_rewind_repeats_the_same_decode_step(make_cfg, rand_params, attn, n_kv):
     torch.testing.assert_close(dec(x[:, :context], cache), full[:, :context], atol=1e-5, rtol=1e-5)
 
 
-def _work_cfg(make_cfg, window, attn="gqa", n_kv=2):
-    cfg = make_cfg(pos="rope", attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64)
-    return cfg.replace(attn=AttnConfig(attn, n_kv, window=window))
+def _work_arch(make_arch, window, attn="gqa", n_kv=2):
+    arch = make_arch(pos="rope", attn=attn, n_kv_heads=n_kv, n_heads=8, d_model=64)
+    return arch.replace(attn=AttnConfig(attn, n_kv, window=window))
 
 
 @pytest.mark.parametrize("step", [Step(2, 1, 3), Step(2, 1, 40), Step(3, 16, 16), Step(1, 50, 50), Step(2, 5, 30)])
-def test_work_counts_only_the_keys_the_window_lets_a_query_see(make_cfg, step):
+def test_work_counts_only_the_keys_the_window_lets_a_query_see(make_arch, step):
     w = 8
-    ours, plain = CausalSelfAttention.work(_work_cfg(make_cfg, w), step), CausalSelfAttention.work(
-        _work_cfg(make_cfg, None), step)
+    ours, plain = CausalSelfAttention.work(_work_arch(make_arch, w), step), CausalSelfAttention.work(
+        _work_arch(make_arch, None), step)
     h, kv, hd = 8, 2, 8
     held = min(step.keys, step.seq + w - 1)  # every key some query of the step sees
     assert ours.attention_flops == 4 * step.batch * h * step.seq * min(step.keys, w) * hd
@@ -269,45 +269,45 @@ def test_work_counts_only_the_keys_the_window_lets_a_query_see(make_cfg, step):
     assert dataclasses.replace(ours, attention_flops=plain.attention_flops, kv_read=plain.kv_read,
                                masked_flops=0) == plain
     # A window at least as long as the context counts exactly as none.
-    assert CausalSelfAttention.work(_work_cfg(make_cfg, step.keys), step) == plain
+    assert CausalSelfAttention.work(_work_arch(make_arch, step.keys), step) == plain
 
 
 @pytest.mark.parametrize("context", [2, 7, 30])
 @torch.no_grad()
-def test_decode_work_is_what_the_rolling_cache_reads_and_what_is_counted(make_cfg, rand_params, context):
+def test_decode_work_is_what_the_rolling_cache_reads_and_what_is_counted(make_arch, rand_params, context):
     """The cache read a decode step states is the K/V the rolling cache hands attention, and its FLOPs are what
     ``FlopCounterMode`` counts (math SDPA, as ``ablations.measure.flops`` counts)."""
-    cfg = _work_cfg(make_cfg, 8)
-    cache = CausalSelfAttention.new_cache(cfg, 2, context + 1, n_layers=1)
+    arch = _work_arch(make_arch, 8)
+    cache = CausalSelfAttention.new_cache(arch, 2, context + 1, n_layers=1)
     cache.randomize_()
     cache.pos = context
     ks, vs = cache.update(0, _x((2, 2, 1, 8)), _x((2, 2, 1, 8)))
-    work = CausalSelfAttention.work(cfg, Step(2, 1, context + 1))
+    work = CausalSelfAttention.work(arch, Step(2, 1, context + 1))
     assert work.kv_read == ks.numel() + vs.numel()
-    dec = rand_params(build_decoder(cfg), seed=12)
+    dec = rand_params(build_decoder(arch), seed=12)
     dec_cache = dec.new_cache(2, context + 1)
     dec_cache.randomize_()
     dec_cache.pos = context
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         dec(_x((2, 1, 64)), dec_cache)
-    assert counter.get_total_flops() == Decoder.work(cfg, Step(2, 1, context + 1)).flops
+    assert counter.get_total_flops() == Decoder.work(arch, Step(2, 1, context + 1)).flops
 
 
 @pytest.mark.parametrize("steps", [[(0, 30)], [(0, 6)], [(0, 20), (20, 30)], [(0, 9), (9, 12)]])
 @torch.no_grad()
-def test_prefill_counts_the_designs_keys_and_executes_every_held_one(make_cfg, rand_params, steps):
+def test_prefill_counts_the_designs_keys_and_executes_every_held_one(make_arch, rand_params, steps):
     """A windowed prefill (whole, or in chunks through the rolling cache): ``FlopCounterMode`` (math SDPA, as
     ``ablations.measure.flops`` counts) sees what the dense masked kernel computes, the executed count; the
     design's count is less exactly where the window hid keys from some query."""
     w = 8
-    cfg = _work_cfg(make_cfg, w)
-    dec = rand_params(build_decoder(cfg), seed=14)
+    arch = _work_arch(make_arch, w)
+    dec = rand_params(build_decoder(arch), seed=14)
     cache = dec.new_cache(2, steps[-1][1])
     for start, end in steps:
         step = Step(2, end - start, end)
         with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
             dec(_x((2, end - start, 64), seed=start), cache)
-        work = Decoder.work(cfg, step)
+        work = Decoder.work(arch, step)
         assert counter.get_total_flops() == work.executed_flops
         hidden = step.seq > 1 and step.keys > w
         assert (work.flops < work.executed_flops) == hidden
@@ -316,11 +316,11 @@ def test_prefill_counts_the_designs_keys_and_executes_every_held_one(make_cfg, r
             work.attention_flops + work.masked_flops) * min(step.keys, w)
 
 
-def test_only_a_window_that_drops_keys_takes_the_masked_path(make_cfg, rand_params, monkeypatch):
+def test_only_a_window_that_drops_keys_takes_the_masked_path(make_arch, rand_params, monkeypatch):
     """Where every key is within the window (a short prefill, any decode step through the rolling cache) the plain
     causal paths run; a mask is built only where some query loses a key to the window."""
-    cfg = _work_cfg(make_cfg, 4)
-    layer = rand_params(CausalSelfAttention(cfg), seed=13)
+    arch = _work_arch(make_arch, 4)
+    layer = rand_params(CausalSelfAttention(arch), seed=13)
     taken = []
     masked = kernels.masked_sdpa
     monkeypatch.setattr(kernels, "masked_sdpa", lambda *a: taken.append("masked") or masked(*a))
@@ -329,7 +329,7 @@ def test_only_a_window_that_drops_keys_takes_the_masked_path(make_cfg, rand_para
     layer(_x((1, 5, 64)))
     assert taken == ["masked"]
     taken.clear()
-    cache = CausalSelfAttention.new_cache(cfg, 1, 20, n_layers=1)
+    cache = CausalSelfAttention.new_cache(arch, 1, 20, n_layers=1)
     for p in range(9):
         layer(_x((1, 1, 64), p), None, cache)
         cache.pos += 1
@@ -358,20 +358,20 @@ def hf():
 HF_SEQ, HF_PREFILL, HF_WINDOW = 13, 5, 4
 
 
-def mistral_config(transformers, cfg):
+def mistral_config(transformers, arch):
     return transformers.MistralConfig(
-        hidden_size=cfg.model.d_model, intermediate_size=cfg.ffn_hidden, num_hidden_layers=cfg.model.n_layers,
-        num_attention_heads=cfg.model.n_heads, num_key_value_heads=cfg.n_kv_heads, head_dim=cfg.head_dim,
-        sliding_window=cfg.attn.window, rms_norm_eps=cfg.norm.eps, max_position_embeddings=cfg.model.max_seq_len,
-        rope_parameters={"rope_type": "default", "rope_theta": cfg.pos.theta}, hidden_act="silu",
-        attention_dropout=0.0, vocab_size=cfg.model.vocab_size, attn_implementation="eager",
+        hidden_size=arch.model.d_model, intermediate_size=arch.ffn_hidden, num_hidden_layers=arch.model.n_layers,
+        num_attention_heads=arch.model.n_heads, num_key_value_heads=arch.n_kv_heads, head_dim=arch.head_dim,
+        sliding_window=arch.attn.window, rms_norm_eps=arch.norm.eps, max_position_embeddings=arch.model.max_seq_len,
+        rope_parameters={"rope_type": "default", "rope_theta": arch.pos.theta}, hidden_act="silu",
+        attention_dropout=0.0, vocab_size=arch.model.vocab_size, attn_implementation="eager",
     )
 
 
-def _mistral_cfg(make_cfg, attn, n_kv, window=HF_WINDOW):
-    cfg = make_cfg(pos="rope", norm="rmsnorm", ffn="swiglu", attn=attn, n_kv_heads=n_kv, bias=False, d_model=64,
+def _mistral_arch(make_arch, attn, n_kv, window=HF_WINDOW):
+    arch = make_arch(pos="rope", norm="rmsnorm", ffn="swiglu", attn=attn, n_kv_heads=n_kv, bias=False, d_model=64,
                    n_heads=8)
-    return cfg.replace(attn=AttnConfig(attn, n_kv, window=window)).validate()
+    return arch.replace(attn=AttnConfig(attn, n_kv, window=window)).validate()
 
 
 def _hf_mask(masking_utils, config, x):
@@ -379,7 +379,7 @@ def _hf_mask(masking_utils, config, x):
         config=config, inputs_embeds=x, attention_mask=None, cache=None, position_ids=torch.arange(x.shape[1])[None])
 
 
-def test_hf_mistral_window_is_our_window(hf, make_cfg):
+def test_hf_mistral_window_is_our_window(hf, make_arch):
     """HF's sliding mask keeps key j for query i iff i - W < j <= i: W keys, the query's own included, as ours.
 
     (Mistral's original one-file reference bands its prefill mask with ``triu(diagonal=-sliding_window)``, which keeps
@@ -387,8 +387,8 @@ def test_hf_mistral_window_is_our_window(hf, make_cfg):
     cache gives in prefill and decode alike, and the one matched here.)
     """
     transformers, _, masking_utils = hf
-    cfg = _mistral_cfg(make_cfg, "gqa", 2)
-    mask = _hf_mask(masking_utils, mistral_config(transformers, cfg), torch.zeros(1, HF_SEQ, 64))
+    arch = _mistral_arch(make_arch, "gqa", 2)
+    mask = _hf_mask(masking_utils, mistral_config(transformers, arch), torch.zeros(1, HF_SEQ, 64))
     seen = mask[0, 0] == 0
     assert torch.equal(seen, causal_mask(HF_SEQ, HF_SEQ, torch.device("cpu"), HF_WINDOW))
     assert seen.sum(dim=1).max() == HF_WINDOW
@@ -396,23 +396,23 @@ def test_hf_mistral_window_is_our_window(hf, make_cfg):
 
 @pytest.mark.parametrize("attn,n_kv", ATTN)
 @torch.no_grad()
-def test_window_attention_and_rolling_decode_match_hf_mistral_attention(hf, make_cfg, rand_params, attn, n_kv):
+def test_window_attention_and_rolling_decode_match_hf_mistral_attention(hf, make_arch, rand_params, attn, n_kv):
     """HF's ``MistralAttention`` with its own sliding mask and rotary table, our weights copied in: our full forward,
     and our prefill of 5 > W tokens then one token at a time through the rolling cache, give HF's rows."""
     transformers, modeling_mistral, masking_utils = hf
-    cfg = _mistral_cfg(make_cfg, attn, n_kv)
-    config = mistral_config(transformers, cfg)
-    ours = rand_params(CausalSelfAttention(cfg), seed=14, scale=2.0).eval()
+    arch = _mistral_arch(make_arch, attn, n_kv)
+    config = mistral_config(transformers, arch)
+    ours = rand_params(CausalSelfAttention(arch), seed=14, scale=2.0).eval()
     theirs = modeling_mistral.MistralAttention(config, layer_idx=0).eval()
     theirs.load_state_dict({"q_proj.weight": ours.q.weight, "k_proj.weight": ours.k.weight,
                             "v_proj.weight": ours.v.weight, "o_proj.weight": ours.out.weight})
     x = _x((2, HF_SEQ, 64), seed=15)
     position_embeddings = modeling_mistral.MistralRotaryEmbedding(config)(x, torch.arange(HF_SEQ)[None])
     want, _ = theirs(x, position_embeddings=position_embeddings, attention_mask=_hf_mask(masking_utils, config, x))
-    rope = RotaryPositions(cfg)
+    rope = RotaryPositions(arch)
     # Measured max |diff| up to 3.8e-6 (full sequence) and 4.8e-6 (rolling decode), outputs up to 15.
     torch.testing.assert_close(ours(x, rope.rotation(HF_SEQ)), want, atol=1e-5, rtol=1e-5)
-    cache = CausalSelfAttention.new_cache(cfg, 2, HF_SEQ, n_layers=1)
+    cache = CausalSelfAttention.new_cache(arch, 2, HF_SEQ, n_layers=1)
     steps = [(0, HF_PREFILL), *((i, i + 1) for i in range(HF_PREFILL, HF_SEQ))]
     got = _through_cache(ours, rope, None, x, cache, steps)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
@@ -423,13 +423,13 @@ def test_window_attention_and_rolling_decode_match_hf_mistral_attention(hf, make
 
 
 @torch.no_grad()
-def test_window_decoder_and_rolling_decode_match_hf_mistral_model(hf, make_cfg, rand_params):
+def test_window_decoder_and_rolling_decode_match_hf_mistral_model(hf, make_arch, rand_params):
     """Two Mistral layers and the final norm: ``MistralModel`` fed ``inputs_embeds`` builds its own sliding mask and
     rotary table; our Decoder's full forward and its decode through the rolling cache give its rows."""
     transformers, modeling_mistral, _ = hf
-    cfg = _mistral_cfg(make_cfg, "gqa", 2)
-    ours = rand_params(build_decoder(cfg), seed=16, scale=2.0).eval()
-    theirs = modeling_mistral.MistralModel(mistral_config(transformers, cfg)).eval()
+    arch = _mistral_arch(make_arch, "gqa", 2)
+    ours = rand_params(build_decoder(arch), seed=16, scale=2.0).eval()
+    theirs = modeling_mistral.MistralModel(mistral_config(transformers, arch)).eval()
     names = {"input_layernorm": "norm1", "self_attn.q_proj": "attn.q", "self_attn.k_proj": "attn.k",
              "self_attn.v_proj": "attn.v", "self_attn.o_proj": "attn.out", "post_attention_layernorm": "norm2",
              "mlp.gate_proj": "ffn.gate", "mlp.up_proj": "ffn.up", "mlp.down_proj": "ffn.down"}

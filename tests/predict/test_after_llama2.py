@@ -45,7 +45,8 @@ def test_mistral_preset_is_its_config_json():
     assert (m.ffn_hidden, m.model.vocab_size, m.model.max_seq_len, m.attn.window) == (14336, 32000, 32768, 4096)
     assert (m.pos.name, m.pos.theta, m.norm.name, m.norm.eps) == ("rope", 10000.0, "rmsnorm", 1e-5)
     assert m.ffn.name == "swiglu" and not m.model.tie_embeddings and not m.bias.enabled  # hidden_act silu: SwiGLU
-    assert all(c.has(m, c.llama2) for c in choices() if c.in_llama2 and c.group != "attn")
+    assert all(declared.has(m, declared.llama2) for declared in choices()
+               if declared.in_llama2 and declared.group != "attn")
     assert MISTRAL_7B_CONFIG == "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json"
 
 
@@ -141,7 +142,7 @@ def test_kernel_count_replica_keeps_mla_and_a_window():
 
 def expected_flips() -> list[tuple[str, str]]:
     """(group, value or setting name) of every flip on Llama-2's block, read from the declarations."""
-    return [(c.group, v) for c in choices() for v in [*c.after_llama2, *c.setting_flips]]
+    return [(declared.group, v) for declared in choices() for v in [*declared.after_llama2, *declared.setting_flips]]
 
 
 def test_every_after_llama2_value_and_setting_flip_is_predicted_against_llama2():
@@ -151,9 +152,9 @@ def test_every_after_llama2_value_and_setting_flip_is_predicted_against_llama2()
     llama = p.variants["llama2"]
     found = []
     for name in on_llama2:
-        c, value, settings = moved_from(p.variants[name], llama)
-        found.append((c.group, value if not settings else next(k for k in c.setting_flips
-                                                               if full_size_settings(c, k)[0] == settings)))
+        declared, value, settings = moved_from(p.variants[name], llama)
+        found.append((declared.group, value if not settings else next(k for k in declared.setting_flips
+                                                               if full_size_settings(declared, k)[0] == settings)))
     assert sorted(found) == sorted(expected_flips())
     assert p.against["llama2"] == "gpt2" and all(p.against[n] == "gpt2" for n in p.variants if n not in on_llama2)
     assert ("attn", "mla") in found and ("attn", "window") in found

@@ -35,7 +35,7 @@ def test_70b_on_h100_names_its_sources_and_what_bounds_each_scenario(capsys):
     assert "NVIDIA H100 Tensor Core GPU datasheet" in out and "Databricks 2023" in out
     header = next(line.split("|") for line in out.splitlines() if line.startswith("| scenario"))
     col = {h.strip(): i for i, h in enumerate(header)}
-    rows = {(c[1].strip(), c[2].strip()): c for c in (line.split("|") for line in out.splitlines()
+    rows = {(cells[1].strip(), cells[2].strip()): cells for cells in (line.split("|") for line in out.splitlines()
                                                        if line.startswith("| decode"))}
     assert rows[("decode, context 4,096, batch 1", "gqa8")][col["bound"]].strip() == "memory"
     assert rows[("decode, context 4,096, batch 1", "gqa8")][col["KV cache"]].strip() == "1.25 GiB"  # the 8x cut
@@ -49,7 +49,7 @@ def test_flips_move_one_choice_each_at_the_preset_sizes():
     names = list(variants)
     assert names[0] == "gpt2" and names[-1] == "llama2"
     # One flip per declared flip value (ALiBi, QK-norm, ... too), GPT-2's five among them in declaration order.
-    assert len(names) == 2 + sum(len(c.flips) for c in choices())
+    assert len(names) == 2 + sum(len(choice.flips) for choice in choices())
     assert [n for n in names if n in ("rope", "rmsnorm", "swiglu", "gqa4", "nobias")] == [
         "rope", "rmsnorm", "swiglu", "gqa4", "nobias"]
     assert variants["swiglu"].ffn_hidden == 11008 and variants["gpt2"].ffn_hidden == 4 * 4096
@@ -61,13 +61,13 @@ def test_flips_move_one_choice_each_at_the_preset_sizes():
 
 
 def test_memory_figures_by_hand():
-    cfg = flips(ModelConfig(d_model=64, n_layers=2, n_heads=4, max_seq_len=32, vocab_size=100, tie_embeddings=False),
+    arch = flips(ModelConfig(d_model=64, n_layers=2, n_heads=4, max_seq_len=32, vocab_size=100, tie_embeddings=False),
                 gqa_kv_heads=2, model_name="custom")["gqa2"]
-    assert lm_params(cfg) == count_parameters(torch_lm(cfg, device="meta"))
-    assert kv_cache_bytes(cfg, batch=3, context=10, elem=2) == 2 * 2 * 3 * 2 * 10 * 16 * 2
-    per_seq = kv_cache_bytes(cfg, 1, 32, 2)
-    assert largest_batch(cfg, 32, 2, lm_params(cfg) * 2 + 5 * per_seq + 1) == 5
-    assert largest_batch(cfg, 32, 2, 1.0) == 0
+    assert lm_params(arch) == count_parameters(torch_lm(arch, device="meta"))
+    assert kv_cache_bytes(arch, batch=3, context=10, elem=2) == 2 * 2 * 3 * 2 * 10 * 16 * 2
+    per_seq = kv_cache_bytes(arch, 1, 32, 2)
+    assert largest_batch(arch, 32, 2, lm_params(arch) * 2 + 5 * per_seq + 1) == 5
+    assert largest_batch(arch, 32, 2, 1.0) == 0
 
 
 def test_full_size_table_has_every_choice_at_7b_and_70b():
@@ -80,5 +80,6 @@ def test_full_size_table_has_every_choice_at_7b_and_70b():
     assert "7B decode, batch 64" in lines[0] and "70B train step 4,096, batch 1" in lines[0]
     body = {line.split("|")[1].strip(): line for line in lines[2:]}
     # Every declared flip has its row, derived from the declarations alone.
-    assert set(body) == {c.flip_text(v) for c in choices() for v in c.flips} | {"all five (Llama-2's block)"}
+    assert set(body) == ({choice.flip_text(v) for choice in choices() for v in choice.flips}
+                         | {"all five (Llama-2's block)"})
     assert "[gqa4]" in body["MHA → GQA"] and "[gqa8]" in body["MHA → GQA"]

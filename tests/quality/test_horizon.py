@@ -43,7 +43,7 @@ def test_the_check_budgets_lie_at_the_middle_between_two_knots():
         assert check not in knots and knots[0] < check < knots[-1]
         below, above = max(k for k in knots if k < check), min(k for k in knots if k > check)
         assert check == pytest.approx(math.sqrt(below * above))
-    assert any(1 < c < 2 for c in checks) and any(2 < c < 4 for c in checks)
+    assert any(1 < check < 2 for check in checks) and any(2 < check < 4 for check in checks)
 
 
 def _finals(means: dict[int, dict[str, float]], noise: dict[int, float], seeds: int = 4) -> pd.DataFrame:

@@ -30,7 +30,7 @@ def power_law(budget: float, a: float = 1.2, b: float = 1.0, alpha: float = 0.3)
 
 
 def law_curve(**kw: float) -> Curve:
-    return Curve.of({c: power_law(c, **kw) for c in BUDGETS})
+    return Curve.of({budget: power_law(budget, **kw) for budget in BUDGETS})
 
 
 @pytest.mark.parametrize("known", [0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0])
@@ -98,7 +98,8 @@ def test_the_multiplier_is_paired_by_seed():
 def _noisy_law_curves(seeds: int = 5, sd: float = 0.004, budgets: tuple[float, ...] = BUDGETS) -> dict[int, Curve]:
     """A power law whose drop per doubling shrinks with compute, each seed shifted and noisy."""
     rng = np.random.default_rng(0)
-    return {s: Curve.of({c: power_law(c) + 0.01 * s + rng.normal(0, sd) for c in budgets}) for s in range(seeds)}
+    return {s: Curve.of({budget: power_law(budget) + 0.01 * s + rng.normal(0, sd) for budget in budgets})
+            for s in range(seeds)}
 
 
 def _saturating(budget: float) -> float:
@@ -111,7 +112,8 @@ def test_a_knot_left_out_fails_a_straight_line_and_holds_for_the_chosen_fit():
     in log compute reads the 2x knot (left out) as 2.08x, outside its interval, which carries the smaller error the
     line made at the 1x knot. The chosen fit (the monotone cubic) holds both knots."""
     rng = np.random.default_rng(0)
-    curves = {s: Curve.of({c: _saturating(c) + 0.01 * s + rng.normal(0, 0.002) for c in BUDGETS}) for s in range(5)}
+    curves = {s: Curve.of({budget: _saturating(budget) + 0.01 * s + rng.normal(0, 0.002) for budget in BUDGETS})
+              for s in range(5)}
     assert FIT == "pchip"
     assert left_out(curves, 1.0).contains(1.0) and left_out(curves, 2.0).contains(2.0)
     straight = left_out(curves, 2.0, fit="linear")
@@ -137,7 +139,7 @@ def test_a_between_knot_budget_is_read_as_a_variant_is():
 def test_the_fit_error_widens_the_interval_and_is_zero_on_a_line():
     """The left-out knots' error (log2) enters k's half-width in quadrature: on a curve straight in log compute a
     straight fit reads every left-out knot exactly, so it adds nothing."""
-    line = {s: Curve.of({c: 2.0 - 0.1 * math.log2(c) + 0.01 * s for c in BUDGETS}) for s in range(3)}
+    line = {s: Curve.of({budget: 2.0 - 0.1 * math.log2(budget) + 0.01 * s for budget in BUDGETS}) for s in range(3)}
     assert interpolation_error(line, "linear") == pytest.approx(0.0, abs=1e-9)
     curves = _noisy_law_curves()
     error = interpolation_error(curves)

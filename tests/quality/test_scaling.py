@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from ablations.quality.scaling import effect_trend, paired_differences
 from ablations.quality.stats import summarize
 from ablations.report.quality_figures import scale_effects
-from ablations.report.sections import trend_table
+from ablations.report.quality_sections import trend_table
 
 # (variant, d_model) -> (params, final val loss per seed 0, 1, 2)
 POINTS = {

@@ -72,10 +72,10 @@ def test_one_global_stream_shifts_every_draw_after_the_first_module_that_differs
 def test_common_init_keeps_the_gpt2_init_scales():
     model = build_lm(_quality_model())
     common_random_init(model, seed=0)
-    std = model.cfg.model.init_std
+    std = model.arch.model.init_std
     for name, p in model.named_parameters():
         if name.endswith(("attn.out.weight", "ffn.down.weight")):
-            assert abs(p.std().item() - std / math.sqrt(2 * model.cfg.model.n_layers)) < 0.2 * std
+            assert abs(p.std().item() - std / math.sqrt(2 * model.arch.model.n_layers)) < 0.2 * std
         elif p.ndim >= 2:
             assert abs(p.std().item() - std) < 0.1 * std
 
@@ -267,7 +267,7 @@ def test_a_sequential_sweep_end_to_end(tmp_path, as_job, monkeypatch):
 
 
 def test_the_learning_rate_check_trains_one_seed_at_half_and_twice_the_rate_and_the_report_flags_it(tmp_path):
-    from ablations.report.sections import lr_check_table
+    from ablations.report.quality_sections import lr_check_table
 
     torch.set_num_threads(1)
     cfg = composed("train.steps=6", "train.eval_interval=6", "train.extrapolation=[1]", "train.lr_check=true")

@@ -44,7 +44,7 @@ def labels(sweep: str) -> list[str]:
             loader = GlobalHydra.instance().config_loader()
             primary = loader.load_configuration("config", [f"+sweep={sweep}"], run_mode=RunMode.MULTIRUN)
             cfgs = [loader.load_sweep_config(primary, job) for job in expand_jobs(loader, primary, [], False)]
-            return [variant_label(check_run(c), bool(c.match_params)) for c in cfgs]
+            return [variant_label(check_run(cfg), bool(cfg.match_params)) for cfg in cfgs]
     finally:
         GlobalHydra.instance().clear()
 

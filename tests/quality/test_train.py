@@ -33,9 +33,9 @@ def test_loss_falls_on_the_smoke_profile():
 
 
 def test_same_seed_gives_identical_losses_and_other_seeds_differ():
-    a, b, c = _train(0, "train.steps=12"), _train(0, "train.steps=12"), _train(1, "train.steps=12")
-    assert a.curve == b.curve
-    assert [v for *_, v in a.curve] != [v for *_, v in c.curve]
+    first, again, other = _train(0, "train.steps=12"), _train(0, "train.steps=12"), _train(1, "train.steps=12")
+    assert first.curve == again.curve
+    assert [v for *_, v in first.curve] != [v for *_, v in other.curve]
 
 
 def test_data_order_depends_on_the_seed_only():

@@ -48,29 +48,29 @@ def test_the_top_cpu_rung_trains_more_than_the_headline_model():
 
 
 def _summary(diffs: dict[tuple[str, str, int], float], verdicts: dict[tuple[str, str, int], str]) -> pd.DataFrame:
-    rows = [{"sweep": "transfer", "metric": "val_loss", "variant": v, "reference": "gpt2", "corpus": c, "d_model": d,
-             "diff": x, "diff_lo": x - 0.01, "diff_hi": x + 0.01, "verdict": verdicts[(v, c, d)]}
-            for (v, c, d), x in diffs.items()]
-    rows += [{"sweep": "transfer", "metric": "val_loss", "variant": "gpt2", "reference": "gpt2", "corpus": c,
-              "d_model": d, "diff": np.nan, "verdict": "baseline"} for c in ("a", "b") for d in (32, 64, 96)]
+    rows = [{"sweep": "transfer", "metric": "val_loss", "variant": v, "reference": "gpt2", "corpus": corpus,
+             "d_model": d, "diff": x, "diff_lo": x - 0.01, "diff_hi": x + 0.01, "verdict": verdicts[(v, corpus, d)]}
+            for (v, corpus, d), x in diffs.items()]
+    rows += [{"sweep": "transfer", "metric": "val_loss", "variant": "gpt2", "reference": "gpt2", "corpus": corpus,
+              "d_model": d, "diff": np.nan, "verdict": "baseline"} for corpus in ("a", "b") for d in (32, 64, 96)]
     return pd.DataFrame(rows)
 
 
 def test_consistency_is_the_top_rungs_sign_matched_below_it():
     diffs, verdicts = {}, {}
-    for c in ("a", "b"):
+    for corpus in ("a", "b"):
         for d, x in ((32, -0.05), (64, -0.04), (96, -0.03)):
-            diffs[("swiglu", c, d)], verdicts[("swiglu", c, d)] = x, "better"
+            diffs[("swiglu", corpus, d)], verdicts[("swiglu", corpus, d)] = x, "better"
     # rmsnorm's sign flips at the smallest rung of text b only: 3 of its 4 lower cells agree.
-    for c in ("a", "b"):
-        for d, x in ((32, 0.01 if c == "b" else -0.002), (64, -0.001), (96, -0.003)):
-            diffs[("rmsnorm", c, d)], verdicts[("rmsnorm", c, d)] = x, "no detectable difference"
+    for corpus in ("a", "b"):
+        for d, x in ((32, 0.01 if corpus == "b" else -0.002), (64, -0.001), (96, -0.003)):
+            diffs[("rmsnorm", corpus, d)], verdicts[("rmsnorm", corpus, d)] = x, "no detectable difference"
     verdicts[("rmsnorm", "b", 96)] = "better"
-    c = cells(_summary(diffs, verdicts))
-    assert len(c) == 12 and c["top"].sum() == 4
-    rate, n = consistency_rate(c)
+    cell_table = cells(_summary(diffs, verdicts))
+    assert len(cell_table) == 12 and cell_table["top"].sum() == 4
+    rate, n = consistency_rate(cell_table)
     assert n == 8 and rate == pytest.approx(7 / 8)
-    per = per_choice(c).set_index("variant")
+    per = per_choice(cell_table).set_index("variant")
     assert per.loc["swiglu", "consistent"] == "yes"
     assert per.loc["rmsnorm", "consistent"] == "no"  # no difference at five cells, better at one
 
@@ -92,11 +92,11 @@ def test_the_trend_is_a_slope_per_doubling_with_its_interval_and_refuses_bounds(
 def test_verdict_counts_say_consistent_only_for_one_answered_verdict_everywhere():
     from ablations.quality.transfer import verdict_counts
 
-    c = pd.DataFrame({"variant": ["a"] * 3 + ["b"] * 3 + ["c"] * 2, "corpus": ["x"] * 8,
+    cell_table = pd.DataFrame({"variant": ["a"] * 3 + ["b"] * 3 + ["c"] * 2, "corpus": ["x"] * 8,
                       "d_model": [48, 64, 96, 48, 64, 96, 48, 64],
                       "verdict": ["no detectable difference"] * 3 + ["better", "no detectable difference", "better"]
                       + ["budget spent", "budget spent"]})
-    counts = verdict_counts(c)
+    counts = verdict_counts(cell_table)
     assert counts["a"] == "consistent: no difference in 3 of 3"
     assert counts["b"] == "better in 2 of 3, no difference in 1"
     assert counts["c"] == "budget spent in 2 of 2"  # the same everywhere, but never answered

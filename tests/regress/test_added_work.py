@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 BATCH, SEQ, WIDTH = 1, 16, 24
 
 
-def decoder(c: object = components) -> torch.nn.Module:
-    """The regression check's block (``arch``: GPT-2's, one layer at d=512) from tree ``c``."""
+def decoder(loaded: object = components) -> torch.nn.Module:
+    """The regression check's block (``arch``: GPT-2's, one layer at d=512) from tree ``loaded``."""
     torch.manual_seed(0)
-    return c.build_decoder(arch(c))
+    return loaded.build_decoder(arch(loaded))
 
 
 def forward_flops(model: torch.nn.Module) -> int:
@@ -82,8 +82,8 @@ def test_the_script_adds_the_work_to_the_tree_it_writes_into_alone(tmp_path):
         trees[label] = Tree(label, tmp_path / label, label).load()
     flops = {}
     for label, tree in trees.items():
-        with tree.active() as c:
-            flops[label] = forward_flops(decoder(c))
+        with tree.active() as loaded:
+            flops[label] = forward_flops(decoder(loaded))
     assert flops["head"] - flops["base"] == 4 * D_MODEL * WIDTH * BATCH * SEQ  # arch(): one layer
     assert flops["base"] == analytic_forward_flops(arch(components), BATCH, SEQ)
     assert plain(decoder())  # this process's own components: untouched

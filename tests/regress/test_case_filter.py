@@ -11,7 +11,7 @@ import pytest
 from ablations.regress import cli
 from ablations.regress.cases import all_cases, matches, select
 
-NAMES = [c.name for c in all_cases()]
+NAMES = [case.name for case in all_cases()]
 
 
 def old_filter(pattern: str) -> set[str]:
@@ -22,7 +22,7 @@ def old_filter(pattern: str) -> set[str]:
 
 
 def selected(*patterns: str) -> set[str]:
-    return {c.name for c in select("default", patterns)}
+    return {case.name for case in select("default", patterns)}
 
 
 @pytest.mark.parametrize("pattern", ["norm/", "norm", "/norm", "/norm/"])

@@ -37,7 +37,7 @@ def synthetic_base(tmp_path: Path, file: str, old: str, new: str) -> Tree:
 
 
 def case(name: str) -> Case:
-    return next(c for c in all_cases() if c.name == name)
+    return next(candidate for candidate in all_cases() if candidate.name == name)
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_a_setting_the_base_accepts_but_does_not_declare_is_not_compared_and_nev
 
 def test_a_base_that_builds_another_design_is_not_compared_where_it_differs(tmp_path, timer):
     # The base declares the window and masks with it, but decodes on a full cache: its decode step is another design.
-    base = synthetic_base(tmp_path, "attention.py", "make = KVCache if cfg.attn.window is None else RollingKVCache",
+    base = synthetic_base(tmp_path, "attention.py", "make = KVCache if arch.attn.window is None else RollingKVCache",
                           "make = KVCache")
     head = head_tree().load()
     row, _ = measure_case.measure(case("attn/mha-w64/decode"), base, head, ARGS, 0.95)
@@ -84,8 +84,8 @@ def test_a_base_that_builds_another_design_is_not_compared_where_it_differs(tmp_
 
 
 def test_a_base_that_sizes_a_value_otherwise_is_not_compared(tmp_path, timer):
-    base = synthetic_base(tmp_path, "attention.py", "replace(cfg, n_kv_heads=kv_heads) if cfg.n_kv_heads is None",
-                          "replace(cfg, n_kv_heads=2 * kv_heads) if cfg.n_kv_heads is None")
+    base = synthetic_base(tmp_path, "attention.py", "replace(attn, n_kv_heads=kv_heads) if attn.n_kv_heads is None",
+                          "replace(attn, n_kv_heads=2 * kv_heads) if attn.n_kv_heads is None")
     row, _ = measure_case.measure(case("attn/gqa2/forward"), base, head_tree().load(), ARGS, 0.95)
     assert row["verdict"] == "not compared" and row["reason"] == "the base resolves attn.n_kv_heads=4, the head 2"
     assert timer == []
@@ -95,9 +95,9 @@ def test_every_case_is_declared_by_the_tree_it_comes_from():
     # Against itself nothing is left out: a consumer that misses a declared value or setting fails here.
     import components
 
-    gaps = {c.name: comparable.declaration_gap(components, c.overrides) for c in all_cases()}
+    gaps = {candidate.name: comparable.declaration_gap(components, candidate.overrides) for candidate in all_cases()}
     assert {name: gap for name, gap in gaps.items() if gap} == {}
-    assert any("attn.window" in c.overrides for c in all_cases())  # the setting flips are among them
+    assert any("attn.window" in candidate.overrides for candidate in all_cases())  # the setting flips are among them
 
 
 def test_a_tree_from_before_declarations_compares_only_what_its_config_classes_name():

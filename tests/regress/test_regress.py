@@ -87,7 +87,7 @@ from components import ArchConfig, ModelConfig  # noqa: E402
 # --- cases --------------------------------------------------------------------------------------------------
 
 def test_the_default_set_covers_every_component_variant_and_the_block_in_every_mode():
-    names = {c.name for c in all_cases()}
+    names = {case.name for case in all_cases()}
     timed_positions = [v for v in choice("pos").values if v != "none"]  # NoPE adds nothing to time
     for comp, variants, modes in (("norm", choice("norm").values, ("forward", "train")),
                                   ("ffn", choice("ffn").values, ("forward", "train")),
@@ -97,13 +97,13 @@ def test_the_default_set_covers_every_component_variant_and_the_block_in_every_m
                                              "nobias", "llama2"), ("forward", "train", "decode"))):
         assert {f"{comp}/{v}/{m}" for v in variants for m in modes} <= names
     # Every other value of every declared choice is a block case of its own, named as its sweep point is.
-    for c in choices():
-        for value in c.values[1:]:
-            flipped = ArchConfig(model=ModelConfig(n_heads=8), **{c.group: c.at_size(value, 2)})
-            name = name_in(c, flipped)
+    for declared in choices():
+        for value in declared.values[1:]:
+            flipped = ArchConfig(model=ModelConfig(n_heads=8), **{declared.group: declared.at_size(value, 2)})
+            name = name_in(declared, flipped)
             assert {f"block/{name}/{m}" for m in ("forward", "train", "decode")} <= names, name
     assert len(names) == len(all_cases())  # no name twice
-    assert [c.name for c in select("ci")] == [c.name for c in all_cases() if c.name in CI_CASES]
+    assert [case.name for case in select("ci")] == [case.name for case in all_cases() if case.name in CI_CASES]
     assert len(select("ci")) == len(CI_CASES)
 
 
@@ -128,9 +128,9 @@ def test_block_cases_build_from_a_tree_with_bias_as_a_choice_and_from_one_with_m
 
 
 def test_filters_take_whole_segments_and_globs():
-    assert {c.name for c in select("default", ["block/llama2"])} == {f"block/llama2/{m}" for m in
+    assert {case.name for case in select("default", ["block/llama2"])} == {f"block/llama2/{m}" for m in
                                                                      ("forward", "train", "decode")}
-    assert {c.name for c in select("default", ["norm/*/train"])} == {"norm/layernorm/train", "norm/rmsnorm/train"}
+    assert {case.name for case in select("default", ["norm/*/train"])} == {"norm/layernorm/train", "norm/rmsnorm/train"}
     assert select("default", ["nothing-like-this"]) == []
     assert select("default", ["llama"]) == []  # part of a segment: -k takes whole segments (test_case_filter.py)
 
@@ -139,7 +139,7 @@ def test_filters_take_whole_segments_and_globs():
 def test_each_case_builds_runs_and_renews_its_memory(name):
     import components
 
-    subject = next(c for c in all_cases() if c.name == name).build(components)
+    subject = next(case for case in all_cases() if case.name == name).build(components)
     subject.call()
     pointers = [t.data_ptr() for t in subject.state]
     subject.renew()
@@ -156,8 +156,8 @@ def test_two_trees_load_apart_and_each_builds_from_its_own_code(tmp_path):
     assert Path(base.components.__file__).resolve().is_relative_to((tmp_path / "base").resolve())
     assert base.components is not ours
     assert sys.modules["components"] is ours  # the process's own modules are back
-    with base.active() as c:
-        assert sys.modules["components"] is c is base.components
+    with base.active() as components:
+        assert sys.modules["components"] is components is base.components
         # a lazy import inside the library (ArchConfig.validate imports the registries) sees the same tree
         from components import registries
         assert registries.__module__ == "components"
@@ -221,7 +221,7 @@ def test_the_command_exits_2_with_one_line():
 
 def test_list_prints_the_selected_cases():
     proc = subprocess.run([*PROG, "--list", "--cases", "ci"], capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert proc.returncode == 0 and proc.stdout.split() == [c.name for c in select("ci")]
+    assert proc.returncode == 0 and proc.stdout.split() == [components.name for components in select("ci")]
 
 
 # --- reports ------------------------------------------------------------------------------------------------
@@ -255,26 +255,26 @@ def test_a_case_the_head_cannot_run_fails_the_check_and_one_the_base_cannot_is_n
     tree = head_tree().load()
     base = base_tree("HEAD", tmp_path / "base").load()
 
-    def base_only_breaks(c: object) -> object:
+    def base_only_breaks(components: object) -> object:
         if sys.modules["components"] is base.components:
             raise TypeError("an API this tree lacks")
-        return next(x for x in all_cases() if x.name == "norm/rmsnorm/forward").build(c)
+        return next(x for x in all_cases() if x.name == "norm/rmsnorm/forward").build(components)
 
     args = argparse.Namespace(rounds=6, min_rounds=None, min_run_time=0.01, warmup=1, threshold=5.0)
     row, _ = measure_case.measure(Case("norm", "broken", "forward", base_only_breaks, (1,)), base, tree, args, 0.95)
     assert row["verdict"] == "not compared" and "the base cannot run it: TypeError" in row["reason"]
 
-    def breaks_on_purpose(c: object) -> object:
+    def breaks_on_purpose(components: object) -> object:
         raise TypeError("an API neither tree has")
 
     # The head's failure is reported whatever the base can do.
     row, _ = measure_case.measure(Case("norm", "broken", "forward", breaks_on_purpose, (1,)), base, tree, args, 0.95)
     assert row["verdict"] == "failure" and "the head cannot run it: TypeError" in row["error"]
 
-    def head_only_breaks(c: object) -> object:
+    def head_only_breaks(components: object) -> object:
         if sys.modules["components"] is tree.components:
             raise RuntimeError("head broke it")
-        return next(x for x in all_cases() if x.name == "norm/rmsnorm/forward").build(c)
+        return next(x for x in all_cases() if x.name == "norm/rmsnorm/forward").build(components)
 
     row, _ = measure_case.measure(Case("norm", "x", "forward", head_only_breaks, (1,)), base, tree, args, 0.95)
     assert row["verdict"] == "failure"
@@ -328,7 +328,7 @@ def test_sequential_rounds_stop_a_decided_case_early_and_give_a_straddling_one_i
     rule = measure_case.rounds_rule(argparse.Namespace(rounds=40, min_rounds=10), 0.99)
     assert rule.looks[0] == 10 and rule.looks[-1] == 40 and rule.look_confidence > 0.99
     assert measure_case.rounds_rule(argparse.Namespace(rounds=12, min_rounds=None), 0.99).looks == [12]
-    case = next(c for c in all_cases() if c.name == "norm/rmsnorm/forward")
+    case = next(candidate for candidate in all_cases() if candidate.name == "norm/rmsnorm/forward")
     tree = head_tree().load()
     base = Tree("base", tree.root, tree.revision, tree.modules)
 
@@ -436,7 +436,7 @@ def test_cases_pool_by_component_and_mode_and_the_family_counts_each_group():
     # A group of one case is that case's own verdict, not a second test of the same rounds.
     assert groups_of(names) == {"block/*/forward": ["block/gpt2/forward", "block/rmsnorm/forward"]}
     assert tests_in(names) == 5
-    default = [c.name for c in select("default")]
+    default = [case.name for case in select("default")]
     blocks = [n for n in default if n.startswith("block/") and n.endswith("/forward")]
     assert groups_of(default)["block/*/forward"] == blocks and len(blocks) == len(block_variants())
     assert tests_in(default) == len(default) + len(groups_of(default))

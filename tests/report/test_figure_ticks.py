@@ -25,7 +25,7 @@ from ablations.quality.worth import worth
 from ablations.report import figures
 from ablations.report.comparison import comparison
 from ablations.report.figure_style import STYLE
-from ablations.report.sections import summarize_quality
+from ablations.report.quality_sections import summarize_quality
 from ablations.report.tables import load_table, split
 
 REPO = Path(__file__).resolve().parents[2]

@@ -50,8 +50,8 @@ def test_the_baseline_line_is_quoted_where_the_table_is(reference):
 def test_one_row_per_flip_in_declaration_order_llama2_last(reference):
     rows = headline_table(reference).splitlines()[2:]
     names = [r.split(" | ")[0].lstrip("| ") for r in rows]
-    moved = [c for c in choices() if c.in_llama2]
-    assert [n.split(" (")[0] for n in names[:-1]] == [c.flip_text(c.llama2) for c in moved]
+    moved = [choice for choice in choices() if choice.in_llama2]
+    assert [n.split(" (")[0] for n in names[:-1]] == [choice.flip_text(choice.llama2) for choice in moved]
     assert names[-1].startswith(f"all {number_word(len(moved))} (Llama-2's block)")
     header = headline_table(reference).splitlines()[0].split(" | ")
     for row in rows:  # every time cell and multiplier is a median with an interval, every loss cell has its verdict
@@ -63,13 +63,13 @@ def test_one_row_per_flip_in_declaration_order_llama2_last(reference):
 def test_flip_names_come_from_the_declarations():
     model = ModelConfig(n_heads=16)
     assert flip_name("gpt2", ArchConfig(model=model)) is None  # nothing moved: no row
-    moved = sum(c.in_llama2 for c in choices())
+    moved = sum(choice.in_llama2 for choice in choices())
     assert flip_name("llama2", llama2_block(model, 2)) == f"all {number_word(moved)} (Llama-2's block)"
-    for c in choices():
-        if c.in_llama2:
+    for choice in choices():
+        if choice.in_llama2:
             arch = llama2_block(model, 2)
-            one = ArchConfig(model=model, **{c.group: getattr(arch, c.group)})
-            assert flip_name(c.value_name(c.llama2), one) == c.flip_text(c.llama2)
+            one = ArchConfig(model=model, **{choice.group: getattr(arch, choice.group)})
+            assert flip_name(choice.value_name(choice.llama2), one) == choice.flip_text(choice.llama2)
 
 
 def test_the_command_prints_the_table_and_a_bad_folder_is_one_line(reference, capsys, tmp_path):

@@ -15,7 +15,7 @@ from ablations.report import claims
 from ablations.report.__main__ import main as report_main
 from ablations.report.comparison import comparison
 from ablations.report.markdown import build_report, quality_section
-from ablations.report.sections import summarize_quality
+from ablations.report.quality_sections import summarize_quality
 from ablations.report.sizes import sizes_table
 from ablations.report.tables import load_table, split
 from blockbench import EVIDENCE, Claim, choice, choices
@@ -23,10 +23,11 @@ from tests.temporary_choice import temporary_choice
 
 LINK = re.compile(r"\]\((figures/[^)]+)\)")
 # Each declared choice's claim, by group: the table has exactly these rows, in declaration order.
-CLAIM = {c.group: c.claim.text for c in choices() if c.claim is not None}
+CLAIM = {declared.group: declared.claim.text for declared in choices() if declared.claim is not None}
 # In table order: each choice's own claim, then its claims about other values (GeGLU against SwiGLU).
-CLAIMS = [text for c in choices() for text in ([c.claim.text] if c.claim else []) + [v.text for v in
-                                                                                     c.value_claims.values()]]
+CLAIMS = [text for declared in choices()
+          for text in ([declared.claim.text] if declared.claim else [])
+          + [v.text for v in declared.value_claims.values()]]
 
 
 def write(table: pd.DataFrame, folder: Path) -> Path:
@@ -48,7 +49,7 @@ def built(synthetic, tmp_path_factory) -> tuple[Path, str]:
 def claims_rows(text: str) -> dict[str, list[str]]:
     section = text.split("## Claims", 1)[1].split("\n## ", 1)[0]
     rows = [ln.strip("|").split(" | ") for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln]
-    return {r[0].strip(): [c.strip() for c in r[1:]] for r in rows[1:]}
+    return {r[0].strip(): [cell.strip() for cell in r[1:]] for r in rows[1:]}
 
 
 def unmeasured_claims(text: str) -> list[str]:
@@ -152,7 +153,7 @@ def test_figures_without_data_are_skipped_with_a_note(built):
 def test_claims_table_has_every_declared_claim_with_sources(built, sizes):
     rows, unmeasured = claims_rows(built[1]), unmeasured_claims(built[1])
     # Every declared claim once: a row when this run measured it, else named in the one line after the table.
-    assert list(rows) == [c for c in CLAIMS if c in rows] and sorted([*rows, *unmeasured]) == sorted(CLAIMS)
+    assert list(rows) == [claim for claim in CLAIMS if claim in rows] and sorted([*rows, *unmeasured]) == sorted(CLAIMS)
     assert CLAIM["ffn"] in unmeasured and CLAIM["bias"] in unmeasured  # no swiglu, no nobias here
     table = load_table(built[0])
     frame = claims.claims_table(table, comparison(split(table)[0]), None, sizes).set_index("claim")
@@ -168,14 +169,14 @@ def test_claims_table_has_every_declared_claim_with_sources(built, sizes):
     assert "slower (1.12× [" in reading and "composite" not in reading  # no cause this run did not measure
     measured, published, reading = frame.loc[CLAIM["bias"]]
     assert measured == "not measured in this run" and "PaLM" in published  # no nobias variant here
-    for c in choices():  # a claim read from its flip (the default evidence) names its sources all the same
-        if c.claim is not None and c.claim.evidence == "flip":
-            measured, published, _ = frame.loc[CLAIM[c.group]]
+    for declared in choices():  # a claim read from its flip (the default evidence) names its sources all the same
+        if declared.claim is not None and declared.claim.evidence == "flip":
+            measured, published, _ = frame.loc[CLAIM[declared.group]]
             assert measured == "not measured in this run"
-            assert all(src in published for src, _ in c.claim.published)
-        for value, claim in c.value_claims.items():  # a claim about a value is read from that value's flip
+            assert all(src in published for src, _ in declared.claim.published)
+        for value, claim in declared.value_claims.items():  # a claim about a value is read from that value's flip
             measured, published, _ = frame.loc[claim.text]
-            assert f"`{c.value_name(value)}`" in measured or measured.startswith("not measured in this run")
+            assert f"`{declared.value_name(value)}`" in measured or measured.startswith("not measured in this run")
             assert all(fig in published for _, fig in claim.published)
 
 
@@ -311,7 +312,7 @@ def test_cli_combines_folders_into_out(synthetic, tmp_path, capsys, monkeypatch)
 @pytest.mark.parametrize("family,says", [(0, "(none here: no comparison has two shared seeds)"),
                                          (1, "(1 comparison here)"), (5, "(5 comparisons here)")])
 def test_the_holm_sentence_names_the_family_size(family, says):
-    from ablations.report.sections import holm_sentence
+    from ablations.report.quality_sections import holm_sentence
 
     assert says in holm_sentence(pd.DataFrame({"metric": ["val_loss"], "family": [family]}))
 
@@ -414,20 +415,20 @@ def test_no_reading_names_a_group_a_value_or_a_sweep():
     import ast
     import importlib
 
-    declared = {c.group for c in choices()} | {v for c in choices() for v in c.values}
-    declared |= {claim.sweep for c in choices() for claim in [c.claim, *c.value_claims.values()] if claim and
-                 claim.sweep}
+    declared_names = {declared.group for declared in choices()} | {v for declared in choices() for v in declared.values}
+    declared_names |= {claim.sweep for declared in choices()
+                       for claim in [declared.claim, *declared.value_claims.values()] if claim and claim.sweep}
     for name in CLAIM_MODULES:
         module = importlib.import_module(f"ablations.report.{name}")
         tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
         named = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-        assert not named & declared, f"ablations/report/{name}.py names {sorted(named & declared)}"
+        assert not named & declared_names, f"ablations/report/{name}.py names {sorted(named & declared_names)}"
 
 
 def test_a_claim_reads_a_sweep_that_exists():
     from ablations.config.generated_sweeps import sweep_lines
 
-    for c in choices():
-        for claim in [c.claim, *c.value_claims.values()]:
+    for declared in choices():
+        for claim in [declared.claim, *declared.value_claims.values()]:
             if claim is not None and claim.sweep:
-                assert claim.sweep in sweep_lines(), (c.group, claim.sweep)
+                assert claim.sweep in sweep_lines(), (declared.group, claim.sweep)

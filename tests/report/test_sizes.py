@@ -46,11 +46,11 @@ def test_gpt2_counterfactuals_move_only_their_choice(table):
 
 
 def test_flops_per_token_match_the_counter_on_the_meta_device():
-    cfg = preset("gpt2")
-    lm = build_lm(cfg, device="meta")
-    tokens = torch.zeros(1, cfg.model.max_seq_len, dtype=torch.long, device="meta")
+    arch = preset("gpt2")
+    lm = build_lm(arch, device="meta")
+    tokens = torch.zeros(1, arch.model.max_seq_len, dtype=torch.long, device="meta")
     # Full-context forward of T tokens = T x one token at full context (causal scores counted in full).
-    assert count_flops(lambda: lm(tokens)) == cfg.model.max_seq_len * sizes.flops_per_token(cfg)
+    assert count_flops(lambda: lm(tokens)) == arch.model.max_seq_len * sizes.flops_per_token(arch)
 
 
 def test_cli_prints_both_tables_and_the_70b_line(capsys):
@@ -71,7 +71,7 @@ def test_the_choices_column_names_every_group_that_is_not_gpt2s(table):
     # The groups neither model varies, which the column once could not show, and each flip alone.
     assert shown["gpt2 + qknorm"] == "qknorm" and shown["gpt2 + parallel"] == "parallel"
     assert shown["gpt2 + mla"] == "mla" and shown["gpt2 + all five"] == "rope, rmsnorm, swiglu, gqa2, nobias"
-    assert list(table.columns[2:2 + len(choices())]) == [c.group for c in choices()]
+    assert list(table.columns[2:2 + len(choices())]) == [choice.group for choice in choices()]
 
 
 def test_a_newly_declared_group_appears_in_the_choices_column():

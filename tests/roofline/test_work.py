@@ -95,6 +95,6 @@ def test_lm_head_adds_the_head_and_the_embedding_rows():
     ("rope", "layernorm", "swiglu", AttnConfig("gqa", 2), True),
 ])
 def test_parameter_count_matches_torch(pos, norm, ffn, attn, bias):
-    cfg = ArchConfig(ModelConfig(d_model=32, n_layers=3, n_heads=4, max_seq_len=20), pos=PosConfig(pos),
+    arch = ArchConfig(ModelConfig(d_model=32, n_layers=3, n_heads=4, max_seq_len=20), pos=PosConfig(pos),
                      norm=NormConfig(norm), ffn=FFNConfig(ffn), attn=attn, bias=BiasConfig("on" if bias else "off"))
-    assert decoder_params(cfg) == torch_count(build_decoder(cfg, device="meta"))
+    assert decoder_params(arch) == torch_count(build_decoder(arch, device="meta"))

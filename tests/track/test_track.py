@@ -44,9 +44,9 @@ def test_the_plan_nests_seeds_under_their_point_and_names_each_measurement():
     assert point.tags["blockbench.variant"] == "rmsnorm"
     assert sorted((m.key, m.value) for m in point.metrics) == [("2048x2048_2048x2048/matmul_peak", 1e12),
                                                                 ("forward/latency_ratio/b1_s512", 0.9)]
-    assert sorted(c.name for c in point.children) == ["gpt2 seed 0", "gpt2 seed 1", "rmsnorm seed 0",
+    assert sorted(child.name for child in point.children) == ["gpt2 seed 0", "gpt2 seed 1", "rmsnorm seed 0",
                                                       "rmsnorm seed 1"]
-    seed0 = next(c for c in point.children if c.name == "rmsnorm seed 0")
+    seed0 = next(child for child in point.children if child.name == "rmsnorm seed 0")
     assert sorted((m.key, m.step, m.value) for m in seed0.metrics) == [
         ("final/val_loss", 0, 1.0), ("loss_by_position/L64", 16, 2.5), ("val_loss", 0, 3.0), ("val_loss", 2, 1.0)]
     assert measurement_metrics(pd.DataFrame([_row(metric="x", mode="m", value=float("nan"))])) == []

@@ -16,7 +16,7 @@ from components import CausalSelfAttention, KVCache, build_decoder
 D, HEADS, SEQ = 32, 4, 12
 
 
-def arch(**values: str) -> ArchConfig:
+def arch_with(**values: str) -> ArchConfig:
     base = ArchConfig(model=ModelConfig(d_model=D, n_layers=2, n_heads=HEADS, max_seq_len=64))
     return base.replace(**{g: choice(g).at_size(v, 2) for g, v in values.items()}).validate()
 
@@ -26,14 +26,14 @@ def randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
 
 
 def test_relu2_is_down_of_squared_relu_of_up():
-    cfg = arch(ffn="relu2")
-    ffn = build_decoder(cfg).blocks[0].ffn.double()
+    arch = arch_with(ffn="relu2")
+    ffn = build_decoder(arch).blocks[0].ffn.double()
     x = randn(2, 5, D, seed=1)
     up_w, down_w = ffn.up.weight, ffn.down.weight
     hidden = x @ up_w.T + ffn.up.bias
     want = (torch.where(hidden > 0, hidden, torch.zeros_like(hidden)) ** 2) @ down_w.T + ffn.down.bias
     torch.testing.assert_close(ffn(x), want, rtol=1e-12, atol=1e-12)
-    assert cfg.ffn_hidden == 4 * D  # GPT-2's width: two matrices, not a gated FFN's three
+    assert arch.ffn_hidden == 4 * D  # GPT-2's width: two matrices, not a gated FFN's three
     with pytest.raises(AssertionError):  # a plain ReLU would be caught
         torch.testing.assert_close(ffn(x), torch.relu(hidden) @ down_w.T + ffn.down.bias)
 
@@ -58,8 +58,8 @@ def reference_attention(attn: CausalSelfAttention, x: torch.Tensor, cap: float |
 
 @pytest.mark.parametrize("attn", ["mha", "gqa"])
 def test_softcap_attention_matches_the_written_out_reference(attn):
-    cfg = arch(softcap="on", attn=attn, pos="none")
-    layer = build_decoder(cfg).blocks[0].attn.double()
+    arch = arch_with(softcap="on", attn=attn, pos="none")
+    layer = build_decoder(arch).blocks[0].attn.double()
     # Large inputs, so scores reach the cap's nonlinear range: without the cap the result differs.
     x = randn(2, SEQ, D, seed=2, scale=40.0)
     got = layer(x)
@@ -84,7 +84,7 @@ def test_softcap_matches_gemma2_attention():
         layer_types=["full_attention"], num_hidden_layers=1, vocab_size=16)
     config._attn_implementation = "eager"
     hf = modeling_gemma2.Gemma2Attention(config, layer_idx=0).eval()
-    ours = build_decoder(arch(softcap="on", attn="gqa", pos="none", bias="off")).blocks[0].attn.eval()
+    ours = build_decoder(arch_with(softcap="on", attn="gqa", pos="none", bias="off")).blocks[0].attn.eval()
     with torch.no_grad():
         for theirs, mine in {"q_proj": ours.q, "k_proj": ours.k, "v_proj": ours.v, "o_proj": ours.out}.items():
             getattr(hf, theirs).weight.copy_(mine.weight)
@@ -102,11 +102,11 @@ def test_softcap_matches_gemma2_attention():
 
 def test_softcap_off_builds_nothing_and_keeps_the_block():
     torch.manual_seed(0)
-    plain = build_decoder(arch()).state_dict()
+    plain = build_decoder(arch_with()).state_dict()
     torch.manual_seed(0)
-    off = build_decoder(arch(softcap="off")).state_dict()
+    off = build_decoder(arch_with(softcap="off")).state_dict()
     assert plain.keys() == off.keys() and all(torch.equal(plain[k], off[k]) for k in plain)
-    assert "scores" not in build_decoder(arch()).blocks[0].attn._modules
+    assert "scores" not in build_decoder(arch_with()).blocks[0].attn._modules
 
 
 def test_a_bad_cap_is_one_line_naming_the_key():

@@ -15,7 +15,7 @@ from components import build_decoder
 D = 32
 
 
-def arch(**values: str) -> ArchConfig:
+def arch_with(**values: str) -> ArchConfig:
     base = ArchConfig(model=ModelConfig(d_model=D, n_layers=2, n_heads=4, max_seq_len=64))
     return base.replace(**{g: choice(g).at_size(v, 2) for g, v in values.items()}).validate()
 
@@ -38,20 +38,20 @@ def test_scalenorm_is_g_times_x_over_its_length():
 
 
 def test_every_norm_of_the_decoder_is_scalenorm_at_the_papers_start():
-    cfg = arch(norm="scalenorm")
-    decoder = build_decoder(cfg)
+    arch = arch_with(norm="scalenorm")
+    decoder = build_decoder(arch)
     norms = [decoder.norm, *(m for b in decoder.blocks for m in (b.norm1, b.norm2))]
-    assert all(type(m) is ScaleNorm and m.eps == cfg.norm.eps for m in norms)
+    assert all(type(m) is ScaleNorm and m.eps == arch.norm.eps for m in norms)
     # blockbench's init set each g to 1: g·√d = √d, the paper's start, where ScaleNorm is x / rms(x).
     assert all(torch.equal(m.g, torch.ones(1)) for m in norms)
     x = randn(2, 5, D, seed=2).float()
     torch.testing.assert_close(decoder.norm(x), torch.nn.functional.rms_norm(x, (D,), eps=0.0), rtol=1e-5, atol=1e-5)
     # One parameter per norm: the work model counts it (LayerNorm's is 2d).
-    assert ScaleNorm.work(cfg, Step(2, 5, 5)) == norm(D, 10, 1)
+    assert ScaleNorm.work(arch, Step(2, 5, 5)) == norm(D, 10, 1)
 
 
 def test_a_block_with_scalenorm_trains():
-    decoder = build_decoder(arch(norm="scalenorm", pos="rope"))
+    decoder = build_decoder(arch_with(norm="scalenorm", pos="rope"))
     x = torch.randn(2, 7, D)
     y = decoder(x)
     assert y.shape == x.shape and torch.isfinite(y).all()

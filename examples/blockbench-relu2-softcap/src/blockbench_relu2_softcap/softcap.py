@@ -35,12 +35,12 @@ class SoftCapConfig:
 class SoftCap(nn.Module):
     """``cap * tanh(scores / cap)``: near-identity for small logits, bounded by ±cap for large ones."""
 
-    def __init__(self, cfg: ArchConfig) -> None:
+    def __init__(self, arch: ArchConfig) -> None:
         super().__init__()
-        self.cap = float(cfg.softcap.cap)
+        self.cap = float(arch.softcap.cap)
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
         return Work()  # elementwise over the scores: not counted (blockbench's rule)
 
     def forward(self, scores: torch.Tensor) -> torch.Tensor:

@@ -33,8 +33,8 @@ class ScaleNorm(nn.Module):
         self.g = nn.Parameter(torch.ones(1))
 
     @classmethod
-    def work(cls, cfg: ArchConfig, step: Step) -> Work:
-        return norm(cfg.model.d_model, step.tokens, 1)  # each vector read and written once; one parameter
+    def work(cls, arch: ArchConfig, step: Step) -> Work:
+        return norm(arch.model.d_model, step.tokens, 1)  # each vector read and written once; one parameter
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         xf = x.to(torch.promote_types(x.dtype, torch.float32))  # fp32 for bf16/fp16 input, as F.rms_norm computes

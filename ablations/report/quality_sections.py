@@ -1,4 +1,4 @@
-"""Each section's table, built from the comparison and the quality summary: formatted cells, no prose."""
+"""The quality sections' tables, built from the quality summary: formatted cells, no prose."""
 
 from __future__ import annotations
 
@@ -7,122 +7,18 @@ import logging
 import numpy as np
 import pandas as pd
 
-from ablations.config.columns import cell
 from ablations.quality.widths import by_variant_then_width, several_lengths, several_widths
 from ablations.report.formatting import (
-    fmt_bytes,
     fmt_ci,
     fmt_count,
-    fmt_flops_executed,
     fmt_p,
-    fmt_params_delta,
-    fmt_precision,
-    fmt_quartiles,
     fmt_rate,
-    fmt_ratio_with,
     fmt_seeds,
-    fmt_spread,
-    fmt_util,
     fmt_verdict,
-    fmt_with_quartiles,
-    fmt_x,
-    is_true,
-    markdown_table,
 )
-from ablations.report.tables import BASELINE, with_intervals
-from blockbench import choices
+from ablations.report.tables import BASELINE
 
 log = logging.getLogger("ablations")
-
-
-def variants_table(s: pd.DataFrame) -> str:
-    """What each variant of a sweep is: every declared choice and its embeddings, from its own rows (the names are
-    derived from the same values, so the table is what a reader checks a name against)."""
-    first = s.drop_duplicates("variant")
-    tied = first.get("tie_embeddings", pd.Series(np.nan, index=first.index))  # absent from a table without the column
-    cells = {c.title or c.group: [cell(c, r) for _, r in first.iterrows()] for c in choices()}
-    # A choice neither GPT-2 nor Llama-2 varies gets a column only in a sweep that moves it.
-    cells = {t: v for (t, v), c in zip(cells.items(), choices(), strict=True) if c.in_llama2 or set(v) != {c.gpt2}}
-    return markdown_table(pd.DataFrame({
-        "variant": first["variant"],
-        **cells,
-        "embeddings (quality model)": tied.map(lambda t: "—" if pd.isna(t) else "tied" if is_true(t) else "untied"),
-    }))
-
-
-def headline_cells(c: pd.DataFrame, key: str) -> list[str]:
-    """A headline ratio per row: median with its 95% interval; a table written before the interval rows gives the
-    quartiles instead, marked ``(p25–p75)`` so the two are never read as the same thing."""
-    if f"{key}_ci_lo" not in c:
-        c = c.assign(**{f"{key}_ci_lo": np.nan, f"{key}_ci_hi": np.nan})
-    return [fmt_spread(v, ci_lo, ci_hi) if not (pd.isna(ci_lo) or pd.isna(ci_hi)) else fmt_with_quartiles(v, lo, hi)
-            for v, ci_lo, ci_hi, lo, hi in
-            c[[key, f"{key}_ci_lo", f"{key}_ci_hi", f"{key}_lo", f"{key}_hi"]].to_numpy()]
-
-
-def speed_table(c: pd.DataFrame) -> str:
-    shape = c["shape"].iloc[0]
-    decode = "decode ×" if c["decode_ctx"].isna().all() else (
-        f"decode × (B={int(c['decode_batch'].iloc[0])}, context {int(c['decode_ctx'].iloc[0]):,})")
-    columns = {
-        "variant": c["case"],
-        f"forward × ({shape})": headline_cells(c, "fwd"),
-        f"train × ({shape})": headline_cells(c, "train"),
-        "forward tokens/s": c["fwd_tps"].map(fmt_rate),
-        "train tokens/s": c["train_tps"].map(fmt_rate),
-        decode: headline_cells(c, "decode"),
-        "decode ms/step": c["decode_s"].map(lambda s: "—" if pd.isna(s) else f"{1e3 * s:.3g}"),
-    }
-    # How precise each ratio turned out (its 95% interval's half-width, the rounds it took; ‡ stopped on its round
-    # budget short of the target), and the spread of its rounds: absent from tables written before the interval rows.
-    for key, name in (("fwd", "forward"), ("train", "train"), ("decode", "decode")):
-        if f"{key}_ci" in c and c[f"{key}_ci"].notna().any():
-            columns[f"{name} ±95% (rounds)"] = [fmt_precision(*v) for v in
-                                                c[[f"{key}_ci", f"{key}_rounds", f"{key}_budget"]].to_numpy()]
-            columns[f"{name} rounds p25–p75"] = [fmt_quartiles(lo, hi) for lo, hi in
-                                                 c[[f"{key}_lo", f"{key}_hi"]].to_numpy()]
-    return markdown_table(pd.DataFrame(columns))
-
-
-def work_table(c: pd.DataFrame) -> str:
-    shape = c["shape"].iloc[0]
-    return markdown_table(pd.DataFrame({
-        "variant": c["case"],
-        "params": c["params"].map(fmt_count),
-        "Δ params vs baseline": [fmt_params_delta(d, b) for d, b in zip(c["params_delta"], c["params_baseline"],
-                                                                          strict=True)],
-        f"saved activations ({shape})": c["act_bytes"].map(fmt_bytes),
-        "activations ×": c["act_bytes_ratio"].map(fmt_x),
-        "KV bytes/token": c["kv_per_token"].map(fmt_bytes),
-        "KV ×": c["kv_per_token_ratio"].map(fmt_x),
-        f"forward FLOPs ({shape})": [fmt_flops_executed(d, e) for d, e in zip(c["fwd_flops"], c["fwd_executed_flops"],
-                                                                               strict=True)],
-        "FLOPs ×": c["fwd_flops_ratio"].map(fmt_x),
-        "utilisation fwd / train": [f"{fmt_util(f)} / {fmt_util(t)}" for f, t in zip(c["fwd_util"], c["train_util"],
-                                                                                  strict=True)],
-    }))
-
-
-def shapes_table(s: pd.DataFrame) -> str | None:
-    """The latency ratio at every measured shape, forward and train: a variant's scaling in one glance."""
-    rows = s[(s["metric"] == "latency_ratio") & s["mode"].isin(("forward", "train"))]
-    if rows.empty:
-        return None
-    rows = with_intervals(rows, s, "ratio_interval")
-    rows = rows.assign(column=rows["mode"] + " " + rows["batch"].astype(int).astype(str) + "x"
-                       + rows["seq_len"].astype(int).astype(str))
-    cells = rows.groupby(["case", "column"], sort=False)[["value", "lo", "hi", "interval"]].agg(
-        {"value": "median", "lo": "median", "hi": "median", "interval": "all"})
-    grid = cells.apply(lambda r: fmt_ratio_with(r["value"], r["lo"], r["hi"], bool(r["interval"])), axis=1).unstack(
-        "column")
-    order = sorted(grid.columns, key=lambda col: (col.split()[0] != "forward", _tokens(col)))
-    grid = grid.reindex(index=list(dict.fromkeys(rows["case"])), columns=order).fillna("—")
-    return markdown_table(grid.reset_index().rename(columns={"case": "variant"}))
-
-
-def _tokens(column: str) -> tuple[int, int]:
-    b, t = column.split()[1].split("x")
-    return int(b) * int(t), int(t)
 
 
 def quality_setup(q: pd.DataFrame) -> str:
@@ -138,7 +34,7 @@ def quality_setup(q: pd.DataFrame) -> str:
     parts.append(f"seeds {seeds}")
     corpus = q["corpus"].dropna().unique()
     if len(corpus):
-        parts.append("corpus " + ", ".join(f"`{str(c)[:12]}`" for c in corpus))
+        parts.append("corpus " + ", ".join(f"`{str(corpus)[:12]}`" for corpus in corpus))
     vocab = q["vocab_size"].dropna().unique() if "vocab_size" in q else []
     if len(vocab):  # tables written before token files carry no column: bytes, vocabulary 256
         unit = str(final["unit"].iloc[0]) if not final.empty else ""
@@ -219,8 +115,8 @@ def lr_check_table(q: pd.DataFrame) -> pd.DataFrame | None:
     if check.empty or "lr" not in q:
         return None
     out = []
-    for variant, c in check.groupby("variant", sort=False):
-        seed = c["seed"].iloc[0]
+    for variant, variant_check in check.groupby("variant", sort=False):
+        seed = variant_check["seed"].iloc[0]
         own = q[(q["variant"] == variant) & (q["metric"] == "val_loss") & (q["mode"] == "final")
                 & (q["seed"] == seed)]
         shared = pd.to_numeric(own["lr"], errors="coerce").dropna()
@@ -228,7 +124,7 @@ def lr_check_table(q: pd.DataFrame) -> pd.DataFrame | None:
             continue
         lr0 = float(shared.iloc[0])
         losses = {lr0: float(own["value"].iloc[0]),
-                  **{float(r): float(v) for r, v in zip(c["lr"], c["value"], strict=True)}}
+                  **{float(r): float(v) for r, v in zip(variant_check["lr"], variant_check["value"], strict=True)}}
         finite = {r: v for r, v in losses.items() if pd.notna(v)}
         best = min(finite, key=finite.get) if finite else np.nan
         row = {"variant": variant, "seed": int(seed)}
@@ -280,7 +176,7 @@ def extrapolation_table(s: pd.DataFrame) -> pd.DataFrame | None:
     grid = e.assign(cell=cell, length=e["seq_len"].astype(int)).drop_duplicates(["variant", "length"])
     grid = grid.pivot(index="variant", columns="length", values="cell")
     grid = grid.reindex(index=list(dict.fromkeys(e["variant"])), columns=sorted(grid.columns)).fillna("—")
-    grid.columns = [f"{c} tokens" for c in grid.columns]
+    grid.columns = [f"{length} tokens" for length in grid.columns]
     return grid.reset_index()
 
 
