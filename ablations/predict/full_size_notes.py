@@ -13,10 +13,10 @@ def marks(row: Flip) -> str:
     return " ‡" if row.choice is not None and (row.choice.group, row.value) in NOTES else ""
 
 
-def _mla_note(rows: list[tuple[AtSize, Flip]]) -> str:
+def _mla_note(pairs: list[tuple[AtSize, Flip]]) -> str:
     """MLA's note: the counterfactual it is, and its sizes at each model, read from the rows' own configs."""
     sizes = []
-    for s, r in rows:
+    for s, r in pairs:
         m = mla_sizes(r.arch.attn, r.arch.head_dim)
         sizes.append(f"{SHOWN.get(s.model, s.model)}: kv_lora_rank {m.kv_lora_rank} + RoPE key {m.rope_dim} at "
                      f"{m.head_dim} per head")
@@ -65,7 +65,7 @@ def notes(sizes: list[AtSize]) -> list[str]:
                 out.append(f"{said}: {SHOWN.get(s.model, s.model)}'s own setting (components/presets.py cites its "
                            "published config); with it Llama-2's block at its sizes is the published model.")
     for key, note in NOTES.items():
-        rows = [(s, r) for s in sizes for r in s.rows if r.choice is not None and (r.choice.group, r.value) == key]
-        if rows:
-            out.append(note(rows))
+        pairs = [(s, r) for s in sizes for r in s.rows if r.choice is not None and (r.choice.group, r.value) == key]
+        if pairs:
+            out.append(note(pairs))
     return out
