@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from components.registry import DuplicateError, Registry, current_source
+from components.declared_set import DuplicateError, current_source
+from components.registry import Registry
 
 if TYPE_CHECKING:
     from components.config import ArchConfig

@@ -9,13 +9,19 @@ code while another tree's ``components`` is imported.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from components.registry import DuplicateError, current_source
-
 if TYPE_CHECKING:
     from components.choice import Choice
+
+
+BUILT_IN = "blockbench"
+
+
+class DuplicateError(ValueError):
+    """A group or value declared where one of that name exists; the message names both sources."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class DeclaredSet:
     plugins: dict[str, Plugin] = field(default_factory=dict)  # the plugins imported, by module, in load order
     broken: list[str] = field(default_factory=list)  # one line per installed entry point that failed to import
     plugins_started: bool = False  # whether the plugins were imported (once per process)
+    # Who is declaring and registering now: blockbench's own modules, or ``plugin NAME (MODULE)`` while it imports.
+    registering: str = BUILT_IN
 
     def add(self, choice: Choice) -> Choice:
         """``choice`` in the set, with its ``order`` filled in; a clash with a declared group is a ``DuplicateError``
@@ -111,3 +119,18 @@ def _described(declared: Choice) -> Iterator[tuple[str, str, str]]:
 
 # The one declared set of this process (of each tree's ``components``, under the regression check).
 DECLARED = DeclaredSet()
+
+
+def current_source() -> str:
+    """Who is declaring and registering now: ``blockbench``, or the plugin being imported."""
+    return DECLARED.registering
+
+
+@contextmanager
+def registering_as(source: str) -> Iterator[None]:
+    """Attribute what is declared and registered inside to ``source`` (a plugin's import)."""
+    saved, DECLARED.registering = DECLARED.registering, source
+    try:
+        yield
+    finally:
+        DECLARED.registering = saved

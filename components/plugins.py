@@ -4,7 +4,7 @@ Imported once per process, on the first ``choices()`` (or ``load_plugins``), aft
 an installed distribution's entry point in the group ``blockbench.choices``, or a module named by
 ``plugins=[pkg.mod,...]`` on any command (``ablations.config.plugin_args``), passed on in ``$BLOCKBENCH_PLUGINS`` to
 the processes a command starts. What a plugin declares or registers is attributed to it
-(``components.registry.registering_as``), so a duplicate is refused naming both sources; the plugins loaded are
+(``components.declared_set.registering_as``), so a duplicate is refused naming both sources; the plugins loaded are
 recorded in the declared set's state (``components.declared_set.DECLARED``).
 
 A plugin named explicitly that fails to import stops the command (``PluginError``, one line); a broken installed
@@ -20,8 +20,7 @@ import importlib.metadata
 import os
 import sys
 
-from components.declared_set import DECLARED, Plugin
-from components.registry import registering_as
+from components.declared_set import DECLARED, Plugin, registering_as
 
 GROUP = "blockbench.choices"
 ENV = "BLOCKBENCH_PLUGINS"  # also ablations.config.plugin_args.ENV, which names it without importing torch
@@ -97,7 +96,8 @@ def _import(module: str, name: str, version: str) -> None:
             imported = importlib.import_module(module)
         except Exception as exc:
             DECLARED.back_to(before)  # a skipped plugin leaves nothing half-declared behind
-            if isinstance(exc, ValueError):  # a duplicate (components.registry.DuplicateError), a refused declaration
+            # A duplicate (components.declared_set.DuplicateError) or a refused declaration.
+            if isinstance(exc, ValueError):
                 raise PluginError(f"{source}: {exc}") from None
             raise PluginError(f"plugin {module} failed to import: {type(exc).__name__}: {exc}") from None
     after = DECLARED.mark()

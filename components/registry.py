@@ -1,39 +1,20 @@
 """Name -> class registries, so a config names a variant and a new variant is one decorated class.
 
 Every entry remembers who registered it (``source``): blockbench itself, or the plugin being imported
-(``components.plugins`` sets it around each import), so a name registered twice is refused with one line
-naming both. What the harness reads off a registered class beyond its hook's methods is declared once, in
-``Traits``, each with the default a class that says nothing gets.
+(``components.plugins`` sets it around each import, in the declared set's state), so a name registered twice is
+refused with one line naming both. What the harness reads off a registered class beyond its hook's methods is
+declared once, in ``Traits``, each with the default a class that says nothing gets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 
+from components.declared_set import DuplicateError, current_source
+
 T = TypeVar("T")
-
-BUILT_IN = "blockbench"
-# Who is registering now: blockbench's own modules, or ``plugin NAME (MODULE)`` while a plugin imports.
-_source = BUILT_IN
-
-
-def current_source() -> str:
-    return _source
-
-
-@contextmanager
-def registering_as(source: str) -> Iterator[None]:
-    """Attribute what is declared and registered inside to ``source`` (a plugin's import)."""
-    global _source
-    saved, _source = _source, source
-    try:
-        yield
-    finally:
-        _source = saved
-
 
 @dataclass(frozen=True)
 class Traits:
@@ -67,10 +48,6 @@ class UnknownVariantError(ValueError):
     """A config named a variant that no module registered."""
 
 
-class DuplicateError(ValueError):
-    """A group or value declared where one of that name exists; the message names both sources."""
-
-
 class Registry(Generic[T]):
     """Maps the names used in configs (``norm=rmsnorm``) to the classes that implement them."""
 
@@ -84,9 +61,9 @@ class Registry(Generic[T]):
         def add(obj: T) -> T:
             if name in self._entries:
                 raise DuplicateError(f"{self.key}={name} is registered twice: by {self._sources[name]} and by "
-                                     f"{_source}")
+                                     f"{current_source()}")
             self._entries[name] = obj
-            self._sources[name] = _source
+            self._sources[name] = current_source()
             return obj
 
         return add

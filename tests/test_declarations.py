@@ -20,7 +20,8 @@ from ablations.results.store import config_hash
 from ablations.results.variant_labels import variant_label
 from blockbench import Choice, Registry, Traits, choice, choices, declare, llama2_choices, testing
 from components import FFNS, POSITIONS, ArchConfig, ModelConfig
-from components.registry import BUILT_IN, traits
+from components.declared_set import BUILT_IN
+from components.registry import traits
 from tests.temporary_choice import kept
 
 VALUES = [(declared.group, v) for declared in choices() for v in declared.values]
