@@ -70,7 +70,7 @@ class DeclaredSet:
         naming both sources."""
         if choice.group in self.choices:
             raise DuplicateError(f"choice group {choice.group!r} is declared twice: by {self.sources[choice.group]} "
-                                 f"and by {current_source()}")
+                                 f"and by {self.registering}")
         owner = next((other for other in self.choices.values() if other.hook == choice.hook and other.owns_hook), None)
         if owner is not None:
             raise DuplicateError(f"choice group {choice.group!r}: hook={choice.hook!r} is group {owner.group!r}'s (by "
@@ -84,7 +84,7 @@ class DeclaredSet:
             raise DuplicateError(f"choice group {choice.group!r}: order={choice.order} is {taken!r}'s (by "
                                  f"{self.sources[taken]}); allowed: any other integer, or none (after every group)")
         self.choices[choice.group] = choice
-        self.sources[choice.group] = current_source()
+        self.sources[choice.group] = self.registering
         ordered = sorted(self.choices.values(), key=lambda declared: declared.order)
         self.choices = {declared.group: declared for declared in ordered}
         return choice

@@ -153,20 +153,22 @@ def print_cycles(eager: dict[str, set[str]], every: dict[str, set[str]]) -> None
         print(f"\nimport cycles ({label}): {len(found)}" + "".join(f"\n- {' -> '.join(c)}" for c in found))
 
 
-def _functions(tree: ast.AST) -> dict[str, ast.FunctionDef]:
-    return {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every function and method, each once (two methods of one name in two classes are two)."""
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
-def config_travel(files: dict[str, Path]) -> None:
-    """Follow ``run_job``'s ``cfg`` through calls that pass it on by name to a function defined in the packages."""
-    defs: dict[str, list[tuple[str, ast.FunctionDef]]] = defaultdict(list)
-    for name, path in files.items():
-        for fname, fn in _functions(ast.parse(path.read_text())).items():
-            defs[fname].append((name, fn))
-    readers = sorted(n for n, p in files.items() if "DictConfig" in p.read_text())
+def config_travel(trees: dict[str, ast.Module], start: tuple[str, str, str] = ("ablations.runner", "run_job", "cfg"),
+                  ) -> tuple[set[tuple[str, str]], int]:
+    """The functions ``start``'s parameter reaches, passed on by name (positionally or as a keyword) to a function of
+    that name in the packages, and how many calls deep it goes."""
+    defs: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]] = defaultdict(list)
+    for module, tree in trees.items():
+        for fn in _functions(tree):
+            defs[fn.name].append((module, fn))
     seen: set[tuple[str, str]] = set()
     depth = 0
-    frontier = [(m, f, "cfg") for m, f in defs.get("run_job", []) if m == "ablations.runner"]
+    frontier = [(m, f, start[2]) for m, f in defs.get(start[1], []) if m == start[0]]
     while frontier:
         nxt = []
         for module, fn, param in frontier:
@@ -176,35 +178,27 @@ def config_travel(files: dict[str, Path]) -> None:
             for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
                 callee = call.func.id if isinstance(call.func, ast.Name) else (
                     call.func.attr if isinstance(call.func, ast.Attribute) else None)
-                if callee is None or callee not in defs:
-                    continue
                 positions = [i for i, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id == param]
                 keywords = [k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id == param]
-                for target_module, target in defs[callee]:
+                for target_module, target in defs.get(callee or "", []):
                     names = [a.arg for a in target.args.posonlyargs + target.args.args]
                     if names and names[0] in ("self", "cls"):
                         names = names[1:]
                     passed = [names[i] for i in positions if i < len(names)] + [k for k in keywords if k]
                     nxt += [(target_module, target, p) for p in passed]
-        if nxt:
-            depth += 1
+        depth += bool(nxt)
         frontier = nxt
-    print(f"\n## the Hydra config\n\nmodules that name DictConfig: {len(readers)}" + "".join(
-        f"\n- {r}" for r in readers))
-    print(f"\nfunctions it reaches from ablations.runner.run_job, passed on by name: {len(seen)}, "
-          f"{depth} calls deep, in {len({m for m, _ in seen})} modules")
-    for m, f in sorted(seen):
-        print(f"- {m}.{f}")
+    return seen, depth
 
 
-def meanings(files: dict[str, Path]) -> None:
-    """A parameter name annotated, in different functions, with different types of the project's own (or the
+def several_meanings(trees: dict[str, ast.Module]) -> dict[str, set[frozenset[str]]]:
+    """Each parameter name annotated, in different functions, with more than one of the project's own types (or the
     composed Hydra config): one name for two kinds of thing."""
-    trees = {name: ast.parse(path.read_text()) for name, path in files.items()}
     own = {n.name for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.ClassDef)} | {"DictConfig"}
-    types: dict[str, set[str]] = defaultdict(set)
+    # An annotation's own types are one meaning (``list[tuple[AtSize, Flip]]`` is one), ``X | None`` the same as ``X``.
+    types: dict[str, set[frozenset[str]]] = defaultdict(set)
     for tree in trees.values():
-        for fn in _functions(tree).values():
+        for fn in _functions(tree):
             for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
                 if a.annotation is None or a.arg in ("self", "cls"):
                     continue
@@ -212,11 +206,27 @@ def meanings(files: dict[str, Path]) -> None:
                          if isinstance(n, (ast.Name, ast.Attribute))}
                 named |= {n.value for n in ast.walk(a.annotation) if isinstance(n, ast.Constant)
                           and isinstance(n.value, str)}
-                types[a.arg].update(named & own)
-    several = {n: t for n, t in types.items() if len(t) > 1}
+                if named & own:
+                    types[a.arg].add(frozenset(named & own))
+    return {name: found for name, found in types.items() if len(found) > 1}
+
+
+def print_config(files: dict[str, Path], trees: dict[str, ast.Module]) -> None:
+    readers = sorted(n for n, p in files.items() if "DictConfig" in p.read_text())
+    print(f"\n## the Hydra config\n\nmodules that name DictConfig: {len(readers)}" + "".join(
+        f"\n- {r}" for r in readers))
+    seen, depth = config_travel(trees)
+    print(f"\nfunctions it reaches from ablations.runner.run_job, passed on by name: {len(seen)}, "
+          f"{depth} calls deep, in {len({m for m, _ in seen})} modules")
+    for m, f in sorted(seen):
+        print(f"- {m}.{f}")
+
+
+def print_meanings(trees: dict[str, ast.Module]) -> None:
+    several = several_meanings(trees)
     print(f"\n## parameter names given more than one of the project's types: {len(several)}")
     for n in sorted(several):
-        print(f"- {n}: {', '.join(sorted(several[n]))}")
+        print(f"- {n}: {'; '.join(sorted(' and '.join(sorted(t)) for t in several[n]))}")
 
 
 def main(argv: list[str]) -> None:
@@ -226,8 +236,9 @@ def main(argv: list[str]) -> None:
     rooms(files)
     arrows(every)
     print_cycles(eager, every)
-    config_travel(files)
-    meanings(files)
+    trees = {name: ast.parse(path.read_text(), filename=str(path)) for name, path in files.items()}
+    print_config(files, trees)
+    print_meanings(trees)
 
 
 if __name__ == "__main__":

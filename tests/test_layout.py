@@ -6,6 +6,7 @@ runner."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,20 @@ def test_a_type_only_cycle_is_a_cycle_of_every_import_not_of_those_at_import(tmp
     assert cycles(eager) == []
     assert [set(c) for c in cycles(every)] == [{"components.config", "components.norms"}]
     assert every["components.block"] == {"components.norms"} and eager["components.block"] == set()
+
+
+def test_the_structure_follows_the_config_and_finds_a_name_with_two_meanings():
+    """``scripts.structure``: the config followed through calls by position and keyword (not into a call that does
+    not pass it), and a parameter name given two of the project's types, ``X | None`` and ``list[X]`` counting as X."""
+    source = {
+        "pkg.run": "from omegaconf import DictConfig\nclass Plan: ...\nclass Arch: ...\n"
+                   "def run_job(cfg: DictConfig):\n    plan_point(cfg)\n    other(1)\n"
+                   "def plan_point(c):\n    read(config=c)\n    return Plan()\n"
+                   "def read(config):\n    return 1\ndef other(cfg: Arch):\n    return cfg\n",
+        "pkg.use": "def work(plan: 'Plan | None', arch: list['Arch']):\n    return plan\n"
+                   "def build(plan: 'Plan'):\n    return plan\n",
+    }
+    trees = {name: ast.parse(text) for name, text in source.items()}
+    reached, depth = structure.config_travel(trees, ("pkg.run", "run_job", "cfg"))
+    assert reached == {("pkg.run", "run_job"), ("pkg.run", "plan_point"), ("pkg.run", "read")} and depth == 2
+    assert structure.several_meanings(trees) == {"cfg": {frozenset({"DictConfig"}), frozenset({"Arch"})}}

@@ -13,9 +13,10 @@ from typing import Any
 
 from blockbench import Choice, choices, ladder_choices, llama2_choices
 from components import LLAMA2_TIES_EMBEDDINGS, ModelConfig, embeddings_text, llama2_values
+from components.baselines import BASELINES
 
-BASELINE = "gpt2"
-LLAMA2 = "llama2"
+# The variants named as the blocks a point is paired with.
+BASELINE, LLAMA2 = BASELINES
 TIED = "llama2_tied"
 
 
