@@ -14,14 +14,16 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from ablations.config.corpora import CORPORA
-from ablations.config.generated_variants import BASELINE, LLAMA2, flip_name, ladder, leave_one_out, modern
+from ablations.config.generated_variants import BASELINE, LLAMA2, TIED, UNTIED, flip_name, ladder, leave_one_out, modern
 from ablations.config.paths import conf_dir
 from blockbench import choices, ladder_choices, llama2_choices
 
 
 def all_sweep() -> list[str]:
-    """The GPT-2 baseline, each Llama-2 choice flipped alone (in ladder order), and Llama-2's block."""
-    return [BASELINE, *(flip_name(choice, choice.llama2) for choice in ladder_choices()), LLAMA2]
+    """The GPT-2 baseline, each Llama-2 choice flipped alone (in ladder order), Llama-2's embeddings alone, Llama-2's
+    block with GPT-2's embeddings (its five choices alone), and Llama-2's block (six changes: the five and the
+    embeddings)."""
+    return [BASELINE, *(flip_name(choice, choice.llama2) for choice in ladder_choices()), UNTIED, TIED, LLAMA2]
 
 
 # What +sweep=modern measures per point: less than the default sweeps, so that its seven points fit in about half an
@@ -80,6 +82,16 @@ def horizons() -> list[str]:
                                    key=lambda path: int(OmegaConf.load(path).steps))]
 
 
+# +sweep=lr_scan (ablations.quality.lr_scan): the all sweep's points, each arm's rate scanned on the scan seeds and
+# then judged at it on the evaluation seeds, with the baseline's curve at its own rate (checked at the curve's ends):
+# the compute multipliers and verdicts at each arm's own best rate. Quality only. Its chosen rates are committed as
+# train.tuned_lr (python -m ablations.report.tuned_rates prints them from the run's table).
+def lr_scan_sweep() -> Sweep:
+    return Sweep("lr_scan", {"variant": ",".join(all_sweep())},
+                 "the all sweep's points, each arm at its own best learning rate (scanned, then judged on fresh "
+                 "seeds); quality only", {"measure": False, "train": {**all_settings()["train"], "lr_scan": True}})
+
+
 def horizon_sweep() -> Sweep:
     return Sweep("horizon", {"variant": ",".join(all_sweep()), "train": ",".join(horizons())},
                  f"the all sweep's points trained for {len(horizons())} horizons at one width; quality only",
@@ -105,7 +117,8 @@ def sweeps() -> list[Sweep]:
     return [
         *one_choice,
         Sweep("all", {"variant": ",".join(all_sweep())},
-              f"the GPT-2 baseline, each of the {len(llama2_choices())} flips, and the full Llama-2 block",
+              f"the GPT-2 baseline, each of the {len(llama2_choices())} flips, Llama-2's embeddings alone, and "
+              "Llama-2's block with GPT-2's embeddings and with its own",
               all_settings()),
         Sweep("ladder", {"variant": ",".join(v.name for v in ladder())},
               "cumulative GPT-2 -> Llama-2, one choice at a time; quality only", quality_only),
@@ -115,6 +128,7 @@ def sweeps() -> list[Sweep]:
               "the Llama-2 block against each choice that came after it, flipped alone on it", MODERN_SETTINGS),
         transfer_sweep(),
         horizon_sweep(),
+        lr_scan_sweep(),
     ]
 
 

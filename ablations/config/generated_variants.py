@@ -2,7 +2,8 @@
 
 GPT-2 (``gpt2``), each value flipped alone on it (``rmsnorm``, ``gqa``, ``nobias``, ``none``, ...), Llama-2's block
 (``llama2``: every choice Llama-2 moved, untied embeddings), each of those reverted alone (``llama2_gelu``,
-``llama2_bias``, ...), Llama-2's block with tied embeddings (``llama2_tied``), the ladder's cumulative rungs
+``llama2_bias``, ...), Llama-2's block with tied embeddings (``llama2_tied``), GPT-2's block with Llama-2's untied
+embeddings (``untied``), the ladder's cumulative rungs
 (``rope_rmsnorm``, ...) and each choice that came after Llama-2 alone on its block (``llama2_alibi``, ...).
 """
 
@@ -17,7 +18,10 @@ from components.baselines import BASELINES
 
 # The variants named as the blocks a point is paired with.
 BASELINE, LLAMA2 = BASELINES
+# Llama-2's block with GPT-2's embeddings, and GPT-2's block with Llama-2's: the embeddings are the sixth thing
+# Llama-2's quality model changes, so each side of it is an arm of its own.
 TIED = "llama2_tied"
+UNTIED = "untied"
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,12 @@ def flips() -> list[Variant]:
     """Every value other than GPT-2's, alone on the GPT-2 block, named as its choice names it."""
     return [Variant(flip_name(choice, v), {choice.group: v}, what=f"the GPT-2 block with {choice.group}={v}")
             for choice in choices() for v in choice.values if v != choice.gpt2]
+
+
+def embeddings_flip() -> Variant:
+    """GPT-2's block with Llama-2's embeddings alone (``LLAMA2_TIES_EMBEDDINGS``): what untying buys by itself."""
+    return Variant(UNTIED, {}, {"model": {"tie_embeddings": LLAMA2_TIES_EMBEDDINGS}},
+                   f"the GPT-2 block with Llama-2's {embeddings_text(LLAMA2_TIES_EMBEDDINGS)}")
 
 
 def llama2_variant(revert: Choice | None = None, tied: bool = False) -> Variant:
@@ -95,6 +105,6 @@ def modern() -> list[Variant]:
 def all_variants() -> list[Variant]:
     """Every generated variant once (the ladder's first rung is also a flip)."""
     seen: dict[str, Variant] = {}
-    for v in [*ladder(), *flips(), *leave_one_out(), *modern()]:
+    for v in [*ladder(), *flips(), embeddings_flip(), *leave_one_out(), *modern()]:
         seen.setdefault(v.name, v)
     return list(seen.values())

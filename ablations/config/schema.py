@@ -5,6 +5,7 @@ dataclasses (``components.choice``); ``ablations.config.run_config`` puts them a
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -67,6 +68,17 @@ class ProfileConfig:
 
 
 @dataclass
+class TunedRates:
+    """One regime's rates per arm, as a learning-rate scan chose them: ``rates`` by the arm's ``variant`` label, and
+    for the baseline's compute curve ``budget_rates`` by arm and budget factor where the best moved with the budget."""
+
+    # The scan that chose them: the reference folder holding its rows and the command that ran it.
+    scan: str = MISSING
+    rates: dict[str, float] = field(default_factory=dict)
+    budget_rates: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass
 class TrainConfig:
     """The quality run (``ablations.quality``): a small byte-level LM with the point's five choices, trained
     once per seed. ``model`` stays the measurement model; these are the quality model's own sizes."""
@@ -88,8 +100,13 @@ class TrainConfig:
     steps: int = 250
     batch: int = 32
     context: int = 128
-    # AdamW, linear warm-up to lr, cosine decay to lr * lr_min_ratio at the last step.
-    lr: float = 2e-3
+    # AdamW, linear warm-up to the arm's rate, cosine decay to rate * lr_min_ratio at the last step; warm-up and
+    # schedule are shared by every arm. lr: null trains each arm at its own rate for this regime (``tuned_lr[name]``,
+    # chosen by the scan named there; ``ablations.quality.learning_rate``), an arm or regime no scan tuned at
+    # shared_lr; a number trains every arm at it (the shared-rate protocol). Rows say which (``lr``, ``lr_source``).
+    lr: float | None = 2e-3
+    shared_lr: float = 2e-3
+    tuned_lr: dict[str, TunedRates] = field(default_factory=dict)
     lr_min_ratio: float = 0.1
     warmup: int = 25
     weight_decay: float = 0.1
@@ -110,6 +127,15 @@ class TrainConfig:
     average_last: float = 0.0
     # One seed also trained at 0.5x and 2x lr: the report flags a variant whose best rate is not the shared one.
     lr_check: bool = False
+    # The learning-rate scan (``ablations.quality.lr_scan``): before its evaluation seeds, each arm of the point is
+    # trained on lr_scan_seeds at shared_lr x each lr_scan_grid factor, the grid extended an octave at a time (at
+    # most lr_scan_extend times) while the best sits on its edge, then refined a half-octave either side of the
+    # best; the evaluation seeds (which must not be scan seeds) train at the best. The baseline's curve is scanned at
+    # its end budgets too, and tuned per budget where the best moves.
+    lr_scan: bool = False
+    lr_scan_seeds: list[int] = field(default_factory=lambda: [100, 101])
+    lr_scan_grid: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0, 4.0, 8.0])
+    lr_scan_extend: int = 3
     # The compute multiplier (ablations.quality.multiplier): the baseline also trained at each of these multiples of
     # steps, each a full schedule, on its first budget_seeds seeds (null: every seed the point used); [] turns it off.
     budgets: list[float] = field(default_factory=list)
@@ -137,6 +163,16 @@ class TrainConfig:
     # KV heads of the quality model at GQA points; null keeps the point's query heads per KV head where
     # n_heads allows (16 heads, 2 KV -> 8 per KV head -> 4 heads, 1 KV), clamped to [1, n_heads].
     n_kv_heads: int | None = None
+
+
+# The settings that choose an arm's rate rather than say how one seed trains at it (the rate itself is ``lr``).
+RATE_SETTINGS = ("shared_lr", "tuned_lr", "lr_scan", "lr_scan_seeds", "lr_scan_grid", "lr_scan_extend")
+
+
+def train_default(name: str) -> typing.Any:
+    """``TrainConfig``'s default for the field ``name``."""
+    f = TrainConfig.__dataclass_fields__[name]
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
 class DataFormat(StrEnum):

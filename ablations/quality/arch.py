@@ -13,6 +13,8 @@ import torch
 
 from ablations.config.schema import DataConfig, TrainConfig
 from ablations.quality.data import vocab_of
+from ablations.quality.learning_rate import check_rates
+from ablations.quality.lr_scan import check_scan
 from ablations.quality.precision import check_step_settings
 from ablations.quality.seeds import seed_rule
 from components import POSITIONS, ArchConfig, ModelConfig
@@ -69,9 +71,11 @@ def check_train(tc: TrainConfig, device: torch.device) -> None:
         raise ConfigError("train.seeds=[] needs at least one seed (or train.enabled=false)")
     if len(set(tc.seeds)) != len(tc.seeds):
         raise ConfigError(f"train.seeds={list(tc.seeds)} repeats a seed")
-    for key in ("lr", "lr_min_ratio", "weight_decay", "clip", "warmup"):
-        if getattr(tc, key) < 0 or (key == "lr" and getattr(tc, key) == 0):
-            raise ConfigError(f"train.{key}={getattr(tc, key)} must be {'> 0' if key == 'lr' else '>= 0'}")
+    for key in ("lr_min_ratio", "weight_decay", "clip", "warmup"):
+        if getattr(tc, key) < 0:
+            raise ConfigError(f"train.{key}={getattr(tc, key)} must be >= 0")
+    check_rates(tc)
+    check_scan(tc)
     final = tc.final_eval_batches
     if final is not None and (not isinstance(final, int) or final < 1):
         raise ConfigError(f"train.final_eval_batches={final!r} must be a positive integer, or null for eval_batches")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ablations.config.schema import TrainConfig
+from ablations.config.schema import RATE_SETTINGS, TrainConfig
 from ablations.quality import distributed
 from ablations.results.durable import make_folder, write_atomic
 from ablations.results.identity import NEUTRAL_ARM_SETTINGS
@@ -27,8 +27,9 @@ from components import ArchConfig
 
 SEEDS_DIR = "seeds"
 # Train settings that say how many seeds, not how one seed trains: not part of an arm.
+# Nor do the settings that choose the rate: an arm's ``lr`` is the rate it trains at, wherever it came from.
 NOT_ARM = ("name", "enabled", "seeds", "min_seeds", "max_seeds", "target_mde", "family", "lr_check", "budgets",
-           "budget_seeds", "check_budgets")
+           "budget_seeds", "check_budgets", *RATE_SETTINGS)
 
 
 def arm_id(arch: ArchConfig, tc: TrainConfig, corpus_sha256: str) -> str:

@@ -52,6 +52,10 @@ CAPTIONS = {
         "x: the quality model's train-step time, variant over baseline, paired in one process (95% interval); y: the "
         "multiplier in steps (95% interval). On a dashed line the variant reaches the baseline's final loss that "
         "many times sooner in wall time; up and to the left is better."),
+    "lr-scan": (
+        "Each arm's final validation loss at every rate its learning-rate scan tried, mean over the scan seeds "
+        "(log axis); the star is the rate chosen, at which the arm's evaluation seeds then trained. The y axis stops "
+        "0.6 above the lowest loss, so a rate far off the best (or diverged) runs off the top."),
     "scale": (
         "Left: each variant's mean over seeds with its 95% Student-t interval at each quality-model width. Right: "
         "the variant minus the baseline trained at the same width, paired by seed, with the interval at the level "

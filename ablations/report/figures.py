@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from ablations.report.figure_captions import CAPTIONS
 from ablations.report.figure_files import remove_stale
 from ablations.report.figure_style import STYLE
-from ablations.report.quality_figures import extrapolation, loss_by_position, scale_effects, training_curves
+from ablations.report.quality_figures import extrapolation, loss_by_position, lr_scan, scale_effects, training_curves
 from ablations.report.timing_figures import (
     decode_ratio_vs_context,
     measured_vs_roofline,
@@ -60,6 +60,7 @@ FIGURES: list[Kind] = [
     Kind("training-curves", "Training curves over seeds", "quality", training_curves),
     Kind("extrapolation", "Loss against evaluation length", "quality", extrapolation),
     Kind("loss-by-position", "Loss by position", "quality", loss_by_position),
+    Kind("lr-scan", "Final loss against learning rate, per arm", "quality", lr_scan),
     Kind("multipliers", "Compute multiplier per comparison", "worth", multipliers),
     Kind("k-vs-horizon", "Compute multiplier against training length", "worth", by_horizon),
     Kind("cost-quality", "Cost against quality", "worth", cost_quality),

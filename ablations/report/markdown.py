@@ -20,6 +20,7 @@ from ablations.report.comparison import comparison
 from ablations.report.figure_files import remove_stale
 from ablations.report.formatting import UNDER_MEASURED, markdown_table
 from ablations.report.known_answers import trust_lines
+from ablations.report.lr_sections import scan_table, tuned_against_shared
 from ablations.report.quality_sections import (
     extrapolation_table,
     holm_sentence,
@@ -104,6 +105,12 @@ verdict under Holm-Bonferroni and the effect it could have detected."""
         lines += ["Learning-rate check (`train.lr_check`): the final validation loss of one seed at half, once and "
                   "twice the shared rate. ‡ marks a variant whose best rate is not the shared one: its comparison "
                   "at the shared rate may understate it.", "", markdown_table(lr_check), ""]
+    scanned = scan_table(q)
+    if scanned is not None:
+        lines += ["Learning-rate scan (`train.lr_scan`, `ablations.quality.lr_scan`): each arm's mean final loss over "
+                  "its scan seeds at every rate tried, the best in bold. Each arm's evaluation seeds (the verdicts "
+                  "above) trained at its best, on seeds the scan never saw; warm-up and schedule are shared.", "",
+                  markdown_table(scanned), ""]
     trend = trend_table(q)
     if trend is not None:
         lines += ["Effect against size: the per-seed difference from the baseline trained at the same width, regressed "
@@ -115,6 +122,18 @@ verdict under Holm-Bonferroni and the effect it could have detected."""
         lines += ["Loss at each evaluation length (mean [95% CI] over seeds; `cannot`: no position vectors "
                   "that far):", "", markdown_table(extrap), ""]
     return lines
+
+
+def tuned_section(summary: pd.DataFrame | None, worth: pd.DataFrame, smoke: bool) -> list[str]:
+    """Each choice at one shared rate (the ``all`` sweep) beside each arm at its own (``lr_scan``), where both ran."""
+    frame = tuned_against_shared(summary, worth)
+    if frame is None or smoke:
+        return []
+    changed = int(frame["verdict changes"].str.startswith("yes").sum())
+    return ["## Each arm at its own learning rate", "",
+            f"The same comparisons at one shared rate (sweep `all`, `train.lr`) and with each arm at its own best "
+            f"rate (sweep `lr_scan`: scanned on seeds it then never judged; the rates in its section below). The "
+            f"verdict changes for {changed} of {len(frame)} choices.", "", markdown_table(frame), ""]
 
 
 def failures_section(bad: pd.DataFrame) -> list[str]:
@@ -222,6 +241,7 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
         lines += [SMOKE_NOTE, ""]
     lines += trust_lines(worth)
     lines += buys_section(table, cmp, summary[0], worth, withhold=smoke)
+    lines += tuned_section(summary[0], worth, smoke)
     lines += setup_section(table, sources)
     lines += claims_section(claims.claims_table(table, cmp, summary[0], sizes), smoke)
     for sweep in sweeps:

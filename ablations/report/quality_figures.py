@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 from ablations.report.axes import log2_x_at, log_x
 from ablations.report.figure_style import (
@@ -139,3 +140,36 @@ def _training_context(q: pd.DataFrame) -> int | None:
     """The context the quality model trained at: ``seq_len`` of its final validation rows."""
     final = q[(q["metric"] == "val_loss") & (q["mode"] == "final") & q["seq_len"].notna()]
     return int(final["seq_len"].iloc[0]) if not final.empty else None
+
+
+def lr_scan(q: pd.DataFrame) -> Figure | str:
+    """Final loss against learning rate (log axis), mean over the scan seeds, one curve per arm, its best marked."""
+    from ablations.report.lr_sections import scan_rows
+
+    rows = scan_rows(q)
+    if rows.empty:
+        return "no learning-rate scan rows (`lr_scan_loss`: train.lr_scan=true) in this sweep"
+    rows = rows[rows["budget"] == 1.0].assign(case=lambda f: f["variant"].astype(str))
+    fig, (ax,) = new_figure(width=6.5)
+    order = case_order(rows)
+    colours = palette(order)
+    means = rows.groupby(["case", "lr"])["value"].mean().reset_index()
+    sns.lineplot(data=means, x="lr", y="value", hue="case", hue_order=order, palette=colours, style="case",
+                 markers=[MARKERS[i % len(MARKERS)] for i in range(len(order))], dashes=False, ax=ax)
+    for case, g in means.groupby("case"):
+        best = g.loc[g["value"].idxmin()]
+        ax.scatter([best["lr"]], [best["value"]], marker="*", s=220, color=colours[case], edgecolor="black",
+                   zorder=5)
+    finite = means["value"][np.isfinite(means["value"])]
+    low = finite.min()
+    ax.set_ylim(low - 0.02 * abs(low), min(finite.max(), low + 0.6))
+    ax.set_xscale("log")
+    rates = sorted(means["lr"].unique())
+    ax.set_xticks(rates, [f"{r:.3g}" for r in rates], rotation=45)
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("peak learning rate (log)")
+    ax.set_ylabel(f"final validation loss ({unit_text(rows)})")
+    n = rows["seed"].nunique()
+    ax.set_title(f"{q['sweep'].iloc[0]}: loss against rate, mean of {n} scan seed{'s' if n != 1 else ''} (★ best)")
+    place_legend(ax)
+    return fig

@@ -27,9 +27,10 @@ COLUMNS = [
     "metric", "mode", "batch", "seq_len", "step", "position", "value", "unit", "statistic", "lo", "hi",
     "min", "max", "n", "seed", "profile", "corpus", "vocab_size", "device", "device_name", "dtype", "threads",
     "compile", "launcher", "torch", "git_rev", "malloc", "host", "plugins", "time", "status", "error", "note",
-    # The quality runs: which arm (model, training, corpus) a row is a seed of, the rate it trained at, and on a
-    # point's final loss how its seeds ended (ablations.quality.seeds).
-    "arm", "lr", "stopped", "looks", "target_mde",
+    # The quality runs: which arm (model, training, corpus) a row is a seed of, the rate it trained at and where that
+    # rate came from (ablations.quality.learning_rate), and on a point's final loss how its seeds ended
+    # (ablations.quality.seeds).
+    "arm", "lr", "lr_source", "stopped", "looks", "target_mde",
     # The compute multiplier (ablations.quality.multiplier): a baseline run's budget, as a multiple of the steps,
     # each arm's training FLOPs per step (the work model's), and the point's steps (its horizon: a budget run's
     # multiple is of these).

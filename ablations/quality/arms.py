@@ -1,0 +1,157 @@
+"""One side of a quality comparison (an **arm**: a quality model, its training settings at its own rate, and the
+corpus) and one seed of it, trained now or found in the seed ledger, as rows (``ablations.quality.run`` orders them).
+
+A failing seed becomes a ``failed`` row and the other seeds still run; a diverging seed is a ``diverged`` row, a
+result rather than a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import torch
+
+from ablations.config.columns import row_values
+from ablations.config.schema import TrainConfig
+from ablations.quality.data import Corpus
+from ablations.quality.distributed import RankLost
+from ablations.quality.extrapolation import buckets, extrapolate
+from ablations.quality.learning_rate import ArmRate, arm_rate, with_rate
+from ablations.quality.ledger import Ledger, arm_id, reused
+from ablations.quality.step_efficiency import efficiency_rows
+from ablations.quality.train import TrainResult, train
+from ablations.quality.train_step import step_flops
+from ablations.quality.validation import curve_spans
+from ablations.results.rows import Rows
+from blockbench import choices
+from components import ArchConfig, build_lm, count_parameters
+
+log = logging.getLogger("ablations")
+BITS = "bits/byte"
+
+
+def params_of(arch: ArchConfig) -> int:
+    return count_parameters(build_lm(arch, device="meta"))
+
+
+@dataclass
+class Arm:
+    """One side of the point's comparison: its quality model, the rows' identity, and its final loss per seed."""
+
+    q: ArchConfig  # the quality model
+    tc: TrainConfig  # the point's training settings at the arm's own rate (``learning_rate.arm_rate``)
+    rate: ArmRate
+    base: dict  # what every row of the arm carries (its choices, sizes, corpus)
+    id: str  # the seed ledger's key (``arm_id``): two points with the same arm share its seeds
+    note: str
+    finals: dict[int, float] = field(default_factory=dict)  # seed -> final validation loss
+    status: str = "ok"
+    peak_flops: float = math.nan  # the machine's matrix-product rate at the step's precision (FLOP/s)
+
+
+def make_arm(tc: TrainConfig, point_base: dict, measured: ArchConfig, q: ArchConfig, variant: str, corpus: Corpus,
+         params_baseline: int, step_choice: str = "", peak_flops: float = math.nan) -> Arm:
+    """The arm of ``measured`` (the point's block at the measurement's sizes), trained as ``q`` (at the quality
+    sizes) at the rate its ``variant`` label is given (``learning_rate.arm_rate``)."""
+    rate = arm_rate(tc, variant)
+    tc = with_rate(tc, rate.lr)
+    aid = arm_id(q, tc, corpus.sha256)
+    base = {**point_base, **{k: v for choice in choices() for k, v in row_values(choice, measured).items()}}
+    base.update(variant=variant, tie_embeddings=measured.model.tie_embeddings, d_model=q.model.d_model,
+                n_layers=q.model.n_layers, n_heads=q.model.n_heads, n_kv_heads=q.n_kv_heads, ffn_hidden=q.ffn_hidden,
+                attn=q.attn.name, params=params_of(q), params_baseline=params_baseline,
+                dtype=tc.precision, compile=True if tc.compile else None,
+                attention_core=tc.attention_core if tc.precision != "float32" else None, step_choice=step_choice,
+                batch=tc.batch, seq_len=tc.context, corpus=corpus.sha256, vocab_size=q.model.vocab_size, arm=aid,
+                train_flops_step=step_flops(q, tc), train_steps=int(tc.steps), lr_source=rate.source)
+    note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
+            f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {measured.n_kv_heads} of "
+            f"{measured.model.n_heads})")
+    return Arm(q, tc, rate, base, aid, note, peak_flops=peak_flops)
+
+
+def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
+          ledger: Ledger, rows: Rows, tc: TrainConfig | None = None, extras: bool = True) -> list[dict]:
+    """One seed of one arm, from the ledger or trained now; its rows are appended to the point's. ``protocol``: the
+    point's training settings; ``tc``: another's (a budget run, the learning-rate check). ``extras``: also the
+    extrapolation's rows (a budget run needs its final loss only)."""
+    tc = tc if tc is not None else protocol
+    aid = arm.id if tc is protocol else arm_id(arm.q, tc, corpus.sha256)
+    found = ledger.get(aid, seed)
+    if found is None:
+        seeded = Rows(base=dict(arm.base, seed=int(seed), arm=aid, lr=float(tc.lr)))
+        if tc.lr != arm.tc.lr:  # a scan's rate or a budget's own: the arm's source does not describe it
+            seeded.base["lr_source"] = f"{'scanned' if tc.lr_scan else 'tuned for this budget'}: lr {tc.lr:g}"
+        label = f"quality {arm.base['variant']} seed {seed}" + (
+            "" if tc is protocol else f" at {tc.steps} steps" if tc.steps != protocol.steps else f" at lr {tc.lr:g}")
+        try:
+            began = time.perf_counter()
+            result = train(arm.q, corpus, tc, int(seed), device, spans, functools.partial(log.info, f"{label} %s"))
+            if result.compile_failed:  # the rows say the steps ran eagerly, and why
+                eager = f"compile failed, trained eagerly: {result.compile_failed}"
+                chosen = seeded.base.get("step_choice")
+                seeded.base.update(compile=None, step_choice=f"{chosen}; {eager}" if chosen else eager)
+            result_rows(seeded, result, tc, spans, arm.note, corpus.unit, extras)
+            efficiency_rows(seeded, result, tc, arm.peak_flops)
+            seeded.add("train_wall_time", time.perf_counter() - began, "s", mode="quality",
+                       note="the whole seed: build, training, every evaluation and the extrapolation")
+        except RankLost:
+            raise
+        except Exception as exc:  # this seed is recorded as failed; the others and the sweep go on
+            arm.status = failed(seeded, rows, f"{type(exc).__name__}: {exc}", label)
+            return seeded.rows  # not in the ledger: a rerun tries it again
+        ledger.put(aid, seed, seeded.rows)
+        found = seeded.rows
+    else:
+        found = reused(found, arm.base)
+    rows.rows.extend(found)
+    for r in found:
+        if r["metric"] == "val_loss" and r["mode"] == "final" and r.get("status") == "ok" and tc is protocol:
+            arm.finals[int(seed)] = float(r["value"])
+    return found
+
+
+def failed(seeded: Rows, rows: Rows, error: str, label: str) -> str:
+    log.error("%s failed: %s", label, error)
+    log.debug("%s", traceback.format_exc())
+    seeded.rows.clear()  # partial rows of a failed seed would mix with the others' complete ones
+    seeded.add("error", None, "", mode="quality", status="failed", error=error)
+    rows.rows.extend(seeded.rows)
+    return "failed"
+
+
+def result_rows(rows: Rows, result: TrainResult, tc: TrainConfig, spans: torch.Tensor, note: str,
+                 unit: str, extras: bool = True) -> None:
+    nats, per_byte = f"nats/{unit}", unit == "byte"
+    for metric, step, value in result.curve:
+        rows.add(metric, value, nats, mode="curve", step=step, statistic="mean")
+        if per_byte:
+            rows.add(metric.replace("_loss", "_bpb"), value / math.log(2), BITS, mode="curve", step=step,
+                     statistic="mean")
+    if result.diverged_at is not None:
+        log.warning("quality %s seed %s diverged: %s", rows.base["variant"], rows.base["seed"], result.reason)
+        rows.add("val_loss", math.nan, nats, mode="final", step=result.diverged_at, statistic="diverged",
+                 status="diverged", error=result.reason, note=note)
+        return
+    rows.add("val_loss", result.final_val, nats, mode="final", step=tc.steps, statistic="mean", note=note)
+    if per_byte:
+        rows.add("val_bpb", result.final_val / math.log(2), BITS, mode="final", step=tc.steps, statistic="mean")
+    rows.add("train_tokens_per_s", result.tokens / result.train_seconds, "tokens/s", mode="quality",
+             note="training steps only (evaluation excluded)")
+    if not extras:
+        return
+    width = tc.context // tc.position_buckets
+    for ex in extrapolate(result.model, curve_spans(spans, tc), tc.context, list(tc.extrapolation), tc.batch):
+        if ex.loss is None:
+            rows.add("extrap_loss", math.nan, nats, mode="extrapolation", seq_len=ex.seq_len, statistic="cannot",
+                     note=f"learned positions have no vector past position {tc.context - 1}")
+            continue
+        rows.add("extrap_loss", ex.loss, nats, mode="extrapolation", seq_len=ex.seq_len, statistic="mean")
+        for first, last, value in buckets(ex.by_position, width):
+            rows.add("loss_by_position", value, nats, mode="extrapolation", seq_len=ex.seq_len, position=first,
+                     statistic="mean", note=f"positions {first}-{last}")
