@@ -92,6 +92,8 @@ def _run_seeds(plan: QualityPlan, rows: Rows, device: torch.device, ledger: Ledg
             arm.tc = with_rate(arm.tc, best.best)
             arm.id = arm_id(arm.q, arm.tc, corpus.sha256)
             arm.base.update(arm=arm.id, lr_source=arm.rate.source)
+        if not paired:  # the baseline's own point: its curve is its own arm's, at the rate just chosen
+            ref = own
     stopped, tried = None, 0
     for seed in rule.seeds:
         tried += 1

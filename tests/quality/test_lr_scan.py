@@ -1,0 +1,150 @@
+"""Each arm at its own learning rate: the scan finds a known best and leaves no best on its grid's edge; the tuned
+rates are what a point trains at by default and ``train.lr`` overrides them; the scan's seeds are never judged on;
+the arms that split Llama-2's six changes differ from GPT-2's block in exactly what they name."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from omegaconf import OmegaConf
+
+from ablations.config.generated_sweeps import all_sweep, horizon_sweep, lr_scan_sweep
+from ablations.config.generated_variants import TIED, UNTIED, all_variants
+from ablations.config.paths import conf_dir
+from ablations.config.read_arch import arch_from
+from ablations.config.schema import TrainConfig, TunedRates
+from ablations.quality.learning_rate import SHARED, TUNED, UNTUNED, arm_rate, budget_rate
+from ablations.quality.lr_scan import HALF_OCTAVE, check_scan, rounded, scan
+from ablations.results.variant_labels import variant_label
+from ablations.runner import plan_point
+from components import ArchConfig, ConfigError, llama2_block
+from tests.quality.helpers import composed, quality_rows
+
+
+def u_shaped(best: float, calls: list[float] | None = None):
+    """A loss with its minimum at ``best``, quadratic in log rate: the shape a learning-rate scan meets."""
+    def loss(rate: float) -> float:
+        if calls is not None:
+            calls.append(rate)
+        return 2.0 + (math.log2(rate / best)) ** 2
+    return loss
+
+
+@pytest.mark.parametrize("best", [2e-3, 3e-3, 5.5e-3, 8e-3])
+def test_the_scan_finds_the_best_of_a_u_shaped_loss_to_a_half_octave(best):
+    found = scan(u_shaped(best), 2e-3, [0.5, 1, 2, 4, 8], max_extend=3)
+    assert abs(math.log2(found.best / best)) <= 0.25 + 1e-9  # within a quarter octave: half-octave neighbours tried
+    assert not found.on_edge and found.extended == 0
+    assert found.best in found.losses and min(found.losses.values()) == found.losses[found.best]
+
+
+@pytest.mark.parametrize(("best", "extended"), [(6e-2, 3), (1.2e-4, 4)])
+def test_a_best_on_the_grid_edge_extends_the_grid_until_it_is_inside(best, extended):
+    calls: list[float] = []
+    found = scan(u_shaped(best, calls), 2e-3, [0.5, 1, 2, 4, 8], max_extend=5)
+    assert found.extended == extended and not found.on_edge
+    assert min(found.losses) < found.best < max(found.losses)
+    assert abs(math.log2(found.best / best)) <= 0.5 + 1e-9
+    assert len(calls) == len(set(calls))  # no rate trained twice
+
+
+def test_a_best_still_on_the_edge_when_extension_runs_out_is_reported_as_such():
+    found = scan(u_shaped(1.0), 2e-3, [0.5, 1, 2, 4, 8], max_extend=1)
+    assert found.on_edge and found.extended == 1 and "edge" in found.line()
+
+
+def test_a_diverged_rate_scores_infinity_and_is_never_chosen():
+    def loss(rate: float) -> float:
+        return math.nan if rate > 5e-3 else u_shaped(8e-3)(rate)
+    found = scan(loss, 2e-3, [0.5, 1, 2, 4, 8], max_extend=3)
+    assert found.best <= 5e-3 and math.isinf(found.losses[max(found.losses)])
+
+
+def test_scanned_rates_are_rounded_so_the_committed_rate_is_the_one_scanned():
+    found = scan(u_shaped(2.9e-3), 2e-3, [0.5, 1, 2, 4, 8], max_extend=3)
+    assert all(rate == rounded(rate) for rate in found.losses)
+    assert rounded(2e-3 * HALF_OCTAVE) == 2.83e-3
+
+
+def test_the_scan_refuses_seeds_it_would_be_judged_on_a_shared_rate_and_a_narrow_grid():
+    ok = TrainConfig(name="t", lr=None, lr_scan=True, seeds=[0, 1, 2])
+    check_scan(ok)
+    for bad, key in ((replace(ok, lr_scan_seeds=[2, 100]), "train.lr_scan_seeds"), (replace(ok, lr=1e-3), "train.lr"),
+                     (replace(ok, lr_scan_grid=[0.5, 1, 2, 4]), "train.lr_scan_grid"),
+                     (replace(ok, target_mde=0.04, min_seeds=3, max_seeds=8, lr_scan_seeds=[7]), "train.lr_scan_seeds")):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            check_scan(bad)
+
+
+def _tuned(rates: dict[str, float], regime: str = "smoke", budgets: dict | None = None) -> TrainConfig:
+    return TrainConfig(name=regime, lr=None, shared_lr=5e-3,
+                       tuned_lr={regime: TunedRates(scan="results/reference/lr_scan", rates=rates,
+                                                    budget_rates=budgets or {})})
+
+
+def test_an_arm_takes_its_tuned_rate_an_untuned_one_the_shared_and_train_lr_every_arm():
+    tc = _tuned({"gpt2": 3e-3, "rope": 8e-3})
+    assert arm_rate(tc, "rope").lr == 8e-3 and arm_rate(tc, "rope").source.startswith(TUNED)
+    assert arm_rate(tc, "swiglu").lr == 5e-3 and arm_rate(tc, "swiglu").source.startswith(UNTUNED)
+    assert arm_rate(replace(tc, name="other"), "rope").lr == 5e-3  # another regime: no scan tuned it
+    forced = replace(tc, lr=1e-3)
+    assert {arm_rate(forced, v).lr for v in ("gpt2", "rope", "swiglu")} == {1e-3}
+    assert arm_rate(forced, "rope").source.startswith(SHARED)
+
+
+def test_a_budget_takes_its_own_rate_only_where_the_scan_found_the_best_moving():
+    tc = _tuned({"gpt2": 3e-3}, budgets={"gpt2": {"4": 2.12e-3}})
+    own = arm_rate(tc, "gpt2")
+    assert budget_rate(tc, "gpt2", 4.0, own).lr == 2.12e-3
+    assert budget_rate(tc, "gpt2", 0.5, own) == own
+
+
+def _override(rates: dict[str, float]) -> str:
+    inner = ", ".join(f"{k}: {v}" for k, v in rates.items())
+    return f"+train.tuned_lr={{smoke: {{scan: test, rates: {{{inner}}}}}}}"
+
+
+def test_a_point_trains_each_arm_at_its_tuned_rate_by_default_and_at_train_lr_when_given():
+    tuned = _override({"gpt2": 0.003, "rmsnorm": 0.004})
+    short = ("train.steps=4", "train.warmup=1", "train.eval_interval=4", "train.extrapolation=[1]", "norm=rmsnorm")
+    status, rows = quality_rows(tuned, *short, baseline=True)
+    assert status == "ok"
+    finals = [r for r in rows if r["metric"] == "val_loss" and r["mode"] == "final"]
+    by_arm = {r["norm"]: (r["lr"], r["lr_source"]) for r in finals}
+    assert by_arm["rmsnorm"][0] == 0.004 and by_arm["layernorm"][0] == 0.003
+    assert all(source.startswith(TUNED) for _, source in by_arm.values())
+    status, rows = quality_rows(tuned, *short, "train.lr=0.001", baseline=True)
+    assert {r["lr"] for r in rows if r["metric"] == "val_loss" and r["mode"] == "final"} == {0.001}
+
+
+def test_the_committed_tuned_rates_are_what_each_arm_composes_by_default():
+    """Every arm of every regime ``conf/train/default.yaml`` tunes takes exactly that rate when composed."""
+    committed = OmegaConf.to_container(OmegaConf.load(conf_dir() / "train" / "default.yaml"))["tuned_lr"]
+    for regime, tuned in committed.items():
+        tc = plan_point(composed(f"train={regime}")).quality.train
+        for arm, rate in tuned["rates"].items():
+            assert arm_rate(tc, arm).lr == rate, (regime, arm)
+        labels = {variant_label(arch_from(composed(f"variant={v}"))) for v in all_sweep()}
+        assert labels <= set(tuned["rates"]), f"train.tuned_lr.{regime} misses {labels - set(tuned['rates'])}"
+
+
+def _arch(variant: str) -> ArchConfig:
+    return arch_from(composed(f"variant={variant}"))
+
+
+def test_the_six_change_arms_differ_from_gpt2_in_exactly_what_they_name():
+    gpt2, llama2 = _arch("gpt2"), _arch("llama2")
+    untied, tied = _arch(UNTIED), _arch(TIED)
+    assert untied == replace(gpt2, model=replace(gpt2.model, tie_embeddings=False))
+    assert tied == replace(llama2, model=replace(llama2.model, tie_embeddings=True))
+    assert tied == llama2_block(gpt2.model)  # the five choices alone, on GPT-2's embeddings
+    assert variant_label(untied) == "gpt2-untied" and variant_label(tied) == "llama2-tied"
+    assert {UNTIED, TIED} <= {v.name for v in all_variants()}
+
+
+@pytest.mark.parametrize("sweep", [lr_scan_sweep, horizon_sweep])
+def test_the_six_change_arms_are_in_the_all_horizon_and_scan_sweeps(sweep):
+    assert {UNTIED, TIED} <= set(all_sweep())
+    assert set(sweep().params["variant"].split(",")) == set(all_sweep())
