@@ -3,8 +3,8 @@
 ``scan`` is the search alone, over any mean loss per rate: a log-spaced grid (``train.lr_scan_grid`` x
 ``train.shared_lr``, an octave apart and spanning at least 16x), extended an octave past whichever edge holds the best
 until the best is inside the grid (at most ``train.lr_scan_extend`` times: a best still on the edge is reported as
-such), then one half-octave either side of the best. Every rate is rounded to three significant digits, so a rate
-committed as configuration is exactly the one scanned. A rate whose run diverged on any seed scores infinity.
+such), then one half-octave either side of the best. Every rate lies on one lattice, ``shared_lr`` x 2^(k/2), rounded
+to three significant digits, so a rate committed as configuration is exactly the one scanned. A rate whose run diverged on any seed scores infinity.
 
 The scan seeds (``train.lr_scan_seeds``) are never evaluation seeds (``check_scan``): the rate is chosen on one set of
 seeds and the comparison judged on another, so the choice cannot fit the noise it is judged by.
@@ -28,6 +28,12 @@ MIN_SPAN = 16.0
 def rounded(rate: float) -> float:
     """A rate at three significant digits: the form every scanned rate takes."""
     return float(f"{rate:.3g}")
+
+
+def on_lattice(rate: float, shared: float) -> float:
+    """``rate`` moved to the nearest ``shared`` x 2^(k/2), rounded: every rate a scan tries lies on one half-octave
+    lattice, so an octave from a half-octave point is the lattice's own point, not a rounding of a rounding."""
+    return rounded(shared * HALF_OCTAVE ** round(2 * math.log2(rate / shared)))
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ def scan(mean_loss: Callable[[float], float], shared: float, grid: Sequence[floa
     losses: dict[float, float] = {}
 
     def tried(rate: float) -> None:
-        rate = rounded(rate)
+        rate = on_lattice(rate, shared)
         if rate not in losses:
             value = float(mean_loss(rate))
             losses[rate] = value if math.isfinite(value) else math.inf

@@ -96,7 +96,7 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
             "Δ loss [CI]": _loss_cell(qr, withhold),
             "compute multiplier [CI]": _k_cell(wr, qr),
             "time to loss, measured": wr["ttl_text"] if wr is not None else "—",
-            "k here / predicted 7B H100 step ratio": _predicted_ttl(wr, pred),
+            SCENARIO_COLUMN: _predicted_ttl(wr, pred),
             "transfer": _transfer(transfer, variant),
             "published": published or "—",
             "agrees": "withheld" if withhold else agreement(published, qr["verdict"] if qr is not None else None,
@@ -152,15 +152,21 @@ def _kv_layouts(rows: pd.DataFrame) -> str:
     return f" (timed: {timed[0]} KV of {timed[1]} heads; quality model: {quality[0]} of {quality[1]})"
 
 
+# Time to loss at full size is a scenario, not a prediction: k measured on the quality model, assumed to carry over
+# four orders of magnitude, over the roofline's train-step ratio of Llama-2-7B on an H100.
+SCENARIO_COLUMN = "k at the quality size (assumed to carry over) / 7B H100 roofline step ratio"
+
+
 def _predicted_ttl(w: pd.Series | None, train_ratio: float | None) -> str:
-    """The multiplier in steps measured here over the predicted train-step ratio: predicted, and labelled so."""
+    """The multiplier in steps measured here over the roofline's train-step ratio at full size: a scenario that
+    assumes k carries over, labelled so."""
     if w is None or train_ratio is None or pd.isna(w["k_steps"]):
         return "—"
     from ablations.quality.multiplier import Multiplier, time_to_loss
 
     k = Multiplier(w["k_steps"], w["k_steps_lo"], w["k_steps_hi"], int(w["n"]), int(w["censored"]),
                    str(w["bound"]) if isinstance(w["bound"], str) else "", bool(w["open_lo"]), bool(w["open_hi"]))
-    return time_to_loss(k, train_ratio, train_ratio, train_ratio).text() + " (predicted)"
+    return time_to_loss(k, train_ratio, train_ratio, train_ratio).text() + " (scenario)"
 
 
 def _k_cell(w: pd.Series | None, q: pd.Series | None) -> str:

@@ -62,18 +62,21 @@ def test_a_diverged_rate_scores_infinity_and_is_never_chosen():
     assert found.best <= 5e-3 and math.isinf(found.losses[max(found.losses)])
 
 
-def test_scanned_rates_are_rounded_so_the_committed_rate_is_the_one_scanned():
+def test_scanned_rates_lie_on_one_rounded_half_octave_lattice():
+    """So the rate committed as configuration is the one scanned, and an octave from a half-octave is the lattice's."""
     found = scan(u_shaped(2.9e-3), 2e-3, [0.5, 1, 2, 4, 8], max_extend=3)
-    assert all(rate == rounded(rate) for rate in found.losses)
-    assert rounded(2e-3 * HALF_OCTAVE) == 2.83e-3
+    lattice = {rounded(2e-3 * HALF_OCTAVE**k) for k in range(-12, 13)}
+    assert set(found.losses) <= lattice and all(rate == rounded(rate) for rate in found.losses)
+    edge = scan(u_shaped(5e-4), 2e-3, [0.5, 1, 2, 4, 8], max_extend=3, start=[2.83e-3, 4e-3, 5.66e-3])
+    assert set(edge.losses) <= lattice and 1.41e-3 in edge.losses
 
 
 def test_the_scan_refuses_seeds_it_would_be_judged_on_a_shared_rate_and_a_narrow_grid():
     ok = TrainConfig(name="t", lr=None, lr_scan=True, seeds=[0, 1, 2])
     check_scan(ok)
+    sequential = replace(ok, target_mde=0.04, min_seeds=3, max_seeds=8, lr_scan_seeds=[7])  # seed 7: a later look's
     for bad, key in ((replace(ok, lr_scan_seeds=[2, 100]), "train.lr_scan_seeds"), (replace(ok, lr=1e-3), "train.lr"),
-                     (replace(ok, lr_scan_grid=[0.5, 1, 2, 4]), "train.lr_scan_grid"),
-                     (replace(ok, target_mde=0.04, min_seeds=3, max_seeds=8, lr_scan_seeds=[7]), "train.lr_scan_seeds")):
+                     (replace(ok, lr_scan_grid=[0.5, 1, 2, 4]), "train.lr_scan_grid"), (sequential, "train.lr_scan_seeds")):
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             check_scan(bad)
 
@@ -137,9 +140,9 @@ def _arch(variant: str) -> ArchConfig:
 def test_the_six_change_arms_differ_from_gpt2_in_exactly_what_they_name():
     gpt2, llama2 = _arch("gpt2"), _arch("llama2")
     untied, tied = _arch(UNTIED), _arch(TIED)
-    assert untied == replace(gpt2, model=replace(gpt2.model, tie_embeddings=False))
-    assert tied == replace(llama2, model=replace(llama2.model, tie_embeddings=True))
-    assert tied == llama2_block(gpt2.model)  # the five choices alone, on GPT-2's embeddings
+    assert untied == gpt2.replace(model=replace(gpt2.model, tie_embeddings=False))
+    assert tied == llama2.replace(model=replace(llama2.model, tie_embeddings=True))
+    assert tied == llama2_block(gpt2.model, llama2.n_kv_heads)  # the five choices alone, on GPT-2's embeddings
     assert variant_label(untied) == "gpt2-untied" and variant_label(tied) == "llama2-tied"
     assert {UNTIED, TIED} <= {v.name for v in all_variants()}
 
