@@ -32,6 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ablations.cli import CONF_DIR
 from ablations.quality.data import open_corpus
+from ablations.quality.learning_rate import arm_rate, with_rate
 from ablations.quality.train import train
 from ablations.quality.validation import curve_spans, validation_spans, window_losses
 from ablations.quality.windows import chunk_spans
@@ -69,8 +70,10 @@ def run(args: argparse.Namespace) -> None:
             for variant in args.variants:
                 if ((done["protocol"] == name) & (done["variant"] == variant) & (done["seed"] == seed)).any():
                     continue
-                quality = plan_point(composed(variant, overrides)).quality
-                tc, q = quality.train, quality.arch
+                plan = plan_point(composed(variant, overrides))
+                quality = plan.quality
+                q = quality.arch
+                tc = with_rate(quality.train, arm_rate(quality.train, plan.pair.variant).lr)  # the arm's own rate
                 corpus = open_corpus(quality.data)
                 spans = validation_spans(corpus, tc)
                 began, cpu = time.perf_counter(), time.process_time()

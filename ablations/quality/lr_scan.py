@@ -4,7 +4,8 @@
 ``train.shared_lr``, an octave apart and spanning at least 16x), extended an octave past whichever edge holds the best
 until the best is inside the grid (at most ``train.lr_scan_extend`` times: a best still on the edge is reported as
 such), then one half-octave either side of the best. Every rate lies on one lattice, ``shared_lr`` x 2^(k/2), rounded
-to three significant digits, so a rate committed as configuration is exactly the one scanned. A rate whose run diverged on any seed scores infinity.
+to three significant digits, so a rate committed as configuration is exactly the one scanned. A rate whose run
+diverged on any seed scores infinity.
 
 The scan seeds (``train.lr_scan_seeds``) are never evaluation seeds (``check_scan``): the rate is chosen on one set of
 seeds and the comparison judged on another, so the choice cannot fit the noise it is judged by.

@@ -46,4 +46,6 @@ def make_optimizer(model: torch.nn.Module, tc: TrainConfig) -> torch.optim.Optim
     decay = [p for p in model.parameters() if p.ndim >= 2]
     other = [p for p in model.parameters() if p.ndim < 2]
     groups = [{"params": decay, "weight_decay": tc.weight_decay}, {"params": other, "weight_decay": 0.0}]
+    if tc.lr is None:  # each arm's rate is resolved before it trains (ablations.quality.learning_rate.arm_rate)
+        raise ValueError("make_optimizer needs the arm's own rate: train.lr is null until arm_rate resolves it")
     return torch.optim.AdamW(groups, lr=tc.lr, betas=(0.9, 0.95), eps=1e-8)

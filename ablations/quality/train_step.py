@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from ablations.config.schema import TrainConfig
 from ablations.quality import distributed
 from ablations.quality.compiled import training_forward
+from ablations.quality.learning_rate import with_rate
 from ablations.quality.optimizer import make_optimizer
 from ablations.quality.step_precision import autocast
 from ablations.roofline.work import mode_work
@@ -69,9 +70,7 @@ class TimedStep:
             common_random_init(self.model, seed)
         self.model.train()
         self.forward = training_forward(self.model, tc)
-        self.opt = make_optimizer(self.model, tc)
-        for group in self.opt.param_groups:
-            group["lr"] = STEP_LR
+        self.opt = make_optimizer(self.model, with_rate(tc, STEP_LR))
         self.tc, self.w, self.device = tc, w, device
 
     def __call__(self) -> float:

@@ -82,7 +82,8 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
         # A row of the results table itself: it carries every choice's column (a summary row does not).
         first = table[(table["sweep"] == sweep) & (table["variant"] == variant)].iloc[0]
         label = _label(first, base)
-        pred = predicted.get(label) if base == GPT2 else None
+        pred = predicted.get(flip_name(str(first["variant"]), arch_from_row(first), embeddings=False)) if base == GPT2 \
+            else None
         published = published_loss(first, base)
         rows.append({
             "sweep": sweep, "variant": variant, "order": flip_order(first) if base == GPT2 else 0,

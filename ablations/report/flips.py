@@ -28,18 +28,19 @@ def untied(arch: ArchConfig) -> bool:
     return arch.model.tie_embeddings != ModelConfig.tie_embeddings
 
 
-def flip_name(name: str, arch: ArchConfig) -> str | None:
+def flip_name(name: str, arch: ArchConfig, embeddings: bool = True) -> str | None:
     """``LayerNorm → RMSNorm`` for a one-choice flip of GPT-2's block; ``tied → untied embeddings`` for the
     embeddings alone; ``all six (Llama-2's block)`` for Llama-2's (its choices and its embeddings, counted);
     ``Llama-2's five choices, tied embeddings`` for its block on GPT-2's embeddings; None for anything else (two
-    choices moved, say), which a headline has no row for."""
+    choices moved, say), which a headline has no row for. ``embeddings=False``: the embeddings are the size's, not a
+    change (the full-size models, whose every flip has its size's embeddings)."""
     flipped = [choice for _, choice in moved(arch)]
-    changes = len(flipped) + untied(arch)
+    changes = len(flipped) + (embeddings and untied(arch))
     if name == LLAMA2:
         return f"all {number_word(changes)} (Llama-2's block)"
     if name == LLAMA2_TIED:
         return f"Llama-2's {number_word(len(flipped))} choices, {embeddings_text(arch.model.tie_embeddings)}"
-    if changes == 1 and untied(arch):
+    if changes == 1 and embeddings and untied(arch):
         return f"{embeddings_text(True).split()[0]} → {embeddings_text(False)}"
     return flipped[0].flip_text(getattr(arch, flipped[0].group).name) if changes == 1 else None
 

@@ -26,7 +26,7 @@ MODEL, HARDWARE = "llama2_7b", "h100_sxm"
 @functools.cache
 def train_step_ratios(model: str = MODEL, hardware: str = HARDWARE) -> dict[str, float]:
     """Each flip's predicted training-step time over GPT-2's block at ``model``'s sizes on ``hardware``, by the flip's
-    label (``LayerNorm → RMSNorm``, ``ablations.report.flips.flip_name``)."""
+    label (``LayerNorm → RMSNorm``, ``ablations.report.flips.flip_name``, the embeddings being the size's)."""
 
     sizes = {k: v for k, v in OmegaConf.to_container(OmegaConf.load(conf_dir() / "model" / f"{model}.yaml")).items()
              if k != "defaults"}
@@ -37,5 +37,5 @@ def train_step_ratios(model: str = MODEL, hardware: str = HARDWARE) -> dict[str,
     batch, seq = int(predict.train.batch), int(predict.train.seq)
     flips = flips_at_size(ModelConfig(**sizes), kv, model)
     seconds = {name: predict_mode(arch, "train", batch, seq, hw, elem).seconds for name, arch in flips.items()}
-    labels = {name: flip_name(name, arch) for name, arch in flips.items()}
+    labels = {name: flip_name(name, arch, embeddings=False) for name, arch in flips.items()}
     return {labels[name]: s / seconds["gpt2"] for name, s in seconds.items() if labels[name]}

@@ -18,8 +18,10 @@ def arch_from_row(row: Mapping[str, Any], max_seq_len: int = 1 << 20) -> ArchCon
     where a row predates the choice), and its FFN width as measured. A summary row without the depth or width
     (the quality statistics keep the heads) gets one layer of 64 dims a head: enough to name its choices."""
     heads = int(row["n_heads"])
+    tied = row.get("tie_embeddings")
+    tied = ModelConfig.tie_embeddings if tied is None or tied != tied else str(tied).lower() in ("true", "1", "1.0")
     model = ModelConfig(d_model=int(row.get("d_model", 64 * heads)), n_layers=int(row.get("n_layers", 1)),
-                        n_heads=heads, max_seq_len=max_seq_len)
+                        n_heads=heads, max_seq_len=max_seq_len, tie_embeddings=tied)
     arch = ArchConfig(model=model, **{choice.group: config_from_row(choice, row) for choice in choices()})
     hidden = row.get("ffn_hidden")
     if hidden is None or hidden != hidden:  # absent, or NaN

@@ -19,7 +19,7 @@ FILE_SWEEP_POINTS = {"kv": 5, "gqa_matched": 3, "scale": 6}
 SWEEP_POINTS = {**{choice.group: len(choice.values) for choice in choices() if choice.sweep}, "all": len(all_sweep()),
                 "ladder": len(ladder()), "leave_one_out": len(leave_one_out()), "modern": len(modern()),
                 "transfer": len(all_sweep()) * len(transfer_rungs()) * len(CORPORA),
-                "horizon": len(all_sweep()) * len(horizons()), **FILE_SWEEP_POINTS}
+                "horizon": len(all_sweep()) * len(horizons()), "lr_scan": len(all_sweep()), **FILE_SWEEP_POINTS}
 
 
 def test_every_sweep_is_counted_here():
@@ -28,14 +28,14 @@ def test_every_sweep_is_counted_here():
 
 def test_the_generated_sweeps_have_the_declared_shape():
     n = len(llama2_choices())
-    assert len(all_sweep()) == n + 2  # GPT-2, each flip, Llama-2
+    assert len(all_sweep()) == n + 4  # GPT-2, each flip, the embeddings alone, Llama-2's block tied and untied
     assert len(ladder()) == n + 1  # GPT-2, n - 1 rungs, Llama-2
     assert len(leave_one_out()) == n + 2  # Llama-2, each reverted, the tied embeddings
 
 
 # How many comparisons each sweep's quality seeds are held to family-wise (ablations.quality.seeds.family_of): the
 # flips of +sweep=all and modern, the ladder's rungs against GPT-2 and the rung below, one for a one-choice sweep.
-FAMILIES = {"all": 6, "norm": 1, "ladder": 9, "modern": 6}
+FAMILIES = {"all": 8, "norm": 1, "ladder": 9, "modern": 6}
 
 
 @pytest.mark.parametrize("sweep,points", SWEEP_POINTS.items())

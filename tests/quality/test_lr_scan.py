@@ -76,7 +76,8 @@ def test_the_scan_refuses_seeds_it_would_be_judged_on_a_shared_rate_and_a_narrow
     check_scan(ok)
     sequential = replace(ok, target_mde=0.04, min_seeds=3, max_seeds=8, lr_scan_seeds=[7])  # seed 7: a later look's
     for bad, key in ((replace(ok, lr_scan_seeds=[2, 100]), "train.lr_scan_seeds"), (replace(ok, lr=1e-3), "train.lr"),
-                     (replace(ok, lr_scan_grid=[0.5, 1, 2, 4]), "train.lr_scan_grid"), (sequential, "train.lr_scan_seeds")):
+                     (replace(ok, lr_scan_grid=[0.5, 1, 2, 4]), "train.lr_scan_grid"),
+                     (sequential, "train.lr_scan_seeds")):
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             check_scan(bad)
 
@@ -110,7 +111,7 @@ def _override(rates: dict[str, float]) -> str:
 
 
 def test_a_point_trains_each_arm_at_its_tuned_rate_by_default_and_at_train_lr_when_given():
-    tuned = _override({"gpt2": 0.003, "rmsnorm": 0.004})
+    tuned = _override({"gpt2": 0.003, "v": 0.004})  # quality_rows names the point's own arm ``v``
     short = ("train.steps=4", "train.warmup=1", "train.eval_interval=4", "train.extrapolation=[1]", "norm=rmsnorm")
     status, rows = quality_rows(tuned, *short, baseline=True)
     assert status == "ok"
