@@ -136,6 +136,10 @@ class TrainConfig:
     lr_scan_seeds: list[int] = field(default_factory=lambda: [100, 101])
     lr_scan_grid: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0, 4.0, 8.0])
     lr_scan_extend: int = 3
+    # Then the lr_scan_leaders best rates also on lr_scan_confirm_seeds, the choice by the mean over all scan seeds:
+    # near the edge of stability a rate can look best on two seeds and fail on the next ([] turns it off).
+    lr_scan_confirm_seeds: list[int] = field(default_factory=lambda: [102, 103])
+    lr_scan_leaders: int = 2
     # The compute multiplier (ablations.quality.multiplier): the baseline also trained at each of these multiples of
     # steps, each a full schedule, on its first budget_seeds seeds (null: every seed the point used); [] turns it off.
     budgets: list[float] = field(default_factory=list)
@@ -166,7 +170,8 @@ class TrainConfig:
 
 
 # The settings that choose an arm's rate rather than say how one seed trains at it (the rate itself is ``lr``).
-RATE_SETTINGS = ("shared_lr", "tuned_lr", "lr_scan", "lr_scan_seeds", "lr_scan_grid", "lr_scan_extend")
+RATE_SETTINGS = ("shared_lr", "tuned_lr", "lr_scan", "lr_scan_seeds", "lr_scan_grid", "lr_scan_extend",
+                 "lr_scan_confirm_seeds", "lr_scan_leaders")
 
 
 def train_default(name: str) -> typing.Any:

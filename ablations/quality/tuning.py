@@ -56,9 +56,9 @@ def scan_arm(arm: Arm, factor: float, start: list[float] | None, corpus: Corpus,
     protocol = arm.tc if factor == 1 else budget_train(arm.tc, factor)
     labels = dict(mode="lr_scan", budget=factor, point=arm.base.get("point"))
 
-    def mean_loss(rate: float) -> float:
+    def mean_loss(rate: float, seeds: list[int] | None = None) -> float:
         finals = []
-        for seed in protocol.lr_scan_seeds:
+        for seed in seeds if seeds is not None else protocol.lr_scan_seeds:
             at_rate = with_rate(protocol, rate)
             for r in train_seed(arm, seed, arm.tc, corpus, spans, device, ledger, Rows(base={}), at_rate, extras=False):
                 scanned = dict(lr_source=f"scan seed at lr {rate:g}", **labels)
@@ -72,7 +72,10 @@ def scan_arm(arm: Arm, factor: float, start: list[float] | None, corpus: Corpus,
                     finals.append(math.inf)
         return sum(finals) / len(finals) if finals else math.inf
 
-    found = scan(mean_loss, float(protocol.shared_lr), protocol.lr_scan_grid, int(protocol.lr_scan_extend), start)
+    every = [*protocol.lr_scan_seeds, *protocol.lr_scan_confirm_seeds]
+    confirm = (lambda rate: mean_loss(rate, every)) if protocol.lr_scan_confirm_seeds else None
+    found = scan(mean_loss, float(protocol.shared_lr), protocol.lr_scan_grid, int(protocol.lr_scan_extend), start,
+                 confirm, int(protocol.lr_scan_leaders))
     at = "" if factor == 1 else f" at {factor:g}x the steps"
     log.info("quality %s learning-rate scan%s: %s", arm.base["variant"], at, found.line())
     chosen = Rows(base=dict(arm.base, lr=found.best, seed=None, lr_source=f"scanned: {found.line()}"))

@@ -32,8 +32,9 @@ def scan_rows(q: pd.DataFrame) -> pd.DataFrame:
 
 
 def scan_table(q: pd.DataFrame) -> pd.DataFrame | None:
-    """Per arm and budget: the mean final loss over the scan seeds at each rate (bold: the best; ∞: diverged), the
-    seeds, and the rate chosen, flagged where it sits on the edge of what was tried."""
+    """Per arm and budget: the mean final loss over the scan seeds at each rate (bold: the rate the run chose, by the
+    mean over every seed it trained there; ∞: diverged), the seeds (more at the rates confirmed), and the rate chosen,
+    flagged where it sits on the edge of what was tried."""
     rows = scan_rows(q)
     if rows.empty:
         return None
@@ -43,20 +44,22 @@ def scan_table(q: pd.DataFrame) -> pd.DataFrame | None:
     out = []
     for (variant, budget), g in means.groupby(level=["variant", "budget"], sort=False):
         losses = g.droplevel(["variant", "budget"]).sort_index()
-        best = float(losses.idxmin())
+        chosen = tuned[(tuned["variant"] == variant) & (pd.to_numeric(tuned["budget"], errors="coerce").fillna(1.0)
+                                                        == budget)]
+        best = float(chosen["value"].iloc[0]) if not chosen.empty else float(losses.idxmin())
         edge = best in (losses.index.min(), losses.index.max())
-        seeds = rows[(rows["variant"] == variant) & (rows["budget"] == budget)]["seed"].nunique()
+        mine = rows[(rows["variant"] == variant) & (rows["budget"] == budget)]
+        per_rate = mine.groupby("lr")["seed"].nunique()
+        more = ", ".join(f"{r:.3g}" for r in per_rate.index[per_rate == per_rate.max()])
+        seeds = (f"{per_rate.min()}" if per_rate.min() == per_rate.max()
+                 else f"{per_rate.min()} ({per_rate.max()} at {more})")
         row: dict[str, object] = {"arm": variant, "budget": f"{budget:g}×"}
         for rate in sorted(set(rows["lr"])):
             loss = losses.get(rate)
             row[f"{rate:.3g}"] = ("" if loss is None else "∞" if math.isinf(loss)
                                   else f"**{loss:.3f}**" if rate == best else f"{loss:.3f}")
-        chosen = tuned[(tuned["variant"] == variant) & (pd.to_numeric(tuned["budget"], errors="coerce").fillna(1.0)
-                                                        == budget)]
-        row["best rate"] = f"{best:.3g}" + (" (on the edge)" if edge else "")
+        row["rate chosen"] = f"{best:.3g}" + (" (on the edge)" if edge else "")
         row["scan seeds"] = seeds
-        if not chosen.empty and not math.isclose(float(chosen["value"].iloc[0]), best, rel_tol=1e-6):
-            row["best rate"] += f" (run chose {float(chosen['value'].iloc[0]):.3g})"
         out.append(row)
     frame = pd.DataFrame(out).fillna("")
     if (frame["budget"] == "1×").all():

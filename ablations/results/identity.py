@@ -42,8 +42,9 @@ NEUTRAL_ARM_SETTINGS = {"precision": "float32", "attention_core": "same", "compi
 NEUTRAL_TRAIN_SETTINGS = {"target_mde": None, "min_seeds": None, "max_seeds": None, "common_init": False,
                           "final_eval_batches": None, "lr_check": False, "average_last": 0.0, "budgets": [],
                           "budget_seeds": None, "check_budgets": [], **NEUTRAL_ARM_SETTINGS,
-                          # a point written before the rate settings trained at its lr, as their defaults do
-                          **{name: train_default(name) for name in RATE_SETTINGS}}
+                          # a point written before the rate settings trained at its lr, as their defaults do; a scan
+                          # without confirmation seeds is the scan before them
+                          **{name: train_default(name) for name in RATE_SETTINGS}, "lr_scan_confirm_seeds": []}
 # Train settings the run sets from its whole sweep rather than from the point (the family of comparisons its seeds'
 # stopping rule is held to): never part of a point's identity, at any value.
 SWEEP_TRAIN_SETTINGS = ("family",)

@@ -55,6 +55,18 @@ def test_a_best_still_on_the_edge_when_extension_runs_out_is_reported_as_such():
     assert found.on_edge and found.extended == 1 and "edge" in found.line()
 
 
+def test_confirmation_seeds_overturn_a_rate_that_looked_best_on_two_seeds():
+    """The shape the main job's scan met: 4e-3 best on the scan seeds, worse than 2.83e-3 once more seeds run."""
+    screen = {1e-3: 2.31, 2e-3: 2.23, 2.83e-3: 2.19, 4e-3: 2.15, 5.66e-3: 2.30, 8e-3: 2.49, 16e-3: 2.65}
+    more = {4e-3: 2.26, 2.83e-3: 2.20}
+    confirmed: list[float] = []
+    found = scan(screen.__getitem__, 2e-3, [0.5, 1, 2, 4, 8], 3,
+                 confirm=lambda rate: confirmed.append(rate) or more[rate], leaders=2)
+    assert sorted(confirmed) == [2.83e-3, 4e-3] and found.best == 2.83e-3
+    assert found.confirmed == more and "confirmed" in found.line()
+    assert scan(screen.__getitem__, 2e-3, [0.5, 1, 2, 4, 8], 3).best == 4e-3  # without it, the two seeds decide
+
+
 def test_a_diverged_rate_scores_infinity_and_is_never_chosen():
     def loss(rate: float) -> float:
         return math.nan if rate > 5e-3 else u_shaped(8e-3)(rate)
@@ -74,10 +86,11 @@ def test_scanned_rates_lie_on_one_rounded_half_octave_lattice():
 def test_the_scan_refuses_seeds_it_would_be_judged_on_a_shared_rate_and_a_narrow_grid():
     ok = TrainConfig(name="t", lr=None, lr_scan=True, seeds=[0, 1, 2])
     check_scan(ok)
-    sequential = replace(ok, target_mde=0.04, min_seeds=3, max_seeds=8, lr_scan_seeds=[7])  # seed 7: a later look's
+    sequential = replace(ok, target_mde=0.04, min_seeds=3, max_seeds=8, lr_scan_confirm_seeds=[7])  # a later look's
     for bad, key in ((replace(ok, lr_scan_seeds=[2, 100]), "train.lr_scan_seeds"), (replace(ok, lr=1e-3), "train.lr"),
                      (replace(ok, lr_scan_grid=[0.5, 1, 2, 4]), "train.lr_scan_grid"),
-                     (sequential, "train.lr_scan_seeds")):
+                     (sequential, "train.lr_scan_seeds"), (replace(ok, lr_scan_leaders=0), "train.lr_scan_leaders"),
+                     (replace(ok, lr_scan_confirm_seeds=[100]), "train.lr_scan_seeds")):
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             check_scan(bad)
 
