@@ -26,7 +26,8 @@ MEMORY_HARDWARE = ("h100_sxm", "h200")
 def row_labels(flipped: dict[str, ArchConfig]) -> dict[str, str]:
     """Each flip's row label (``LayerNorm → RMSNorm``, ``ablations.report.flips.flip_name``), keyed by the
     variant name the predictor gave it."""
-    labels = {name: flip_name(name, arch) for name, arch in flipped.items()}
+    # every flip has the size's own embeddings: they are no change of the flip's
+    labels = {name: flip_name(name, arch, embeddings=False) for name, arch in flipped.items()}
     return {name: label for name, label in labels.items() if label is not None}
 
 

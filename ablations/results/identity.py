@@ -59,6 +59,19 @@ def _without_neutral(config: type, group: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in group.items() if not (k in neutral and v == neutral[k])}
 
 
+def _one_rate(train: dict[str, Any]) -> dict[str, Any]:
+    """The rate settings as far as they shape training: a point that does not scan ignores the scan's settings, and a
+    regime no scan tuned trains every arm at ``shared_lr``, exactly as ``lr`` at that value did: the same identity.
+    Where a scan tuned the regime, or the point scans, its rate settings are part of the identity."""
+    if not train.get("lr_scan"):
+        train = {k: v for k, v in train.items() if not k.startswith("lr_scan")}
+    tuned = (train.get("tuned_lr") or {}).get(train.get("name"))
+    if train.get("lr") is not None or tuned or train.get("lr_scan"):
+        return train
+    shared = train.get("shared_lr", train_default("shared_lr"))
+    return {**{k: v for k, v in train.items() if k not in ("shared_lr", "tuned_lr")}, "lr": shared}
+
+
 def point_identity(cfg: DictConfig) -> dict[str, Any]:
     # Resolved without the excluded keys: Hydra's node has values only a running job has (hydra.job.num).
     kept = OmegaConf.masked_copy(cfg, [k for k in cfg if k not in IDENTITY_EXCLUDES])
@@ -69,7 +82,7 @@ def point_identity(cfg: DictConfig) -> dict[str, Any]:
         if isinstance(identity.get(key), dict):
             identity[key] = {k: v for k, v in identity[key].items() if not (k in neutral and neutral[k] == v)}
     if isinstance(identity.get("train"), dict):
-        identity["train"] = {k: v for k, v in identity["train"].items() if k not in SWEEP_TRAIN_SETTINGS}
+        identity["train"] = {k: v for k, v in _one_rate(identity["train"]).items() if k not in SWEEP_TRAIN_SETTINGS}
     for choice in choices():
         if not isinstance(identity.get(choice.group), dict):
             continue

@@ -14,6 +14,7 @@ from ablations.measure.step_split import SPLIT_CALLS
 from ablations.quality import train as train_module
 from ablations.quality import train_step
 from ablations.quality.data import load_corpus
+from ablations.quality.learning_rate import arm_rate, with_rate
 from ablations.results.rows import Rows
 from ablations.results.store import collect
 from ablations.runner import plan_point
@@ -105,7 +106,8 @@ def test_the_step_is_the_one_train_runs(monkeypatch):
     cfg = composed("train.steps=3", "train.warmup=1", "train.eval_interval=3")
     torch.set_num_threads(1)
     quality = plan_point(cfg).quality
-    result = train_module.train(quality.arch, load_corpus(), quality.train, 0, CPU)
+    tc = with_rate(quality.train, arm_rate(quality.train, "gpt2").lr)  # the arm's own rate, as a point resolves it
+    result = train_module.train(quality.arch, load_corpus(), tc, 0, CPU)
     assert len(calls) == 3 and all(m is result.model for m in calls)
     step = qs.quality_steps(plan_point(cfg).quality, CPU)[0]
     loss = step()

@@ -15,6 +15,7 @@ from ablations.cli import prevalidate
 from ablations.config.errors import UsageError
 from ablations.quality import distributed
 from ablations.quality.data import load_corpus
+from ablations.quality.learning_rate import arm_rate, with_rate
 from ablations.quality.train import train
 from ablations.runner import plan_point
 from tests.quality import ranks
@@ -34,12 +35,13 @@ def test_two_gloo_ranks_give_the_one_rank_loss_curve(tmp_path):
     path = tmp_path / "text.txt"
     path.write_bytes(TEXT)
     cfg = composed(f"data.path={path}", *STEPS)
-    arch = plan_point(cfg).quality.arch
+    quality = plan_point(cfg).quality
+    arch, tc = quality.arch, with_rate(quality.train, arm_rate(quality.train, "gpt2").lr)
     torch.set_num_threads(1)
-    alone = train(arch, load_corpus(str(path)), cfg.train, 0, torch.device("cpu"))
+    alone = train(arch, load_corpus(str(path)), tc, 0, torch.device("cpu"))
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    mp.start_processes(ranks.trains, args=(2, _free_port(), arch, cfg.train, str(path), queue), nprocs=2, join=True,
+    mp.start_processes(ranks.trains, args=(2, _free_port(), arch, tc, str(path), queue), nprocs=2, join=True,
                        start_method="spawn")
     results = sorted(queue.get(timeout=60) for _ in range(2))
     for _, curve, tokens in results:

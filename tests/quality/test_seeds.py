@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
+import ablations.quality.arms as quality_arms
 import ablations.quality.run as quality_run
 from ablations.config.schema import TrainConfig
 from ablations.quality.inference import PairedTest
@@ -152,7 +153,7 @@ def _point(cfg, variant: str, folder, trained: list) -> tuple[str, list[dict]]:
 def counted(monkeypatch):
     """Every training run, as (variant's quality model, seed); seed 3 of the RMSNorm arm diverges."""
     trained = []
-    real = quality_run.train
+    real = quality_arms.train
 
     def train(arch, corpus, tc, seed, *args, **kwargs):
         trained.append((arch.norm.name, seed))
@@ -161,7 +162,7 @@ def counted(monkeypatch):
             result.diverged_at, result.reason = 2, "training loss became nan at step 2"
         return result
 
-    monkeypatch.setattr(quality_run, "train", train)
+    monkeypatch.setattr(quality_arms, "train", train)
     return trained
 
 
@@ -218,7 +219,7 @@ def test_baseline_rows_from_the_ledger_equal_the_trained_ones(tmp_path, counted)
 
 # A sweep's family is counted by the same check that composes it: tests/ablations/test_config.py checks it for every
 # sweep file (FAMILIES there) while it composes each; here a single run, and how it reaches every point.
-@pytest.mark.parametrize(("argv", "family"), [(["norm=rmsnorm"], 1), (["+sweep=all"], 6)])
+@pytest.mark.parametrize(("argv", "family"), [(["norm=rmsnorm"], 1), (["+sweep=all"], 8)])
 def test_the_run_counts_the_family_and_hands_it_to_every_point_in_its_config(argv, family, monkeypatch):
     import logging
     import sys
@@ -275,7 +276,7 @@ def test_the_learning_rate_check_trains_one_seed_at_half_and_twice_the_rate_and_
     assert quality_run.run_quality(plan_point(cfg).quality, rows, torch.device("cpu"), tmp_path) == "ok"
     table = pd.DataFrame(rows.rows)
     check = table[table["metric"] == "lr_check_loss"]
-    lr = float(cfg.train.lr)
+    lr = float(cfg.train.shared_lr)  # no scan tuned the smoke regime: every arm at the shared rate
     assert sorted(check["lr"]) == pytest.approx([lr / 2, 2 * lr]) and set(check["seed"]) == {0}
     shown = lr_check_table(table)
     assert list(shown.columns[2:5]) == ["lr × 0.5", "lr × 1", "lr × 2"]

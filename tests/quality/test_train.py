@@ -8,6 +8,7 @@ import torch
 
 from ablations.config.schema import TrainConfig
 from ablations.quality.data import load_corpus
+from ablations.quality.learning_rate import arm_rate, with_rate
 from ablations.quality.optimizer import lr_at
 from ablations.quality.train import train
 from ablations.quality.windows import train_starts
@@ -18,8 +19,9 @@ from tests.quality.helpers import composed, quality_rows
 def _train(seed: int, *overrides: str):
     cfg = composed(*overrides)
     torch.set_num_threads(1)
-    arch = plan_point(cfg).quality.arch
-    return train(arch, load_corpus(), cfg.train, seed, torch.device("cpu"))
+    quality = plan_point(cfg).quality
+    tc = with_rate(quality.train, arm_rate(quality.train, "gpt2").lr)  # the arm's own rate, as a point resolves it
+    return train(quality.arch, load_corpus(), tc, seed, torch.device("cpu"))
 
 
 def test_loss_falls_on_the_smoke_profile():

@@ -31,7 +31,7 @@ from ablations.report.tables import load_table, split
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {"reference": REPO / "results" / "reference", "roofline": REPO / "results" / "reference" / "roofline",
           "multiplier": REPO / "results" / "reference" / "multiplier",
-          "horizon": REPO / "results" / "reference" / "horizon"}
+          "horizon": REPO / "results" / "reference" / "horizon", "lr_scan": REPO / "results" / "reference" / "lr_scan"}
 # The reference table's kv rows are the roofline table's kv run: drawn once.
 SAME = {("roofline", "kv")}
 # What matplotlib's own log formatters write: mathtext powers of ten (``$\mathdefault{6\times10^{-1}}$``).
@@ -50,7 +50,7 @@ def frames(table: str) -> dict[str, pd.DataFrame]:
 
 # What a figure kind's frame needs of a sweep: timing ratios, or training runs.
 NEEDS = {"measured": {"latency_ratio", "decode_latency_ratio"}, "cmp": {"latency_ratio", "decode_latency_ratio"},
-         "quality": {"val_loss"}, "summary": {"val_loss"}, "worth": {"budget_loss"}}
+         "quality": {"val_loss"}, "summary": {"val_loss"}, "worth": {"budget_loss"}, "lr-scan": {"lr_scan_loss"}}
 
 
 def cases() -> list[tuple[str, str, str]]:
@@ -60,15 +60,17 @@ def cases() -> list[tuple[str, str, str]]:
         rows = pd.read_csv(folder / "results.csv", usecols=["sweep", "metric"])
         for sweep, metrics in rows.groupby("sweep", sort=False)["metric"]:
             if (table, sweep) not in SAME:
-                out += [(table, str(sweep), k.stem) for k in figures.FIGURES if NEEDS[k.source] & set(metrics)]
+                out += [(table, str(sweep), k.stem) for k in figures.FIGURES
+                        if NEEDS.get(k.stem, NEEDS[k.source]) & set(metrics)]
     return out
 
 
 CASES = cases()
 # Drawn, not skipped with a line: every kind at least once (the scale figure needs the scale sweep's widths).
 # The multiplier's figures need a baseline's budget curve: the multiplier reference (a norm sweep with train.budgets);
-# the multiplier against training length needs several horizons: the horizon reference.
+# the multiplier against training length needs several horizons: the horizon reference; loss against rate, a scan.
 DRAWN = {("horizon", "horizon", k.stem) if k.stem == "k-vs-horizon" else
+         ("lr_scan", "lr_scan", k.stem) if k.stem == "lr-scan" else
          ("multiplier", "norm", k.stem) if k.source == "worth" else
          ("reference", "scale" if k.stem == "scale" else "all", k.stem) for k in figures.FIGURES}
 
