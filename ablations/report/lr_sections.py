@@ -33,8 +33,8 @@ def scan_rows(q: pd.DataFrame) -> pd.DataFrame:
 
 def scan_table(q: pd.DataFrame) -> pd.DataFrame | None:
     """Per arm and budget: the mean final loss over the scan seeds at each rate (bold: the rate the run chose, by the
-    mean over every seed it trained there; ∞: diverged), the seeds (more at the rates confirmed), and the rate chosen,
-    flagged where it sits on the edge of what was tried."""
+    mean over every seed it trained there; ∞: diverged), the seeds (more at the rates confirmed), the rate chosen
+    (flagged where it sits on the edge of what was tried), and at 1x the evaluation seeds' mean there (count)."""
     rows = scan_rows(q)
     if rows.empty:
         return None
@@ -60,11 +60,24 @@ def scan_table(q: pd.DataFrame) -> pd.DataFrame | None:
                                   else f"**{loss:.3f}**" if rate == best else f"{loss:.3f}")
         row["rate chosen"] = f"{best:.3g}" + (" (on the edge)" if edge else "")
         row["scan seeds"] = seeds
+        if budget == 1.0:
+            row["evaluation seeds there"] = _evaluated(q, str(variant), best)
         out.append(row)
     frame = pd.DataFrame(out).fillna("")
     if (frame["budget"] == "1×").all():
         frame = frame.drop(columns="budget")
     return frame
+
+
+def _evaluated(q: pd.DataFrame, variant: str, rate: float) -> str:
+    """The arm's evaluation seeds at the rate chosen: their mean final loss and count, which the scan seeds' mean
+    there promised (a winner's curse shows as a fresh mean well above it)."""
+    f = q[(q["metric"] == "val_loss") & (q["mode"] == "final") & (q["variant"] == variant)
+          & (q["status"].fillna("ok") == "ok")].drop_duplicates(["seed"])
+    f = f[pd.to_numeric(f["lr"], errors="coerce").sub(rate).abs() < 1e-12]
+    if f.empty:
+        return "—"
+    return f"{pd.to_numeric(f['value']).mean():.3f} ({len(f)})"
 
 
 def chosen_rates(q: pd.DataFrame) -> dict[str, dict[str, float]]:

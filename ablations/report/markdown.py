@@ -108,8 +108,9 @@ verdict under Holm-Bonferroni and the effect it could have detected."""
     scanned = scan_table(q)
     if scanned is not None:
         lines += ["Learning-rate scan (`train.lr_scan`, `ablations.quality.lr_scan`): each arm's mean final loss over "
-                  "its scan seeds at every rate tried, the best in bold. Each arm's evaluation seeds (the verdicts "
-                  "above) trained at its best, on seeds the scan never saw; warm-up and schedule are shared.", "",
+                  "its scan seeds at every rate tried, the rate chosen in bold. Each arm's evaluation seeds (the "
+                  "verdicts above) trained there, on seeds the scan never saw; their mean beside it says whether the "
+                  "scan's choice held on them. Warm-up and schedule are shared.", "",
                   markdown_table(scanned), ""]
     trend = trend_table(q)
     if trend is not None:
