@@ -15,7 +15,7 @@ import torch
 from ablations.config.schema import TrainConfig
 from ablations.quality.arms import Arm, train_seed
 from ablations.quality.data import Corpus
-from ablations.quality.learning_rate import budget_rate, with_rate
+from ablations.quality.learning_rate import SCANNED, budget_rate, with_rate
 from ablations.quality.ledger import Ledger
 from ablations.quality.lr_scan import HALF_OCTAVE, Scan, scan
 from ablations.results.rows import Rows
@@ -78,7 +78,7 @@ def scan_arm(arm: Arm, factor: float, start: list[float] | None, corpus: Corpus,
                  confirm, int(protocol.lr_scan_leaders))
     at = "" if factor == 1 else f" at {factor:g}x the steps"
     log.info("quality %s learning-rate scan%s: %s", arm.base["variant"], at, found.line())
-    chosen = Rows(base=dict(arm.base, lr=found.best, seed=None, lr_source=f"scanned: {found.line()}"))
+    chosen = Rows(base=dict(arm.base, lr=found.best, seed=None, lr_source=f"{SCANNED}: {found.line()}"))
     chosen.add("lr_tuned", found.best, "lr", note=f"{found.line()} (train={arm.tc.name})", statistic="best",
                status="ok", error="on edge" if found.on_edge else None, **labels)
     rows.rows.extend(chosen.rows)
