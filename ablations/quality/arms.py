@@ -21,7 +21,7 @@ from ablations.config.schema import TrainConfig
 from ablations.quality.data import Corpus
 from ablations.quality.distributed import RankLost
 from ablations.quality.extrapolation import buckets, extrapolate
-from ablations.quality.learning_rate import ArmRate, arm_rate, with_rate
+from ablations.quality.learning_rate import SCANNED, TUNED, ArmRate, arm_rate, with_rate
 from ablations.quality.ledger import Ledger, arm_id, reused
 from ablations.quality.step_efficiency import efficiency_rows
 from ablations.quality.train import TrainResult, train
@@ -86,7 +86,7 @@ def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans
     if found is None:
         seeded = Rows(base=dict(arm.base, seed=int(seed), arm=aid, lr=float(tc.lr)))
         if tc.lr != arm.tc.lr:  # a scan's rate or a budget's own: the arm's source does not describe it
-            seeded.base["lr_source"] = f"{'scanned' if tc.lr_scan else 'tuned for this budget'}: lr {tc.lr:g}"
+            seeded.base["lr_source"] = f"{SCANNED if tc.lr_scan else TUNED + ' for this budget'}: lr {tc.lr:g}"
         label = f"quality {arm.base['variant']} seed {seed}" + (
             "" if tc is protocol else f" at {tc.steps} steps" if tc.steps != protocol.steps else f" at lr {tc.lr:g}")
         try:

@@ -151,7 +151,7 @@ def _budgets(ref: Arm, seeds: list[int], protocol: TrainConfig, corpus: Corpus, 
 
 def _lr_check(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
               ledger: Ledger, rows: Rows) -> None:
-    """One seed at ``LR_FACTORS`` x ``train.lr``: whether the shared rate suits this arm (the report flags one
+    """One seed at ``LR_FACTORS`` x the arm's own rate: whether that rate suits this arm (the report flags one
     whose best rate is another). The factor 1 run is the seed itself."""
     for factor in LR_FACTORS:
         if factor == 1:
