@@ -33,6 +33,7 @@ COMMANDS = {
                    "KEY=VALUE ...)", malloc="ablations"),
     "report": Command("ablations.report.__main__", "REPORT.md and figures from one or more sweep folders"),
     "quality": Command("ablations.quality.__main__", "the seed summary of finished sweeps' quality runs, as text"),
+    "list": Command("ablations.tools.catalog", "every sweep, design choice and value, one line each"),
     "compare": Command("ablations.tools.compare", "did a metric get worse between two results tables?"),
     "repeat": Command("ablations.tools.repeat", "do two runs of one sweep quote the same paired ratios?"),
     "regress": Command("ablations.regress.cli", "is the working tree's timed library slower than git revision BASE?",

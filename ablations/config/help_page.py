@@ -26,7 +26,7 @@ def value_marks(choice: Choice) -> dict[str, str]:
     return {choice.gpt2: "GPT-2", choice.llama2: "Llama-2"}
 
 
-def _values_text(choice: Choice) -> str:
+def values_text(choice: Choice) -> str:
     marks = value_marks(choice)
     return ", ".join(f"{v} ({marks[v]})" if v in marks else v for v in choice.values)
 
@@ -35,7 +35,7 @@ def help_node() -> dict[str, Any]:
     lines = sweep_lines()
     width = max(map(len, lines)) + 2
     sweeps_text = "\n".join(f"  {name:<{width}} {what}" for name, what in lines.items())
-    choice_text = "\n".join(f"  {choice.group:<{width}} {_values_text(choice)}" for choice in choices())
+    choice_text = "\n".join(f"  {choice.group:<{width}} {values_text(choice)}" for choice in choices())
     template = (
         "${hydra.help.header}\n"
         "Usage: blockbench run [+sweep=NAME] [GROUP=OPTION ...] [KEY=VALUE ...] [hydra.sweep.dir=DIR]\n"

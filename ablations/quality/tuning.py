@@ -10,6 +10,7 @@ import logging
 import math
 from dataclasses import replace
 
+import pandas as pd
 import torch
 
 from ablations.config.schema import TrainConfig
@@ -21,8 +22,12 @@ from ablations.quality.lr_scan import HALF_OCTAVE, Scan, scan
 from ablations.results.rows import Rows
 
 log = logging.getLogger("ablations")
-# A scan seed's rows, renamed so that no verdict or curve reads them as an evaluation seed's.
+# A scan seed's rows, renamed so that no verdict or curve reads them as an evaluation seed's; each with the mode it
+# had as the seed's own row.
 SCAN_METRICS = {"val_loss": "lr_scan_loss", "train_wall_time": "lr_scan_wall_time"}
+SEED_MODES = {"val_loss": "final", "train_wall_time": "quality"}
+# The labels a scan adds to a seed's rows (``scan_arm``), not the seed's own.
+SCAN_LABELS = ("budget", "lr_source", "point")
 
 
 def budget_train(tc: TrainConfig, factor: float) -> TrainConfig:
@@ -56,21 +61,27 @@ def scan_arm(arm: Arm, factor: float, start: list[float] | None, corpus: Corpus,
     protocol = arm.tc if factor == 1 else budget_train(arm.tc, factor)
     labels = dict(mode="lr_scan", budget=factor, point=arm.base.get("point"))
 
-    def mean_loss(rate: float, seeds: list[int] | None = None) -> float:
-        finals = []
-        for seed in seeds if seeds is not None else protocol.lr_scan_seeds:
+    finals: dict[tuple[float, int], float] = {}  # each (rate, seed) trained and recorded once, however often asked
+
+    def final(rate: float, seed: int) -> float:
+        if (rate, seed) not in finals:
+            loss = math.inf
             at_rate = with_rate(protocol, rate)
             for r in train_seed(arm, seed, arm.tc, corpus, spans, device, ledger, Rows(base={}), at_rate, extras=False):
                 scanned = dict(lr_source=f"scan seed at lr {rate:g}", **labels)
                 if r["metric"] == "val_loss" and r["mode"] == "final":
                     rows.rows.append(dict(r, metric=SCAN_METRICS["val_loss"], **scanned))
-                    finals.append(float(r["value"]) if r.get("status", "ok") == "ok" else math.inf)
+                    loss = float(r["value"]) if r.get("status", "ok") == "ok" else math.inf
                 elif r["metric"] == "train_wall_time":
                     rows.rows.append(dict(r, metric=SCAN_METRICS["train_wall_time"], **scanned))
                 elif r["metric"] == "error":
                     rows.rows.append(dict(r, **labels))
-                    finals.append(math.inf)
-        return sum(finals) / len(finals) if finals else math.inf
+            finals[(rate, seed)] = loss
+        return finals[(rate, seed)]
+
+    def mean_loss(rate: float, seeds: list[int] | None = None) -> float:
+        losses = [final(rate, int(seed)) for seed in (seeds if seeds is not None else protocol.lr_scan_seeds)]
+        return sum(losses) / len(losses) if losses else math.inf
 
     every = [*protocol.lr_scan_seeds, *protocol.lr_scan_confirm_seeds]
     confirm = (lambda rate: mean_loss(rate, every)) if protocol.lr_scan_confirm_seeds else None
@@ -84,3 +95,26 @@ def scan_arm(arm: Arm, factor: float, start: list[float] | None, corpus: Corpus,
     rows.rows.extend(chosen.rows)
     return found
 
+
+
+def restore_scans(rows: pd.DataFrame, ledger: Ledger) -> int:
+    """Put the scan seeds a finished run's rows hold (``lr_scan_loss`` and ``lr_scan_wall_time``, by ``arm`` and
+    ``seed``) back into ``ledger`` as the seed rows a scan reads, so a rerun (another stage, more confirmation seeds)
+    trains only the rates and seeds it lacks. The arm id is the training's whole identity, so a restored seed is the
+    seed the rerun would train; its ``git_rev`` and times stay its own. A seed already in the ledger is left alone;
+    the number restored is returned."""
+    back = {scanned: metric for metric, scanned in SCAN_METRICS.items()}
+    scans = rows[rows["metric"].isin(list(back)) & rows["arm"].notna() & rows["seed"].notna()]
+    restored = 0
+    for (arm, seed), seed_rows in scans.groupby(["arm", "seed"], sort=True):
+        if ledger.get(str(arm), int(seed)) is not None:
+            continue
+        records = []
+        for r in seed_rows.drop(columns=[c for c in SCAN_LABELS if c in seed_rows]).to_dict("records"):
+            metric = back[r["metric"]]
+            records.append({k: v for k, v in {**r, "metric": metric, "mode": SEED_MODES[metric]}.items()
+                            if not (isinstance(v, float) and v != v)})
+        if any(r["metric"] == "val_loss" for r in records):  # a seed without its final loss is not a scan's seed
+            ledger.put(str(arm), int(seed), records)
+            restored += 1
+    return restored

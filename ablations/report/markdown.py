@@ -1,10 +1,11 @@
 """REPORT.md from a sweep folder's table: the sections in order, rendered as Markdown.
 
 ``build_report(folder)`` runs at the end of every sweep (``ablations.callbacks.finish``) and on demand
-(``python -m ablations.report``). The report holds the setup, the claims table, per sweep the variants
-against the baseline (speed, then size and work, then quality when training ran), the figures, and the
-full-size models of ``ablations.report.sizes``. Nothing in it is typed in except the published reference
-figures in ``ablations.report.claims``; a figure whose data is absent is skipped with a line saying so.
+(``python -m ablations.report``). The report opens with the verdict block (``ablations.report.verdicts``), then
+holds the setup, the claims table, per sweep the variants against the baseline (speed, then size and work, then
+quality when training ran), the figures, and the full-size models of ``ablations.report.sizes``. Nothing in it is
+typed in except the published reference figures in ``ablations.report.claims``; a figure whose data is absent is
+skipped with a line saying so.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ablations.report.roofline import roofline_section, validation_section
 from ablations.report.step_efficiency import step_section
 from ablations.report.tables import SETUP_COLUMNS, baseline_name, combine, load_table, split
 from ablations.report.timing_sections import shapes_table, speed_table, variants_table, work_table
+from ablations.report.verdicts import verdict_block
 from ablations.results.durable import write_atomic
 from blockbench import choices
 from components import LLAMA2_TIES_EMBEDDINGS, ModelConfig, embeddings_text
@@ -238,6 +240,7 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     smoke = is_smoke(table)
     title = f"# blockbench report: {', '.join(sweeps) or 'no successful points'}"
     lines = [title + (f" ({SMOKE_LINE})" if smoke else ""), ""]
+    lines += verdict_block(table, cmp, summary[0], worth, smoke)
     if smoke:
         lines += [SMOKE_NOTE, ""]
     lines += trust_lines(worth)

@@ -190,3 +190,21 @@ def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", plugins.ENV)}
+
+
+def test_blockbench_list_names_every_sweep_choice_and_value_a_plugins_included(tmp_path):
+    from ablations.config.generated_sweeps import sweep_lines
+    from ablations.tools.catalog import catalog_lines
+
+    listed = {tuple(line.split()[:2]) for line in catalog_lines()}
+    assert {("sweep", name) for name in sweep_lines()} <= listed
+    for declared in choices():
+        assert ("choice", declared.group) in listed
+        assert {("value", f"{declared.group}={v}") for v in declared.values} <= listed
+    shutil.copytree(EXAMPLE / "src" / "blockbench_relu2_softcap", tmp_path / "blockbench_relu2_softcap")
+    proc = subprocess.run([sys.executable, "-m", "ablations.commands", "list", "plugins=[blockbench_relu2_softcap]"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**_env(), "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    names = {line.split()[1] for line in proc.stdout.splitlines()}
+    assert {"ffn=relu2", "softcap", "softcap=on"} <= names

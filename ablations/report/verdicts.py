@@ -1,0 +1,248 @@
+"""The verdict block: one plain sentence per choice, at the top of every REPORT.md and, from the reference, in the
+README's first screen. Generated from the rows, never written by hand.
+
+Each sentence names the choice, its cost (the train step's time ratio per device, and the decode step's where the
+choice moves the KV cache) and its quality (the final loss difference and, where it is a difference, the compute
+multiplier), each with its 95% interval and where it was measured. It says no more than the intervals allow:
+
+- a time ratio whose interval holds 1 is "no measurable difference"; one wholly below 1 is "faster", above "slower";
+- a loss difference is "lower" or "higher" only on the statistics' verdict (``ablations.quality.stats``: Holm-adjusted
+  paired test); a difference not detected is **bounded** ("within ±m") only where its whole interval lies within the
+  margin a published "no worse" is held to (``published.no_worse_margin``), else it says how large a harm the
+  interval leaves open; a comparison with too few seeds gives its difference with "no interval, no verdict".
+
+Where several sweeps measured a choice, the block reads the first of ``ANSWER_SWEEPS`` that did (each arm at its own
+rate before one shared rate), else the first in the table; the report's tables below name the others. A smoke run's
+block says it gives no verdicts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ablations.report.flips import flip_name, flip_order
+from ablations.report.formatting import signed
+from ablations.report.published import GPT2, no_worse_margin
+from ablations.results.row_arch import arch_from_row
+
+# The sweeps whose reading is the answer, most preferred first: every choice on one baseline, each arm at its own
+# tuned rate (lr_scan), then at one shared rate (all).
+ANSWER_SWEEPS = ("lr_scan", "all")
+# The block's length limit: one line per choice.
+MAX_LINES = 8
+# Verdict words of ``ablations.quality.stats.verdict``.
+BETTER, WORSE, NONE = "better", "worse", "no detectable difference"
+SMOKE_BLOCK = "**Verdicts: none.** A smoke run checks the plumbing; its numbers are not for quoting."
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A time ratio (variant over baseline) with its 95% interval, and the device it was measured on."""
+
+    value: float
+    lo: float
+    hi: float
+    device: str
+
+    def cell(self) -> str:
+        return f"{self.device} {self.value:.2f}× [{self.lo:.2f}, {self.hi:.2f}]"
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A final-loss difference (variant minus baseline) with its Holm-level interval, verdict and seeds."""
+
+    diff: float
+    lo: float
+    hi: float
+    verdict: str
+    seeds: int
+    unit: str
+    k: str | None  # the compute multiplier's text, where one was read
+    where: str  # the regime: width, steps, bytes per parameter
+
+
+@dataclass(frozen=True)
+class Answer:
+    choice: str
+    order: int
+    train: tuple[Ratio, ...]
+    decode: tuple[Ratio, ...]
+    loss: Loss | None
+    sweeps: tuple[str, ...]
+
+
+def _kind(r: Ratio) -> str:
+    return "no measurable difference in" if r.lo <= 1 <= r.hi else "faster:" if r.hi < 1 else "slower:"
+
+
+def time_phrase(what: str, ratios: tuple[Ratio, ...]) -> str:
+    """``what`` across devices, said no more strongly than each device's interval allows."""
+    kinds = {_kind(r) for r in ratios}
+    if len(kinds) == 1:
+        kind = kinds.pop()
+        cells = ", ".join(r.cell() for r in ratios)
+        return f"no measurable difference in {what} ({cells})" if kind.startswith("no") else \
+            f"{what} {kind.rstrip(':')} ({cells})"
+    return f"{what} " + ", ".join(f"{_kind(r).rstrip(':').replace(' in', '')} on {r.device} "
+                                  f"({r.cell().split(' ', 1)[1]})" for r in ratios)
+
+
+def loss_phrase(loss: Loss, margin: float) -> str:
+    """The loss difference by its verdict: lower, higher, bounded within the margin, not ruled out, or no interval."""
+    interval = f"Δ {signed(loss.diff)} [{signed(loss.lo)}, {signed(loss.hi)}], {loss.seeds} seeds"
+    if loss.verdict == BETTER:
+        worth = f"; worth {loss.k} the baseline's compute" if loss.k else ""
+        return f"lower loss ({interval}{worth})"
+    if loss.verdict == WORSE:
+        return f"higher loss ({interval})"
+    if loss.verdict == NONE and not (math.isnan(loss.lo) or math.isnan(loss.hi)):
+        if max(abs(loss.lo), abs(loss.hi)) <= margin:
+            return f"loss within ±{margin:g} ({interval})"
+        open_end = f"a harm up to {signed(loss.hi)}" if loss.hi > margin else f"a gain up to {signed(loss.lo)}"
+        return f"no detectable difference in loss ({interval}; {open_end} not ruled out)"
+    return f"loss Δ {signed(loss.diff)} from {loss.seeds} seed pair(s): no interval, no verdict"
+
+
+def sentence(answer: Answer, margin: float, regime: bool = True) -> str:
+    """One line: the choice, its cost, its loss; ``regime``: the loss's regime too (where the block's heading does
+    not name one for every line)."""
+    parts = []
+    if answer.train:
+        parts.append(time_phrase("train step", answer.train))
+    if answer.decode and any(not (r.lo <= 1 <= r.hi) for r in answer.decode):
+        parts.append(time_phrase("decode step", answer.decode))
+    if answer.loss is not None:
+        parts.append(loss_phrase(answer.loss, margin) + (f" at {answer.loss.where}" if regime else ""))
+    said = "; ".join(parts) if parts else "not measured"
+    return f"- **{answer.choice}**: {said} (sweep {', '.join(answer.sweeps)})."
+
+
+def _device(name: object, device: object) -> str:
+    """CPU, or the accelerator's short name (``NVIDIA H100 80GB HBM3`` -> ``H100``)."""
+    if str(device) == "cpu" or not isinstance(name, str):
+        return "CPU"
+    words = name.replace("NVIDIA", "").split()
+    return words[0] if words else "GPU"
+
+
+def _preferred(sweeps: list[str], order: list[str]) -> list[str]:
+    return sorted(sweeps, key=lambda s: (ANSWER_SWEEPS.index(s) if s in ANSWER_SWEEPS else len(ANSWER_SWEEPS),
+                                         order.index(s) if s in order else len(order)))
+
+
+def answers(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,
+            worth: pd.DataFrame) -> list[Answer]:
+    """One answer per flip of GPT-2's block the table measured, in the declarations' order."""
+    order = list(dict.fromkeys(table["sweep"].dropna().astype(str)))
+    names: dict[str, list[tuple[str, str]]] = {}
+    orders: dict[str, int] = {}
+    for (sweep, variant), rows in table.groupby(["sweep", "variant"], sort=False):
+        first = rows.iloc[0]
+        if _baseline(first, cmp) != GPT2 or variant == GPT2:
+            continue
+        name = flip_name(str(variant), arch_from_row(first))
+        if name is None:
+            continue
+        if str(sweep) not in dict(names.get(name, [])):  # a sweep's first variant of a choice (gqa2 before gqa4)
+            names.setdefault(name, []).append((str(sweep), str(variant)))
+        orders[name] = flip_order(first)
+    out = []
+    for name, where in names.items():
+        by_sweep = dict(where)
+        sweeps = _preferred(list(by_sweep), order)
+        timed = [s for s in sweeps if not cmp.empty and ((cmp["sweep"] == s) & (cmp["variant"] == by_sweep[s])).any()]
+        train, decode, used = _ratios(cmp, timed, by_sweep, table)
+        loss, quality_sweep = _loss(summary, worth, table, sweeps, by_sweep)
+        if quality_sweep:
+            used.append(quality_sweep)
+        out.append(Answer(name, orders[name], tuple(train), tuple(decode), loss, tuple(dict.fromkeys(used))))
+    return sorted(out, key=lambda a: a.order)
+
+
+def _baseline(row: pd.Series, cmp: pd.DataFrame) -> str | None:
+    """The block a variant was compared with: its rows' ``baseline``, else its timing comparison's."""
+    if isinstance(row.get("baseline"), str):
+        return str(row["baseline"])
+    if cmp.empty:
+        return None
+    timed = cmp[(cmp["sweep"] == row["sweep"]) & (cmp["variant"] == row["variant"])]
+    return str(timed["baseline"].iloc[0]) if len(timed) else None
+
+
+def _ratios(cmp: pd.DataFrame, timed: list[str], by_sweep: dict[str, str],
+            table: pd.DataFrame) -> tuple[list[Ratio], list[Ratio], list[str]]:
+    """The train and decode ratios per device, each from the most preferred sweep timed on it."""
+    train: list[Ratio] = []
+    decode: list[Ratio] = []
+    used: list[str] = []
+    seen: set[str] = set()
+    for sweep in timed:
+        for _, row in cmp[(cmp["sweep"] == sweep) & (cmp["variant"] == by_sweep[sweep])].iterrows():
+            names = table.loc[(table["sweep"] == sweep) & (table["device"] == row.get("device")), "device_name"]
+            device = _device(names.dropna().iloc[0] if names.notna().any() else None, row.get("device"))
+            if device in seen:
+                continue
+            seen.add(device)
+            used.append(sweep)
+            for key, into in (("train", train), ("decode", decode)):
+                if not any(pd.isna(row.get(c)) for c in (key, f"{key}_ci_lo", f"{key}_ci_hi")):
+                    into.append(Ratio(float(row[key]), float(row[f"{key}_ci_lo"]), float(row[f"{key}_ci_hi"]),
+                                      device))
+    return train, decode, used
+
+
+def _loss(summary: pd.DataFrame | None, worth: pd.DataFrame, table: pd.DataFrame, sweeps: list[str],
+          by_sweep: dict[str, str]) -> tuple[Loss | None, str | None]:
+    if summary is None or summary.empty:
+        return None, None
+    s = summary[(summary["metric"] == "val_loss") & (summary["reference"] == GPT2)]
+    for sweep in sweeps:
+        q = s[(s["sweep"] == sweep) & (s["variant"] == by_sweep[sweep])]
+        if q.empty or pd.isna(q["diff"].iloc[0]):
+            continue
+        if "d_model" in q and q["d_model"].notna().any():
+            q = q[q["d_model"] == q["d_model"].max()]
+        r = q.iloc[0]
+        w = worth[(worth["sweep"] == sweep) & (worth["variant"] == by_sweep[sweep])] if not worth.empty else worth
+        k = str(w["k_flops_text"].iloc[0]) if len(w) else None
+        bpp = f", {float(w['bytes_per_param'].iloc[0]):.2g} bytes/param" if len(w) and "bytes_per_param" in w \
+            and pd.notna(w["bytes_per_param"].iloc[0]) else ""
+        steps = _steps(table, sweep, by_sweep[sweep])
+        where = f"d={int(r['d_model'])}{steps}{bpp}" if pd.notna(r.get("d_model")) else "the quality model"
+        n = int(r["diff_n"]) if pd.notna(r.get("diff_n")) else 0
+        unit = str(r["unit"]) if isinstance(r.get("unit"), str) else "nats/byte"
+        return Loss(float(r["diff"]), float(r["diff_lo"]), float(r["diff_hi"]), str(r["verdict"]), n, unit, k,
+                    where), sweep
+    return None, None
+
+
+def _steps(table: pd.DataFrame, sweep: str, variant: str) -> str:
+    rows = table[(table["sweep"] == sweep) & (table["variant"] == variant) & (table["metric"] == "val_loss")]
+    steps = pd.to_numeric(rows.get("train_steps", pd.Series(dtype=float)), errors="coerce").dropna()
+    return f", {int(steps.max())} steps" if len(steps) else ""
+
+
+def verdict_block(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
+                  smoke: bool = False) -> list[str]:
+    """The block's lines: a heading, at most ``MAX_LINES`` sentences, and a line naming what the rest holds; none
+    where the run flipped no choice of GPT-2's block."""
+    found = answers(table, cmp, summary, worth)
+    if not found:
+        return []
+    if smoke:
+        return ["## Verdicts", "", SMOKE_BLOCK, ""]
+    margin = no_worse_margin()
+    shown = found[:MAX_LINES]
+    regimes = {(a.loss.where, a.loss.unit) for a in shown if a.loss is not None}
+    one = len(regimes) == 1
+    intro = ("Each choice against GPT-2's block, with its 95% interval: time ratios (below 1 faster); Δ final loss"
+             + (f" in {next(iter(regimes))[1]} at {next(iter(regimes))[0]}" if one else "")
+             + f" (below 0 better; \"within ±{margin:g}\": the interval rules out more).")
+    lines = [sentence(a, margin, regime=not one) for a in shown]
+    more = len(found) - MAX_LINES
+    tail = [f"{more} more choice(s) in the tables below.", ""] if more > 0 else []
+    return ["## Verdicts", "", intro, "", *lines, "", *tail]

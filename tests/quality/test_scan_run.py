@@ -1,0 +1,83 @@
+"""A point run with ``train.lr_scan``: every scan seed's loss and the choice are rows, the evaluation seeds train at
+the rate chosen, and a finished run's scan seeds put into a fresh sweep folder let a rerun there scan without training
+any of them again (``ablations.quality.tuning.restore_scans``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+import ablations.quality.arms as arms
+from ablations.quality.learning_rate import SCANNED
+from ablations.quality.ledger import Ledger
+from ablations.quality.reuse_scans import main as reuse_scans
+from ablations.quality.run import run_quality
+from ablations.quality.tuning import restore_scans
+from ablations.results.rows import Rows
+from ablations.runner import plan_point
+from tests.quality.helpers import composed
+
+SHORT = ("train.lr_scan=true", "train.lr=null", "train.steps=4", "train.warmup=1", "train.eval_interval=4",
+         "train.extrapolation=[1]", "train.lr_scan_grid=[0.25,1,4]", "train.lr_scan_extend=0", "train.budgets=[]")
+
+
+def _scan(folder, monkeypatch=None) -> tuple[str, list[dict], list[tuple[int, float]]]:
+    """One scanning point in ``folder``: its status, rows and the (seed, rate) of every seed trained."""
+    trained: list[tuple[int, float]] = []
+    real = arms.train
+
+    def counted(q, corpus, tc, seed, *args, **kwargs):
+        trained.append((int(seed), float(tc.lr)))
+        return real(q, corpus, tc, seed, *args, **kwargs)
+
+    if monkeypatch is not None:
+        monkeypatch.setattr(arms, "train", counted)
+    torch.set_num_threads(1)
+    rows = Rows(base={"sweep": "test", "variant": "v", "seed": 0, "point": "p"})
+    status = run_quality(plan_point(composed(*SHORT)).quality, rows, torch.device("cpu"), folder)
+    return status, rows.rows, trained
+
+
+def test_a_scanning_point_records_each_scan_seed_and_evaluates_at_the_rate_chosen(tmp_path, monkeypatch):
+    status, rows, trained = _scan(tmp_path, monkeypatch)
+    assert status == "ok"
+    scanned = pd.DataFrame([r for r in rows if r["metric"] == "lr_scan_loss"])
+    tc = plan_point(composed(*SHORT)).quality.train
+    # 3 grid rates and 2 refinements on the scan seeds, the 2 leaders again on the confirmation seeds
+    assert scanned["lr"].nunique() == 5
+    assert len(scanned) == 5 * len(tc.lr_scan_seeds) + 2 * len(tc.lr_scan_confirm_seeds)
+    assert set(scanned["seed"]) == {*tc.lr_scan_seeds, *tc.lr_scan_confirm_seeds}
+    (chosen,) = [r for r in rows if r["metric"] == "lr_tuned"]
+    confirmed = scanned.groupby("lr")["seed"].nunique()
+    leaders = confirmed[confirmed == confirmed.max()].index
+    means = scanned[scanned["lr"].isin(leaders)].groupby("lr")["value"].mean()
+    assert chosen["value"] == means.idxmin()  # the best of the leaders over every seed it trained
+    finals = [r for r in rows if r["metric"] == "val_loss" and r["mode"] == "final"]
+    assert {r["seed"] for r in finals} == set(tc.seeds)
+    assert all(r["lr"] == chosen["value"] and r["lr_source"].startswith(SCANNED) for r in finals)
+    assert len(trained) == len(scanned) + len(tc.seeds)
+
+
+def test_a_runs_scan_seeds_restored_into_a_fresh_folder_are_not_trained_again(tmp_path, monkeypatch):
+    _, first, _ = _scan(tmp_path / "first")
+    table = pd.DataFrame(first)
+    table.to_csv(tmp_path / "first" / "results.csv", index=False)
+    assert reuse_scans([str(tmp_path / "first"), str(tmp_path / "second")]) == 0
+    assert restore_scans(table, Ledger(tmp_path / "second")) == 0  # already there: nothing put twice
+    _, again, trained = _scan(tmp_path / "second", monkeypatch)
+    tc = plan_point(composed(*SHORT)).quality.train
+    assert all(seed in tc.seeds for seed, _ in trained)  # only the evaluation seeds trained
+    def scans(rows):
+        return sorted((r["lr"], r["seed"], round(r["value"], 12)) for r in rows if r["metric"] == "lr_scan_loss")
+    assert scans(again) == scans(first)
+    assert [r["value"] for r in again if r["metric"] == "lr_tuned"] == [r["value"] for r in first
+                                                                          if r["metric"] == "lr_tuned"]
+
+
+def test_reuse_scans_says_in_one_line_when_a_folder_holds_no_scan(tmp_path, capsys):
+    (tmp_path / "rows").mkdir()
+    pd.DataFrame([{"metric": "val_loss", "value": 1.0, "variant": "gpt2", "sweep": "norm"}]).to_csv(
+        tmp_path / "rows" / "results.csv", index=False)
+    assert reuse_scans([str(tmp_path / "rows"), str(tmp_path / "sweep")]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lr_scan_loss" in err[0]

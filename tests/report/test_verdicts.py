@@ -1,0 +1,107 @@
+"""The verdict block (``ablations.report.verdicts``): one sentence per choice from the rows, never saying more than its
+intervals allow, at the top of the report; a smoke run's block gives no verdicts."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from ablations.quality.worth import worth
+from ablations.report.comparison import comparison
+from ablations.report.markdown import build_report
+from ablations.report.quality_sections import summarize_quality
+from ablations.report.tables import split
+from ablations.report.verdicts import (
+    MAX_LINES,
+    SMOKE_BLOCK,
+    Answer,
+    Loss,
+    Ratio,
+    loss_phrase,
+    sentence,
+    time_phrase,
+    verdict_block,
+)
+
+MARGIN = 0.02
+
+
+def _loss(diff: float, lo: float, hi: float, verdict: str, k: str | None = None, seeds: int = 5) -> Loss:
+    return Loss(diff, lo, hi, verdict, seeds, "nats/byte", k, "d=128, 250 steps")
+
+
+@pytest.mark.parametrize("loss, says, never", [
+    (_loss(-0.35, -0.46, -0.25, "better", "2.08× [1.9, 2.28]"), ["lower loss", "−0.350", "2.08× [1.9, 2.28]"],
+     ["higher", "within"]),
+    (_loss(0.08, 0.03, 0.12, "worse"), ["higher loss", "+0.080 [+0.030, +0.120]"], ["lower", "within"]),
+    (_loss(0.006, -0.008, 0.021, "no detectable difference"), ["no detectable difference", "a harm up to +0.021"],
+     ["lower", "higher", "within"]),
+    (_loss(0.002, -0.010, 0.014, "no detectable difference"), ["loss within ±0.02", "[−0.010, +0.014]"],
+     ["lower", "higher", "not ruled out"]),
+    (_loss(-0.01, math.nan, math.nan, "too few seeds", seeds=1), ["no interval, no verdict", "1 seed pair"],
+     ["lower", "within"]),
+])
+def test_each_loss_verdict_is_said_as_its_interval_allows(loss, says, never):
+    phrase = loss_phrase(loss, MARGIN)
+    assert all(s in phrase for s in says), phrase
+    assert not any(n in phrase for n in never), phrase
+
+
+def test_a_loss_not_detected_is_bounded_only_where_its_whole_interval_is_inside_the_margin():
+    inside = loss_phrase(_loss(0.0, -0.019, 0.019, "no detectable difference"), MARGIN)
+    outside = loss_phrase(_loss(-0.01, -0.03, 0.01, "no detectable difference"), MARGIN)
+    assert "within" in inside and "within" not in outside and "a gain up to −0.030" in outside
+
+
+def test_a_time_ratio_is_faster_or_slower_only_where_its_interval_excludes_one_on_that_device():
+    assert time_phrase("train step", (Ratio(1.01, 0.99, 1.03, "CPU"),)).startswith("no measurable difference")
+    assert time_phrase("train step", (Ratio(0.87, 0.85, 0.89, "CPU"),)).startswith("train step faster")
+    assert time_phrase("train step", (Ratio(1.10, 1.05, 1.15, "CPU"),)).startswith("train step slower")
+    mixed = time_phrase("decode step", (Ratio(0.53, 0.51, 0.54, "CPU"), Ratio(1.0, 0.99, 1.03, "H100")))
+    assert "faster on CPU" in mixed and "no measurable difference on H100" in mixed
+
+
+def test_a_sentence_names_the_choice_its_cost_its_loss_and_where_it_was_measured():
+    answer = Answer("LayerNorm → RMSNorm", 1, (Ratio(1.01, 0.99, 1.03, "CPU"),), (Ratio(1.0, 0.98, 1.02, "CPU"),),
+                    _loss(0.002, -0.010, 0.014, "no detectable difference"), ("all",))
+    line = sentence(answer, MARGIN)
+    assert line.startswith("- **LayerNorm → RMSNorm**: no measurable difference in train step (CPU 1.01×")
+    assert "decode" not in line  # a decode ratio that moved nothing is not a sentence's news
+    assert "at d=128, 250 steps" in line and line.endswith("(sweep all).")
+
+
+def _block(table: pd.DataFrame, smoke: bool = False) -> list[str]:
+    measured, quality, _ = split(table)
+    summary = summarize_quality(table)[0] if not quality.empty else None
+    return verdict_block(table, comparison(measured), summary, worth(table) if not quality.empty else pd.DataFrame(),
+                         smoke)
+
+
+def test_the_block_from_rows_holds_each_flip_once_with_the_rows_numbers(synthetic):
+    table = synthetic(sweeps=("norm", "kv", "pos"))
+    lines = _block(table)
+    sentences = [line for line in lines if line.startswith("- **")]
+    assert 0 < len(sentences) <= MAX_LINES
+    names = [line.split("**")[1] for line in sentences]
+    assert len(names) == len(set(names))
+    rms = next(line for line in sentences if "RMSNorm" in line)
+    assert "train step slower (CPU 1.12×" in rms  # the synthetic table's RMSNorm train ratio, interval [1.11, 1.13]
+    summary = summarize_quality(table)[0]
+    diff = summary[(summary["variant"] == "rmsnorm") & (summary["reference"] == "gpt2")
+                   & (summary["metric"] == "val_loss")]["diff"].iloc[0]
+    assert f"{diff:+.3f}".replace("-", "−") in rms
+    gqa = next(line for line in sentences if "GQA" in line)
+    assert "decode step faster (CPU 0.62×" in gqa
+
+
+def test_a_smoke_runs_block_gives_no_verdicts(synthetic):
+    lines = _block(synthetic(sweeps=("norm", "kv", "pos")), smoke=True)
+    assert SMOKE_BLOCK in lines and not any(line.startswith("- **") for line in lines)
+
+
+def test_the_block_opens_the_report(synthetic, tmp_path):
+    build_report(tmp_path, synthetic(sweeps=("norm", "kv", "pos")), draw_figures=False)
+    text = (tmp_path / "REPORT.md").read_text().splitlines()
+    assert text[2] == "## Verdicts"
