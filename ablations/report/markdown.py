@@ -33,9 +33,10 @@ from ablations.report.quality_sections import (
 )
 from ablations.report.roofline import roofline_section, validation_section
 from ablations.report.step_efficiency import step_section
+from ablations.report.summary_json import summary_of, write_summary
 from ablations.report.tables import SETUP_COLUMNS, baseline_name, combine, load_table, split
 from ablations.report.timing_sections import shapes_table, speed_table, variants_table, work_table
-from ablations.report.verdicts import verdict_block
+from ablations.report.verdicts import answers, verdict_block
 from ablations.results.durable import write_atomic
 from blockbench import choices
 from components import LLAMA2_TIES_EMBEDDINGS, ModelConfig, embeddings_text
@@ -240,7 +241,8 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     smoke = is_smoke(table)
     title = f"# blockbench report: {', '.join(sweeps) or 'no successful points'}"
     lines = [title + (f" ({SMOKE_LINE})" if smoke else ""), ""]
-    lines += verdict_block(table, cmp, summary[0], worth, smoke)
+    found = answers(table, cmp, summary[0], worth)
+    lines += verdict_block(found, smoke)
     if smoke:
         lines += [SMOKE_NOTE, ""]
     lines += trust_lines(worth)
@@ -260,4 +262,5 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     path = folder / REPORT
     text = "\n".join(lines).rstrip() + "\n"
     write_atomic(path, lambda f: f.write(text.encode()))
+    write_summary(folder, summary_of(found, sweeps, smoke))
     return path

@@ -75,20 +75,19 @@ class Answer:
     sweeps: tuple[str, ...]
 
 
-def _kind(r: Ratio) -> str:
-    return "no measurable difference in" if r.lo <= 1 <= r.hi else "faster:" if r.hi < 1 else "slower:"
+def time_kind(r: Ratio) -> str:
+    """What a ratio's interval allows: "faster" (wholly below 1), "slower" (above) or "no measurable difference"."""
+    return "no measurable difference" if r.lo <= 1 <= r.hi else "faster" if r.hi < 1 else "slower"
 
 
 def time_phrase(what: str, ratios: tuple[Ratio, ...]) -> str:
     """``what`` across devices, said no more strongly than each device's interval allows."""
-    kinds = {_kind(r) for r in ratios}
+    kinds = {time_kind(r) for r in ratios}
     if len(kinds) == 1:
         kind = kinds.pop()
         cells = ", ".join(r.cell() for r in ratios)
-        return f"no measurable difference in {what} ({cells})" if kind.startswith("no") else \
-            f"{what} {kind.rstrip(':')} ({cells})"
-    return f"{what} " + ", ".join(f"{_kind(r).rstrip(':').replace(' in', '')} on {r.device} "
-                                  f"({r.cell().split(' ', 1)[1]})" for r in ratios)
+        return f"{kind} in {what} ({cells})" if kind.startswith("no") else f"{what} {kind} ({cells})"
+    return f"{what} " + ", ".join(f"{time_kind(r)} on {r.device} ({r.cell().split(' ', 1)[1]})" for r in ratios)
 
 
 def loss_phrase(loss: Loss, margin: float) -> str:
@@ -113,7 +112,7 @@ def sentence(answer: Answer, margin: float, regime: bool = True) -> str:
     parts = []
     if answer.train:
         parts.append(time_phrase("train step", answer.train))
-    if answer.decode and any(not (r.lo <= 1 <= r.hi) for r in answer.decode):
+    if any(time_kind(r) != "no measurable difference" for r in answer.decode):
         parts.append(time_phrase("decode step", answer.decode))
     if answer.loss is not None:
         parts.append(loss_phrase(answer.loss, margin) + (f" at {answer.loss.where}" if regime else ""))
@@ -226,23 +225,23 @@ def _steps(table: pd.DataFrame, sweep: str, variant: str) -> str:
     return f", {int(steps.max())} steps" if len(steps) else ""
 
 
-def verdict_block(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
-                  smoke: bool = False) -> list[str]:
-    """The block's lines: a heading, at most ``MAX_LINES`` sentences, and a line naming what the rest holds; none
-    where the run flipped no choice of GPT-2's block."""
-    found = answers(table, cmp, summary, worth)
+def verdict_block(found: list[Answer], smoke: bool = False) -> list[str]:
+    """The block's lines from ``answers``: a heading, at most ``MAX_LINES`` sentences, and a line naming what the
+    rest holds; none where the run flipped no choice of GPT-2's block."""
     if not found:
         return []
     if smoke:
         return ["## Verdicts", "", SMOKE_BLOCK, ""]
     margin = no_worse_margin()
     shown = found[:MAX_LINES]
-    regimes = {(a.loss.where, a.loss.unit) for a in shown if a.loss is not None}
+    regimes = {a.loss.where for a in shown if a.loss is not None}
+    units = {a.loss.unit for a in shown if a.loss is not None}
     one = len(regimes) == 1
     intro = ("Each choice against GPT-2's block, with its 95% interval: time ratios (below 1 faster); Δ final loss"
-             + (f" in {next(iter(regimes))[1]} at {next(iter(regimes))[0]}" if one else "")
+             + (f" in {next(iter(units))}" if len(units) == 1 else "")
+             + (f" at {next(iter(regimes))}" if one else "")
              + f" (below 0 better; \"within ±{margin:g}\": the interval rules out more).")
     lines = [sentence(a, margin, regime=not one) for a in shown]
     more = len(found) - MAX_LINES
-    tail = [f"{more} more choice(s) in the tables below.", ""] if more > 0 else []
+    tail = [f"{more} more choice(s) in the tables below and in summary.json.", ""] if more > 0 else []
     return ["## Verdicts", "", intro, "", *lines, "", *tail]

@@ -1,6 +1,7 @@
 """Compare two results tables of the harness and fail when a metric got worse past its threshold.
 
     blockbench compare OLD NEW [--threshold METRIC=PCT ...] [--verbose]
+    blockbench compare OLD/summary.json NEW/summary.json      # verdicts (ablations.tools.compare_summaries)
 
 OLD and NEW are ``results.csv`` files or run folders (holding ``results.csv`` or ``points/*.csv``). Rows
 are matched on (sweep, variant, baseline, metric, mode, batch, seq_len), plus step and position for quality rows
@@ -227,6 +228,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="percent worse that fails METRIC (a name or glob; repeatable; overrides the default)")
     parser.add_argument("--verbose", "-v", action="store_true", help="print every compared row, not only regressions")
     args = parser.parse_args(argv)
+    if args.old.suffix == ".json" or args.new.suffix == ".json":  # two reports' summary.json: verdicts, not rows
+        from ablations.tools.compare_summaries import compare_summaries, load_summary
+
+        lines, changed = compare_summaries(load_summary(args.old), load_summary(args.new))
+        print("\n".join(lines))
+        return 1 if changed else 0
     try:
         changes, notes = compare(load_table(args.old), load_table(args.new), args.threshold)
     except InputError as exc:

@@ -19,6 +19,7 @@ from ablations.report.verdicts import (
     Answer,
     Loss,
     Ratio,
+    answers,
     loss_phrase,
     sentence,
     time_phrase,
@@ -75,8 +76,8 @@ def test_a_sentence_names_the_choice_its_cost_its_loss_and_where_it_was_measured
 def _block(table: pd.DataFrame, smoke: bool = False) -> list[str]:
     measured, quality, _ = split(table)
     summary = summarize_quality(table)[0] if not quality.empty else None
-    return verdict_block(table, comparison(measured), summary, worth(table) if not quality.empty else pd.DataFrame(),
-                         smoke)
+    return verdict_block(answers(table, comparison(measured), summary,
+                                 worth(table) if not quality.empty else pd.DataFrame()), smoke)
 
 
 def test_the_block_from_rows_holds_each_flip_once_with_the_rows_numbers(synthetic):
