@@ -109,7 +109,14 @@ SNIPPETS: dict[str, Callable[[bool], str]] = {
     "choice-table": choice_table,
     "choice-details": details_table,
     "summary-schema": lambda github: _summary_schema(),
+    "glossary": lambda github: _glossary(),
 }
+
+
+def _glossary() -> str:
+    from ablations.report.glossary import glossary_markdown
+
+    return glossary_markdown()
 
 
 def _summary_schema() -> str:

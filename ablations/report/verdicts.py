@@ -35,6 +35,21 @@ ANSWER_SWEEPS = ("lr_scan", "all")
 MAX_LINES = 8
 # Verdict words of ``ablations.quality.stats.verdict``.
 BETTER, WORSE, NONE = "better", "worse", "no detectable difference"
+# Where a report links its terms: the docs page generated from ``ablations.report.glossary``, under the repository
+# the package's metadata names (pyproject.toml's [project.urls]).
+GLOSSARY_PAGE = "blob/main/docs/glossary.md"
+
+
+def glossary_url() -> str:
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        urls = dict(u.split(", ", 1) for u in metadata("blockbench").get_all("Project-URL") or [])
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "docs/glossary.md"
+    return f"{urls.get('Repository', '').rstrip('/')}/{GLOSSARY_PAGE}" if "Repository" in urls else "docs/glossary.md"
+
+
 SMOKE_BLOCK = "**Verdicts: none.** A smoke run checks the plumbing; its numbers are not for quoting."
 
 
@@ -240,7 +255,8 @@ def verdict_block(found: list[Answer], smoke: bool = False) -> list[str]:
     intro = ("Each choice against GPT-2's block, with its 95% interval: time ratios (below 1 faster); Δ final loss"
              + (f" in {next(iter(units))}" if len(units) == 1 else "")
              + (f" at {next(iter(regimes))}" if one else "")
-             + f" (below 0 better; \"within ±{margin:g}\": the interval rules out more).")
+             + f" (below 0 better; \"within ±{margin:g}\": the interval rules out more). Terms: "
+             + f"[glossary]({glossary_url()}).")
     lines = [sentence(a, margin, regime=not one) for a in shown]
     more = len(found) - MAX_LINES
     tail = [f"{more} more choice(s) in the tables below and in summary.json.", ""] if more > 0 else []
