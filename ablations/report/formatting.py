@@ -169,3 +169,27 @@ def number_word(n: int) -> str:
     """``5`` -> ``five``: counts of choices read as words in prose (digits past ten)."""
     words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
     return words[n] if 0 <= n < len(words) else str(n)
+
+
+# The longest prose line a report writes; tables, headings, code and images keep their lines whole.
+PROSE_WIDTH = 200
+
+
+def wrap_prose(lines: list[str], width: int = PROSE_WIDTH) -> list[str]:
+    """``lines`` with every prose line longer than ``width`` broken at spaces (a bullet's continuation indented, so
+    Markdown reads one paragraph or one bullet as before); tables, headings, fenced code and images untouched."""
+    import textwrap
+
+    out: list[str] = []
+    fenced = False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if fenced or len(line) <= width or line.lstrip().startswith(("|", "#", "![", "<", "```")):
+            out.append(line)
+            continue
+        bullet = line.lstrip().startswith(("- ", "* "))
+        indent = " " * (len(line) - len(line.lstrip()) + (2 if bullet else 0))
+        out.extend(textwrap.wrap(line, width=width, subsequent_indent=indent, break_long_words=False,
+                                 break_on_hyphens=False))
+    return out

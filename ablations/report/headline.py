@@ -24,8 +24,11 @@ from ablations.report.quality_sections import summarize_quality
 from ablations.report.tables import BASELINE, ReportError, load_table, split
 from ablations.report.timing_sections import headline_cells
 from ablations.report.transfer_section import transfer_lines
+from ablations.report.verdicts import answers, verdict_block
 
 SWEEP = "all"
+# The README's findings table: the headline's columns a reader needs first; docs/findings.md shows every column.
+README_COLUMNS = ("choice", "params", "train step ×", "decode ×", "Δ loss [CI]", "compute multiplier [CI]", "transfer")
 
 
 def _rows(table: pd.DataFrame, sweep: str) -> pd.DataFrame:
@@ -40,10 +43,8 @@ def multipliers_of(table: pd.DataFrame, sweep: str = SWEEP) -> pd.DataFrame:
     return worth(rows) if not split(rows)[1].empty else pd.DataFrame()
 
 
-def headline_table(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
-    """The markdown table: cost (parameters, FLOPs, train-step and decode ratios, KV bytes per token) and quality
-    (Δ loss, compute multiplier, time to loss measured and predicted, transfer, the published verdict) per flip.
-    ``multipliers``: ``multipliers_of(table, sweep)``, when the caller has it already."""
+def headline_frame(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The headline's rows, formatted (``buys.buys_frame`` restricted to ``sweep``)."""
     rows = _rows(table, sweep)
     measured, quality, _ = split(rows[rows["sweep"] == sweep])
     if measured.empty:
@@ -62,7 +63,30 @@ def headline_table(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.Data
     frame = frame[frame["sweep"] == sweep]
     if frame.empty:
         raise ReportError(f"sweep {sweep!r} compares no variant with {BASELINE}")
-    return markdown_table(frame.drop(columns=["sweep", "variant", "order"]))
+    return frame.drop(columns=["sweep", "variant", "order"])
+
+
+def headline_table(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
+    """The markdown table: cost (parameters, FLOPs, train-step and decode ratios, KV bytes per token) and quality
+    (Δ loss, compute multiplier, time to loss measured and the full-size scenario, transfer, the published verdict)
+    per flip. ``multipliers``: ``multipliers_of(table, sweep)``, when the caller has it already."""
+    return markdown_table(headline_frame(table, sweep, multipliers))
+
+
+def readme_table(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
+    """The README's findings table: ``README_COLUMNS`` of the headline, the multiplier without its annotations
+    (docs/findings.md shows the whole table)."""
+    frame = headline_frame(table, sweep, multipliers)[list(README_COLUMNS)].copy()
+    frame["compute multiplier [CI]"] = frame["compute multiplier [CI]"].str.replace(r" \(.*$", "", regex=True)
+    return markdown_table(frame)
+
+
+def verdict_lines(table: pd.DataFrame) -> list[str]:
+    """The verdict block (``ablations.report.verdicts``) of every sweep in ``table``, as the README shows it."""
+    measured, quality, _ = split(table)
+    summary = summarize_quality(table)[0] if not quality.empty else None
+    found = answers(table, comparison(measured), summary, worth(table) if not quality.empty else pd.DataFrame())
+    return verdict_block(found)[2:]  # the README has its own heading
 
 
 def baseline_line(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
@@ -108,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         table = pd.concat([load_table(f) for f in args.folders], ignore_index=True)
         multipliers = multipliers_of(table, args.sweep)
-        print(headline_table(table, args.sweep, multipliers))
+        print("\n".join(["<!-- the README's verdicts -->", *verdict_lines(table)]))
+        print("<!-- the README's table -->\n" + readme_table(table, args.sweep, multipliers))
+        print("\n<!-- docs/findings.md's table -->\n" + headline_table(table, args.sweep, multipliers))
         print(f"\nKnown answers: {baseline_line(table, args.sweep, multipliers)}")
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -16,10 +16,11 @@ import pandas as pd
 
 from ablations.measure.ceilings import MEASUREMENTS
 from ablations.quality.worth import worth as worth_of
-from ablations.report.buys import buys_section
+from ablations.report.answer_tables import answer_tables
+from ablations.report.buys import buys_frame, buys_section
 from ablations.report.comparison import comparison
 from ablations.report.figure_files import remove_stale
-from ablations.report.formatting import UNDER_MEASURED, markdown_table
+from ablations.report.formatting import UNDER_MEASURED, markdown_table, wrap_prose
 from ablations.report.known_answers import trust_lines
 from ablations.report.lr_sections import scan_table, tuned_against_shared
 from ablations.report.quality_sections import (
@@ -75,7 +76,7 @@ FIGURES = "figures"
 
 
 def setup_section(table: pd.DataFrame, sources: list[Path]) -> list[str]:
-    lines = ["## Setup", ""]
+    lines = ["### Setup", ""]
     rows = [("sources", ", ".join(f"`{p}`" for p in sources)),
             ("sweeps", ", ".join(f"`{s}`" for s in table["sweep"].dropna().unique())),
             ("rows", f"{len(table):,}")]
@@ -192,7 +193,7 @@ def sweep_section(sweep: str, s: pd.DataFrame, cmp: pd.DataFrame, q: pd.DataFram
 
 
 HOW_TO_READ = [
-    "## How to read this",
+    "### How to read this",
     "",
     "- `llama2` is Llama-2's block: RoPE, RMSNorm, SwiGLU, GQA and no linear biases, with "
     f"{embeddings_text(LLAMA2_TIES_EMBEDDINGS)} in the quality model.",
@@ -242,25 +243,30 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     title = f"# blockbench report: {', '.join(sweeps) or 'no successful points'}"
     lines = [title + (f" ({SMOKE_LINE})" if smoke else ""), ""]
     found = answers(table, cmp, summary[0], worth)
+    # The top tier: the verdicts, one table per question, each arm at its own rate against one shared rate.
     lines += verdict_block(found, smoke)
     if smoke:
         lines += [SMOKE_NOTE, ""]
     lines += trust_lines(worth)
-    lines += buys_section(table, cmp, summary[0], worth, withhold=smoke)
+    lines += answer_tables(found, buys_frame(table, cmp, summary[0], worth, withhold=smoke))
     lines += tuned_section(summary[0], worth, smoke)
-    lines += setup_section(table, sources)
-    lines += claims_section(claims.claims_table(table, cmp, summary[0], sizes), smoke)
+    # Then every sweep in detail; then how it was measured.
+    lines += ["## Details", "", "Every sweep's readings (the tables above draw from them): what each choice buys in "
+              "each sweep, then each sweep's speed, size, work, quality and figures.", ""]
+    lines += buys_section(table, cmp, summary[0], worth, withhold=smoke)
     for sweep in sweeps:
         sweep_cmp = cmp[cmp["sweep"] == sweep] if not cmp.empty else cmp
         lines += sweep_section(sweep, measured[measured["sweep"] == sweep], sweep_cmp,
                                quality[quality["sweep"] == sweep], summary, drawn.get(sweep, []))
     if not measured.empty:
         lines += ["## Performance model against measurement", ""] + validation_section(measured)[0]
-    lines += failures_section(bad) + HOW_TO_READ
+    lines += failures_section(bad)
+    lines += ["## Appendix: method and setup", ""] + HOW_TO_READ + setup_section(table, sources)
+    lines += claims_section(claims.claims_table(table, cmp, summary[0], sizes), smoke)
     # Not this run's measurement: the published models' sizes, after everything the run measured.
-    lines += ["", "## Full-size models, computed on the meta device", "", sizes_markdown(sizes), ""]
+    lines += ["## Full-size models, computed on the meta device", "", sizes_markdown(sizes), ""]
     path = folder / REPORT
-    text = "\n".join(lines).rstrip() + "\n"
+    text = "\n".join(wrap_prose(lines)).rstrip() + "\n"
     write_atomic(path, lambda f: f.write(text.encode()))
     write_summary(folder, summary_of(found, sweeps, smoke))
     return path

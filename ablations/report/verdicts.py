@@ -23,10 +23,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ablations.report.flips import flip_name, flip_order
+from ablations.report.flips import flip_name, flip_order, moved
 from ablations.report.formatting import signed
 from ablations.report.published import GPT2, no_worse_margin
 from ablations.results.row_arch import arch_from_row
+from components import ArchConfig
 
 # The sweeps whose reading is the answer, most preferred first: every choice on one baseline, each arm at its own
 # tuned rate (lr_scan), then at one shared rate (all).
@@ -63,7 +64,7 @@ class Ratio:
     device: str
 
     def cell(self) -> str:
-        return f"{self.device} {self.value:.2f}× [{self.lo:.2f}, {self.hi:.2f}]"
+        return f"{self.device} {self.value:.3f}× [{self.lo:.3f}, {self.hi:.3f}]"
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,13 @@ class Answer:
     train: tuple[Ratio, ...]
     decode: tuple[Ratio, ...]
     loss: Loss | None
-    sweeps: tuple[str, ...]
+    timed_in: tuple[str, ...]  # the sweep each device's ratios come from
+    trained_in: str | None  # the sweep the loss comes from
+    variants: tuple[tuple[str, str], ...] = ()  # (sweep, variant) of every reading
+
+    @property
+    def sweeps(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.timed_in, *([self.trained_in] if self.trained_in else [])]))
 
 
 def time_kind(r: Ratio) -> str:
@@ -150,17 +157,21 @@ def _preferred(sweeps: list[str], order: list[str]) -> list[str]:
 
 def answers(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,
             worth: pd.DataFrame) -> list[Answer]:
-    """One answer per flip of GPT-2's block the table measured, in the declarations' order."""
+    """One answer per flip of GPT-2's block the table measured: Llama-2's changes (alone and together) first, in the
+    declarations' order, then the other choices'."""
     order = list(dict.fromkeys(table["sweep"].dropna().astype(str)))
     names: dict[str, list[tuple[str, str]]] = {}
     orders: dict[str, int] = {}
+    cores: dict[str, bool] = {}
     for (sweep, variant), rows in table.groupby(["sweep", "variant"], sort=False):
         first = rows.iloc[0]
         if _baseline(first, cmp) != GPT2 or variant == GPT2:
             continue
-        name = flip_name(str(variant), arch_from_row(first))
+        arch = arch_from_row(first)
+        name = flip_name(str(variant), arch)
         if name is None:
             continue
+        cores[name] = _llama2s(arch)
         if str(sweep) not in dict(names.get(name, [])):  # a sweep's first variant of a choice (gqa2 before gqa4)
             names.setdefault(name, []).append((str(sweep), str(variant)))
         orders[name] = flip_order(first)
@@ -171,10 +182,15 @@ def answers(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None
         timed = [s for s in sweeps if not cmp.empty and ((cmp["sweep"] == s) & (cmp["variant"] == by_sweep[s])).any()]
         train, decode, used = _ratios(cmp, timed, by_sweep, table)
         loss, quality_sweep = _loss(summary, worth, table, sweeps, by_sweep)
-        if quality_sweep:
-            used.append(quality_sweep)
-        out.append(Answer(name, orders[name], tuple(train), tuple(decode), loss, tuple(dict.fromkeys(used))))
-    return sorted(out, key=lambda a: a.order)
+        out.append(Answer(name, orders[name], tuple(train), tuple(decode), loss, tuple(used), quality_sweep,
+                          tuple(by_sweep.items())))
+    # Llama-2's own changes first (the block's question), then the choices that came before or after it.
+    return sorted(out, key=lambda a: (not cores[a.choice], a.order))
+
+
+def _llama2s(arch: ArchConfig) -> bool:
+    """Whether every choice ``arch`` moves is moved to Llama-2's value (a flip the block's question asks about)."""
+    return all(choice.in_llama2 and choice.has(arch, choice.llama2) for _, choice in moved(arch))
 
 
 def _baseline(row: pd.Series, cmp: pd.DataFrame) -> str | None:

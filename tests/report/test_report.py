@@ -55,8 +55,8 @@ def claims_rows(text: str) -> dict[str, list[str]]:
 def unmeasured_claims(text: str) -> list[str]:
     """The claims the report names in its one line of those this run did not measure."""
     section = text.split("## Claims", 1)[1].split("\n## ", 1)[0]
-    line = next((ln for ln in section.splitlines() if ln.startswith("Not measured in this run: ")), "")
-    return re.findall(r'"([^"]+)"', line)
+    paragraph = next((p for p in section.split("\n\n") if p.startswith("Not measured in this run: ")), "")
+    return re.findall(r'"([^"]+)"', " ".join(paragraph.split()))  # a paragraph wrapped at the prose width
 
 
 def test_report_has_setup_sweeps_sizes_and_failures(built):
@@ -104,7 +104,7 @@ def test_every_figure_is_written_non_empty_and_linked(built):
     assert png.startswith(b"\x89PNG")
     svg = (folder / "figures" / "kv-decode-ratio-vs-context.svg").read_text()
     assert "context length (cached tokens)" in svg and "decode step time, variant / baseline" in svg
-    caption = text.split("(figures/kv-decode-ratio-vs-context.png)", 1)[1].split("[SVG]", 1)[0]
+    caption = " ".join(text.split("(figures/kv-decode-ratio-vs-context.png)", 1)[1].split("[SVG]", 1)[0].split())
     assert "from the same pairing" in caption and "Absolute times of different points are not drawn" in caption
     svg = (folder / "figures" / "pos-extrapolation.svg").read_text()
     assert "evaluation length (tokens)" in svg and "nats/byte" in svg and "cannot at 256, 512" in svg

@@ -38,7 +38,7 @@ def test_the_summary_holds_what_the_verdict_block_says(written):
     for entry in content["choices"]:
         line = next(ln for ln in report.splitlines() if ln.startswith(f"- **{entry['choice']}**"))
         for ratio in entry["train_step"]:
-            assert f"{ratio['device']} {ratio['value']:.2f}×" in line
+            assert f"{ratio['device']} {ratio['value']:.3f}×" in line
         if entry["loss"] is not None:
             assert f"{entry['loss']['diff']:+.3f}".replace("-", "−") in line
 

@@ -66,9 +66,9 @@ def test_a_time_ratio_is_faster_or_slower_only_where_its_interval_excludes_one_o
 
 def test_a_sentence_names_the_choice_its_cost_its_loss_and_where_it_was_measured():
     answer = Answer("LayerNorm → RMSNorm", 1, (Ratio(1.01, 0.99, 1.03, "CPU"),), (Ratio(1.0, 0.98, 1.02, "CPU"),),
-                    _loss(0.002, -0.010, 0.014, "no detectable difference"), ("all",))
+                    _loss(0.002, -0.010, 0.014, "no detectable difference"), ("all",), "all")
     line = sentence(answer, MARGIN)
-    assert line.startswith("- **LayerNorm → RMSNorm**: no measurable difference in train step (CPU 1.01×")
+    assert line.startswith("- **LayerNorm → RMSNorm**: no measurable difference in train step (CPU 1.010×")
     assert "decode" not in line  # a decode ratio that moved nothing is not a sentence's news
     assert "at d=128, 250 steps" in line and line.endswith("(sweep all).")
 
@@ -88,13 +88,13 @@ def test_the_block_from_rows_holds_each_flip_once_with_the_rows_numbers(syntheti
     names = [line.split("**")[1] for line in sentences]
     assert len(names) == len(set(names))
     rms = next(line for line in sentences if "RMSNorm" in line)
-    assert "train step slower (CPU 1.12×" in rms  # the synthetic table's RMSNorm train ratio, interval [1.11, 1.13]
+    assert "train step slower (CPU 1.120×" in rms  # the synthetic table's RMSNorm train ratio, interval [1.11, 1.13]
     summary = summarize_quality(table)[0]
     diff = summary[(summary["variant"] == "rmsnorm") & (summary["reference"] == "gpt2")
                    & (summary["metric"] == "val_loss")]["diff"].iloc[0]
     assert f"{diff:+.3f}".replace("-", "−") in rms
     gqa = next(line for line in sentences if "GQA" in line)
-    assert "decode step faster (CPU 0.62×" in gqa
+    assert "decode step faster (CPU 0.620×" in gqa
 
 
 def test_a_smoke_runs_block_gives_no_verdicts(synthetic):
@@ -106,3 +106,15 @@ def test_the_block_opens_the_report(synthetic, tmp_path):
     build_report(tmp_path, synthetic(sweeps=("norm", "kv", "pos")), draw_figures=False)
     text = (tmp_path / "REPORT.md").read_text().splitlines()
     assert text[2] == "## Verdicts"
+
+
+def test_a_built_report_has_no_prose_line_over_the_limit_and_its_top_tier_first(synthetic, tmp_path):
+    from ablations.report.formatting import PROSE_WIDTH
+
+    build_report(tmp_path, synthetic(sweeps=("norm", "kv", "pos")), draw_figures=False)
+    lines = (tmp_path / "REPORT.md").read_text().splitlines()
+    prose = [ln for ln in lines if not ln.startswith(("|", "#", "![")) and len(ln) > PROSE_WIDTH]
+    assert not prose, prose[0]
+    headings = [ln for ln in lines if ln.startswith("## ")]
+    assert headings[:4] == ["## Verdicts", "## Cost", "## Quality", "## Details"]
+    assert headings.index("## Appendix: method and setup") > headings.index("## Details")
