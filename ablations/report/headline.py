@@ -27,6 +27,11 @@ from ablations.report.transfer_section import transfer_lines
 from ablations.report.verdicts import answers, verdict_block
 
 SWEEP = "all"
+# Where the README sends a reader for the known answers listed one by one.
+FINDINGS_KNOWN = "docs/findings.md#what-it-found-reference-run-cpu"
+# The folders the README's findings are built from: the reference, its transfer study, the H100 runs.
+README_SOURCES = ("results/reference", "results/reference/transfer", "results/reference/cuda/norm",
+                  "results/reference/cuda/kv")
 # The README's findings table: the headline's columns a reader needs first; docs/findings.md shows every column.
 README_COLUMNS = ("choice", "params", "train step ×", "decode ×", "Δ loss [CI]", "compute multiplier [CI]", "transfer")
 
@@ -117,24 +122,61 @@ def baseline_line(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataF
     return line
 
 
+def known_answers_sentence(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
+    """The known answers in one sentence, for the README: how many hold, linked to where each is listed."""
+    rows = _rows(table, sweep)
+    cmp = comparison(split(rows[rows["sweep"] == sweep])[0])
+    b = cmp[cmp["variant"] == BASELINE]
+    timing_holds = all(lo <= 1 <= hi for lo, hi in b[["train_ci_lo", "train_ci_hi"]].to_numpy()) and \
+        all(lo <= 1 <= hi for lo, hi in b[["decode_ci_lo", "decode_ci_hi"]].dropna().to_numpy())
+    if multipliers is None:
+        multipliers = multipliers_of(table, sweep)
+    cal = multipliers[(multipliers["sweep"] == sweep) & multipliers["expected"].notna()] if not multipliers.empty \
+        else multipliers
+    held = len(cal) - len(untrusted(cal)) if not cal.empty else 0
+    timing = ("GPT-2's block timed against itself reads 1 within its interval" if timing_holds
+              else "**GPT-2's block timed against itself misses 1**")
+    curve = (f"the compute multiplier's {held} of {len(cal)} known answers hold" if not cal.empty else
+             "no known answers for the compute multiplier")
+    return f"Known answers: {timing}; {curve} ([what they are]({FINDINGS_KNOWN}))."
+
+
 def _shouted(verdict: str) -> str:
     """A known answer's verdict as the headline line prints it: a miss in capitals, so it is not read past."""
     return verdict.upper() if verdict == MISSES else verdict
 
 
+def readme_text(table: pd.DataFrame, sweep: str = SWEEP) -> str:
+    """What the README's "What it found" holds between its markers: the verdicts, the known answers in a sentence,
+    the findings table."""
+    multipliers = multipliers_of(table, sweep)
+    return "\n".join([*verdict_lines(table), known_answers_sentence(table, sweep, multipliers), "",
+                      readme_table(table, sweep, multipliers)])
+
+
+def load_sources(folders: list[Path]) -> pd.DataFrame:
+    return pd.concat([load_table(f) for f in folders], ignore_index=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ablations.report.headline", description=__doc__.split("\n")[0])
-    parser.add_argument("folders", type=Path, nargs="+", metavar="folder",
+    parser.add_argument("folders", type=Path, nargs="*", metavar="folder",
                         help="folders with results.csv (results/reference, and results/reference/transfer for the "
                              "transfer column)")
     parser.add_argument("--sweep", default=SWEEP)
+    parser.add_argument("--readme", action="store_true",
+                        help="the README's findings, from README_SOURCES, as they go between its markers")
     args = parser.parse_args(argv)
+    root = Path(__file__).resolve().parents[2]
     try:
-        table = pd.concat([load_table(f) for f in args.folders], ignore_index=True)
+        if args.readme:
+            print(readme_text(load_sources([root / f for f in README_SOURCES]), args.sweep))
+            return 0
+        if not args.folders:
+            parser.error("give the folders, or --readme")
+        table = load_sources(args.folders)
         multipliers = multipliers_of(table, args.sweep)
-        print("\n".join(["<!-- the README's verdicts -->", *verdict_lines(table)]))
-        print("<!-- the README's table -->\n" + readme_table(table, args.sweep, multipliers))
-        print("\n<!-- docs/findings.md's table -->\n" + headline_table(table, args.sweep, multipliers))
+        print(headline_table(table, args.sweep, multipliers))
         print(f"\nKnown answers: {baseline_line(table, args.sweep, multipliers)}")
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)

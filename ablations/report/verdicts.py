@@ -62,9 +62,12 @@ class Ratio:
     lo: float
     hi: float
     device: str
+    # Why the ratio may not measure the choice (a decode step far from its memory roofline measures overhead).
+    note: str = ""
 
     def cell(self) -> str:
-        return f"{self.device} {self.value:.3f}× [{self.lo:.3f}, {self.hi:.3f}]"
+        cell = f"{self.device} {self.value:.3f}× [{self.lo:.3f}, {self.hi:.3f}]"
+        return f"{cell}; {self.note}" if self.note else cell
 
 
 @dataclass(frozen=True)
@@ -220,9 +223,25 @@ def _ratios(cmp: pd.DataFrame, timed: list[str], by_sweep: dict[str, str],
             used.append(sweep)
             for key, into in (("train", train), ("decode", decode)):
                 if not any(pd.isna(row.get(c)) for c in (key, f"{key}_ci_lo", f"{key}_ci_hi")):
+                    note = _overhead(row) if key == "decode" else ""
                     into.append(Ratio(float(row[key]), float(row[f"{key}_ci_lo"]), float(row[f"{key}_ci_hi"]),
-                                      device))
+                                      device, note))
     return train, decode, used
+
+
+# Below this fraction of the memory bandwidth a decode step is bound by kernel launches and framework overhead, not by
+# the bytes the choice moves: its ratio is marked so, beside the ratio its bytes alone give (the roofline's).
+OVERHEAD_BOUND = 0.5
+
+
+def _overhead(row: pd.Series) -> str:
+    util = row.get("decode_bw_util")
+    if util is None or pd.isna(util) or float(util) >= OVERHEAD_BOUND:
+        return ""
+    roofline = row.get("decode_roofline")
+    known = roofline is not None and pd.notna(roofline)
+    bytes_alone = f"; the bytes alone give {float(roofline):.2f}×" if known else ""
+    return f"overhead-bound at {float(util):.0%} of memory bandwidth{bytes_alone}"
 
 
 def _loss(summary: pd.DataFrame | None, worth: pd.DataFrame, table: pd.DataFrame, sweeps: list[str],

@@ -118,3 +118,12 @@ def test_a_built_report_has_no_prose_line_over_the_limit_and_its_top_tier_first(
     headings = [ln for ln in lines if ln.startswith("## ")]
     assert headings[:4] == ["## Verdicts", "## Cost", "## Quality", "## Details"]
     assert headings.index("## Appendix: method and setup") > headings.index("## Details")
+
+
+def test_a_decode_step_far_below_its_memory_roofline_is_marked_as_overhead_bound():
+    from ablations.report.verdicts import OVERHEAD_BOUND, _overhead
+
+    slow = _overhead(pd.Series({"decode_bw_util": 0.04, "decode_roofline": 0.325}))
+    assert slow == "overhead-bound at 4% of memory bandwidth; the bytes alone give 0.33×"
+    assert _overhead(pd.Series({"decode_bw_util": OVERHEAD_BOUND, "decode_roofline": 0.325})) == ""
+    assert _overhead(pd.Series({"decode_bw_util": float("nan")})) == ""
