@@ -1,10 +1,12 @@
 """The headline table: what each flip of the ``all`` sweep buys against the GPT-2 block, from one or more results
 tables (the reference's, and the ``transfer`` sweep's when given for the transfer column).
 
-It is the "what each choice buys" table the report opens with (``ablations.report.buys``), restricted to the
-``all`` sweep: one row per choice in the declarations' order, Llama-2's block last. The README shows it;
-``tests/report/test_headline.py`` checks that the README holds what this module builds from the committed reference,
-so a rebuilt reference cannot leave it stale. ``python -m ablations.report.headline FOLDER...`` prints it.
+It is the "what each choice buys" table (``ablations.report.buys``), restricted to the ``all`` sweep: one row per
+choice in the declarations' order, Llama-2's block last; docs/findings.md shows it whole
+(``python -m ablations.report.headline FOLDER...`` prints it). The README's "What it found" holds the verdict block,
+the known answers in one sentence and ``README_COLUMNS`` of the table, built from ``README_SOURCES``
+(``python -m ablations.report.headline --readme --write``). ``tests/report/test_headline.py`` checks both copies
+against what this module builds from the committed reference, so a rebuilt reference cannot leave them stale.
 """
 
 from __future__ import annotations
@@ -154,6 +156,19 @@ def readme_text(table: pd.DataFrame, sweep: str = SWEEP) -> str:
                       readme_table(table, sweep, multipliers)])
 
 
+# The README's findings lie between these two lines; ``--readme --write`` replaces what is between them.
+README_START = "<!-- findings: python -m ablations.report.headline --readme -->"
+README_END = "<!-- /findings -->"
+
+
+def with_findings(readme: str, findings: str) -> str:
+    """``readme`` with ``findings`` between its markers."""
+    if README_START not in readme or README_END not in readme:
+        raise ReportError(f"the README has no {README_START} ... {README_END} block to fill")
+    head, rest = readme.split(README_START, 1)
+    return f"{head}{README_START}\n{findings}\n{README_END}{rest.split(README_END, 1)[1]}"
+
+
 def load_sources(folders: list[Path]) -> pd.DataFrame:
     return pd.concat([load_table(f) for f in folders], ignore_index=True)
 
@@ -166,11 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep", default=SWEEP)
     parser.add_argument("--readme", action="store_true",
                         help="the README's findings, from README_SOURCES, as they go between its markers")
+    parser.add_argument("--write", action="store_true", help="with --readme: write them into README.md")
     args = parser.parse_args(argv)
     root = Path(__file__).resolve().parents[2]
     try:
         if args.readme:
-            print(readme_text(load_sources([root / f for f in README_SOURCES]), args.sweep))
+            findings = readme_text(load_sources([root / f for f in README_SOURCES]), args.sweep)
+            if args.write:
+                readme = root / "README.md"
+                readme.write_text(with_findings(readme.read_text(), findings))
+            else:
+                print(findings)
             return 0
         if not args.folders:
             parser.error("give the folders, or --readme")

@@ -11,14 +11,23 @@ import pytest
 
 from ablations.report.flips import flip_name
 from ablations.report.formatting import number_word
-from ablations.report.headline import baseline_line, headline_table, main
+from ablations.report.headline import (
+    README_END,
+    README_SOURCES,
+    README_START,
+    baseline_line,
+    headline_table,
+    load_sources,
+    main,
+    readme_text,
+)
 from ablations.report.tables import ReportError, load_table
 from blockbench import choices
 from components import ArchConfig, ModelConfig, llama2_block
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "results" / "reference"
-COPIES = [ROOT / "README.md", ROOT / "docs" / "findings.md"]
+COPIES = [ROOT / "docs" / "findings.md"]
 HEADER = "| choice | params"
 
 
@@ -46,6 +55,17 @@ def test_the_baseline_line_is_quoted_where_the_table_is(reference):
     line = baseline_line(reference)
     for path in COPIES:
         assert line in path.read_text().replace("\n", " "), f"{path.name} should quote the A/A line: {line}"
+
+
+def test_the_readmes_findings_are_what_its_sources_build_now():
+    readme = (ROOT / "README.md").read_text()
+    shown = readme.split(README_START, 1)[1].split(README_END, 1)[0].strip("\n")
+    built = readme_text(load_sources([ROOT / f for f in README_SOURCES]))
+    assert shown == built, "README's findings are stale: python -m ablations.report.headline --readme --write"
+    table = [ln for ln in shown.splitlines() if ln.startswith("| ")]
+    assert table and len(table[0].split(" | ")) <= 7  # the README's table: at most 7 columns
+    assert sum(ln.startswith("- **") for ln in shown.splitlines()) <= 8  # the verdicts: at most 8 lines
+    assert readme.index(README_START) < readme.index("## Choices and sweeps")
 
 
 def test_one_row_per_flip_in_declaration_order_llama2_last(reference):
