@@ -16,6 +16,7 @@ horizons is ``transfer.decision_accuracy`` with the horizon's steps as its scale
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -79,6 +80,46 @@ def horizon_table(summary: pd.DataFrame, worth: pd.DataFrame, table: pd.DataFram
             else f"no: {_short(first)} → {_short(last)}")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The horizon the headline reads: the shortest whose k lies within the longest's interval for every choice
+    (``settled_horizon``), with each choice's k over every horizon beside it."""
+
+    steps: float
+    bytes_per_param: float
+    longest: bool  # no shorter horizon settled: the longest's k, with the range over horizons
+    ranges: dict[str, tuple[float, float]]  # choice -> (lowest, highest) k over the horizons
+
+    def line(self, labels: dict[str, str] | None = None) -> str:
+        spread = "; ".join(f"{(labels or {}).get(v, v)} {lo:.3g}–{hi:.3g}×" for v, (lo, hi) in self.ranges.items())
+        why = ("no shorter horizon's k lies within the longest's interval for every choice, so the longest's"
+               if self.longest else "the shortest horizon whose k lies within the longest's 95% interval for every "
+               "choice")
+        return (f"**Where k has stopped moving: {self.bytes_per_param:.3g} bytes per parameter**, {why} (k over "
+                f"the horizons: {spread}).")
+
+
+def settled_horizon(worth: pd.DataFrame, bpp: pd.Series) -> Settled | None:
+    """The shortest horizon (``bpp``: bytes per parameter by steps) at which every choice's k in FLOPs lies within
+    the longest horizon's 95% interval; the longest itself where no shorter one does. None without k at the longest
+    horizon for some choice."""
+    w = worth[(worth["sweep"] == SWEEP) & worth["expected"].isna()] if not worth.empty else worth
+    if w.empty or bpp.empty:
+        return None
+    w = w.assign(train_steps=pd.to_numeric(w["train_steps"], errors="coerce"))
+    longest = float(bpp.idxmax())
+    last = w[w["train_steps"] == longest].set_index("variant")
+    if last.empty or last[["k_flops_lo", "k_flops_hi"]].isna().any().any():
+        return None
+    ranges = {str(v): (float(g["k_flops"].min()), float(g["k_flops"].max())) for v, g in w.groupby("variant")}
+    for steps in sorted(bpp.index):
+        here = w[w["train_steps"] == steps].set_index("variant")
+        if set(here.index) >= set(last.index) and all(
+                last.loc[v, "k_flops_lo"] <= here.loc[v, "k_flops"] <= last.loc[v, "k_flops_hi"] for v in last.index):
+            return Settled(float(steps), float(bpp[steps]), float(steps) == longest, ranges)
+    return Settled(longest, float(bpp[longest]), True, ranges)
 
 
 def accuracy(table: pd.DataFrame) -> pd.DataFrame:

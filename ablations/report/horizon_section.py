@@ -52,6 +52,9 @@ def horizon_lines(summary: pd.DataFrame | None, table: pd.DataFrame, worth: pd.D
              "in FLOPs [95% CI, the fit's error included]. Trend: k's factor per doubling of bytes per parameter "
              f"(least squares over every seed and horizon). The last column compares the verdict at {near} with "
              "the longest's.", "", markdown_table(per), ""]
+    settled = horizon.settled_horizon(worth, bpp)
+    if settled is not None:
+        lines += [settled.line(_labels(rows)), ""]
     accuracy = horizon.accuracy(rows)
     if not accuracy.empty:
         lines += ["Decision accuracy, as DataDecide defines it: of every pair of arms (the baseline among them), the "

@@ -11,6 +11,7 @@ import pytest
 
 from ablations.config.generated_sweeps import HORIZON_TRAIN, horizons
 from ablations.quality import horizon
+from ablations.quality.horizon import settled_horizon
 from ablations.quality.transfer import decision_accuracy
 from ablations.roofline.work import lm_params
 from ablations.runner import plan_point
@@ -89,3 +90,28 @@ def test_the_quality_summary_lists_each_variants_horizons_together_and_names_the
     table = table[table["variant"].isin(["gpt2", "rope"]) & (table["metric"] == "val_loss")]
     names = [" ".join(line.split()[:3]) for line in report(table).splitlines() if line.startswith("  ")]
     assert names == [f"{v} {n} steps" for v in ("gpt2", "rope") for n in (55, 165, 440, 1100)]
+
+
+def _worth(ks: dict[str, list[float]], half: float = 0.1) -> pd.DataFrame:
+    """A worth frame of the horizon sweep: each choice's k at horizons of 100, 200, 400 steps, the interval ±half."""
+    rows = [dict(sweep="horizon", expected=np.nan, variant=v, train_steps=steps, k_flops=k, k_flops_lo=k - half,
+                 k_flops_hi=k + half) for v, seq in ks.items() for steps, k in zip((100, 200, 400), seq, strict=True)]
+    return pd.DataFrame(rows)
+
+
+BPP = pd.Series({100: 2.0, 200: 4.0, 400: 8.0})
+
+
+def test_the_headline_horizon_is_the_shortest_whose_k_lies_in_the_longests_interval_for_every_choice():
+    settled = settled_horizon(_worth({"rope": [1.3, 1.95, 2.0], "swiglu": [1.0, 1.12, 1.1]}), BPP)
+    assert settled.steps == 200 and settled.bytes_per_param == 4.0 and not settled.longest
+    assert settled.ranges == {"rope": (1.3, 2.0), "swiglu": (1.0, 1.12)}
+    # one choice still moving at the middle horizon: only the longest holds every k
+    moving = settled_horizon(_worth({"rope": [1.3, 1.95, 2.0], "swiglu": [1.0, 1.3, 1.5]}), BPP)
+    assert moving.steps == 400 and moving.longest and "so the longest's" in moving.line()
+
+
+def test_no_headline_horizon_without_an_interval_at_the_longest():
+    w = _worth({"rope": [1.3, 1.95, 2.0]})
+    w.loc[w["train_steps"] == 400, "k_flops_hi"] = np.nan
+    assert settled_horizon(w, BPP) is None
