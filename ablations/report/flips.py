@@ -53,3 +53,10 @@ def flip_order(row: pd.Series) -> int:
         return tail[row["variant"]]
     first = moved(arch_from_row(row))
     return first[0][0] if first else len(choices()) if untied(arch_from_row(row)) else len(choices()) + 3
+
+
+def flip_labels(rows: pd.DataFrame) -> dict[str, str]:
+    """Each variant of ``rows`` as the flip it makes (``LayerNorm → RMSNorm``), or its name."""
+    firsts = rows.drop_duplicates("variant")
+    return {str(r["variant"]): flip_name(str(r["variant"]), arch_from_row(r)) or str(r["variant"])
+            for _, r in firsts.iterrows()}

@@ -8,9 +8,8 @@ import pandas as pd
 
 from ablations.quality import horizon
 from ablations.quality.stats import CELL_FAMILIES
-from ablations.report.flips import flip_name
+from ablations.report.flips import flip_labels
 from ablations.report.formatting import markdown_table
-from ablations.results.row_arch import arch_from_row
 
 
 def headline_bytes_per_param(worth: pd.DataFrame) -> float | None:
@@ -18,13 +17,6 @@ def headline_bytes_per_param(worth: pd.DataFrame) -> float | None:
     other = worth[~worth["sweep"].isin(CELL_FAMILIES)] if not worth.empty else worth
     values = other["bytes_per_param"].dropna() if not other.empty else pd.Series(dtype=float)
     return float(values.median()) if len(values) else None
-
-
-def _labels(rows: pd.DataFrame) -> dict[str, str]:
-    """Each variant as the flip it makes (``LayerNorm → RMSNorm``), or its name."""
-    firsts = rows.drop_duplicates("variant")
-    return {str(r["variant"]): flip_name(str(r["variant"]), arch_from_row(r)) or str(r["variant"])
-            for _, r in firsts.iterrows()}
 
 
 def horizon_lines(summary: pd.DataFrame | None, table: pd.DataFrame, worth: pd.DataFrame) -> list[str]:
@@ -37,7 +29,7 @@ def horizon_lines(summary: pd.DataFrame | None, table: pd.DataFrame, worth: pd.D
 
     headline = headline_bytes_per_param(worth)
     per = horizon.horizon_table(summary, worth, rows, seed_readings(rows),
-                                float(bpp.min()) if headline is None else headline, _labels(rows))
+                                float(bpp.min()) if headline is None else headline, flip_labels(rows))
     if per.empty:
         return []
     spans = ", ".join(f"{int(s)} steps: {b:.3g}" for s, b in bpp.items())
@@ -54,7 +46,7 @@ def horizon_lines(summary: pd.DataFrame | None, table: pd.DataFrame, worth: pd.D
              "the longest's.", "", markdown_table(per), ""]
     settled = horizon.settled_horizon(worth, bpp)
     if settled is not None:
-        lines += [settled.line(_labels(rows)), ""]
+        lines += [settled.line(flip_labels(rows)), ""]
     accuracy = horizon.accuracy(rows)
     if not accuracy.empty:
         lines += ["Decision accuracy, as DataDecide defines it: of every pair of arms (the baseline among them), the "

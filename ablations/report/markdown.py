@@ -20,6 +20,7 @@ from ablations.report.answer_tables import answer_tables
 from ablations.report.buys import buys_frame, buys_section
 from ablations.report.comparison import comparison
 from ablations.report.figure_files import remove_stale
+from ablations.report.flips import flip_labels
 from ablations.report.formatting import UNDER_MEASURED, markdown_table, wrap_prose
 from ablations.report.known_answers import trust_lines
 from ablations.report.lr_sections import scan_table, tuned_against_shared
@@ -129,9 +130,10 @@ verdict under Holm-Bonferroni and the effect it could have detected."""
     return lines
 
 
-def tuned_section(summary: pd.DataFrame | None, worth: pd.DataFrame, smoke: bool) -> list[str]:
+def tuned_section(summary: pd.DataFrame | None, worth: pd.DataFrame, smoke: bool,
+                  labels: dict[str, str] | None = None) -> list[str]:
     """Each choice at one shared rate (the ``all`` sweep) beside each arm at its own (``lr_scan``), where both ran."""
-    frame = tuned_against_shared(summary, worth)
+    frame = tuned_against_shared(summary, worth, labels)
     if frame is None or smoke:
         return []
     changed = int(frame["verdict changes"].str.startswith("yes").sum())
@@ -249,7 +251,7 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
         lines += [SMOKE_NOTE, ""]
     lines += trust_lines(worth)
     lines += answer_tables(found, buys_frame(table, cmp, summary[0], worth, withhold=smoke))
-    lines += tuned_section(summary[0], worth, smoke)
+    lines += tuned_section(summary[0], worth, smoke, flip_labels(table))
     # Then every sweep in detail; then how it was measured.
     lines += ["## Details", "", "Every sweep's readings (the tables above draw from them): what each choice buys in "
               "each sweep, then each sweep's speed, size, work, quality and figures.", ""]
