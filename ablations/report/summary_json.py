@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ablations.report.verdicts import Answer, Ratio, time_kind
+from ablations.report.verdicts import OVERHEAD, Answer, Ratio, time_kind
 from ablations.results.durable import write_atomic
 
 SUMMARY = "summary.json"
@@ -22,11 +22,12 @@ VERSION = 1
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
 _RATIO = {
     "type": "object",
-    "required": ["value", "lo", "hi", "device", "reading"],
+    "required": ["value", "lo", "hi", "device", "reading", "note"],
     "additionalProperties": False,
     "properties": {"value": {"type": "number"}, "lo": {"type": "number"}, "hi": {"type": "number"},
                    "device": {"type": "string"},
-                   "reading": {"enum": ["faster", "slower", "no measurable difference"]}},
+                   "reading": {"enum": ["faster", "slower", "no measurable difference", OVERHEAD]},
+                   "note": {"type": "string", "description": "why the ratio may not measure the choice"}},
 }
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -63,7 +64,7 @@ SCHEMA: dict[str, Any] = {
 
 
 def _ratio(r: Ratio) -> dict[str, Any]:
-    return {"value": r.value, "lo": r.lo, "hi": r.hi, "device": r.device, "reading": time_kind(r)}
+    return {"value": r.value, "lo": r.lo, "hi": r.hi, "device": r.device, "reading": time_kind(r), "note": r.note}
 
 
 def _finite(x: float) -> float | None:

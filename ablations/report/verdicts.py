@@ -64,6 +64,8 @@ class Ratio:
     device: str
     # Why the ratio may not measure the choice (a decode step far from its memory roofline measures overhead).
     note: str = ""
+    # The ratio the bytes alone give (the memory roofline's), where the step is overhead-bound.
+    roofline: float | None = None
 
     def cell(self) -> str:
         cell = f"{self.device} {self.value:.3f}× [{self.lo:.3f}, {self.hi:.3f}]"
@@ -100,9 +102,19 @@ class Answer:
         return tuple(dict.fromkeys([*self.timed_in, *([self.trained_in] if self.trained_in else [])]))
 
 
+OVERHEAD = "no verdict"
+# The bytes move the decode step's roofline below this ratio: a choice that saves bytes (GQA), not one that keeps them.
+BYTES_FALL = 0.95
+
+
 def time_kind(r: Ratio) -> str:
-    """What a ratio's interval allows: "faster" (wholly below 1), "slower" (above) or "no measurable difference"."""
-    return "no measurable difference" if r.lo <= 1 <= r.hi else "faster" if r.hi < 1 else "slower"
+    """What a ratio's interval allows: "faster" (wholly below 1), "slower" (above) or "no measurable difference". An
+    overhead-bound ratio (``note``) keeps its reading only where it moved the way its bytes do (faster where they
+    fall); otherwise it measures the overhead, and the reading is ``OVERHEAD``."""
+    kind = "no measurable difference" if r.lo <= 1 <= r.hi else "faster" if r.hi < 1 else "slower"
+    if r.note and not (kind == "faster" and r.roofline is not None and r.roofline < BYTES_FALL):
+        return OVERHEAD
+    return kind
 
 
 def time_phrase(what: str, ratios: tuple[Ratio, ...]) -> str:
@@ -111,7 +123,9 @@ def time_phrase(what: str, ratios: tuple[Ratio, ...]) -> str:
     if len(kinds) == 1:
         kind = kinds.pop()
         cells = ", ".join(r.cell() for r in ratios)
-        return f"{kind} in {what} ({cells})" if kind.startswith("no") else f"{what} {kind} ({cells})"
+        if kind == OVERHEAD:
+            return f"{OVERHEAD} on {what} ({cells})"
+        return f"{kind} in {what} ({cells})" if kind.startswith("no ") else f"{what} {kind} ({cells})"
     return f"{what} " + ", ".join(f"{time_kind(r)} on {r.device} ({r.cell().split(' ', 1)[1]})" for r in ratios)
 
 
@@ -137,7 +151,7 @@ def sentence(answer: Answer, margin: float, regime: bool = True) -> str:
     parts = []
     if answer.train:
         parts.append(time_phrase("train step", answer.train))
-    if any(time_kind(r) != "no measurable difference" for r in answer.decode):
+    if any(time_kind(r) not in ("no measurable difference", OVERHEAD) for r in answer.decode):
         parts.append(time_phrase("decode step", answer.decode))
     if answer.loss is not None:
         parts.append(loss_phrase(answer.loss, margin) + (f" at {answer.loss.where}" if regime else ""))
@@ -224,8 +238,9 @@ def _ratios(cmp: pd.DataFrame, timed: list[str], by_sweep: dict[str, str],
             for key, into in (("train", train), ("decode", decode)):
                 if not any(pd.isna(row.get(c)) for c in (key, f"{key}_ci_lo", f"{key}_ci_hi")):
                     note = _overhead(row) if key == "decode" else ""
+                    roofline = row.get("decode_roofline") if note else None
                     into.append(Ratio(float(row[key]), float(row[f"{key}_ci_lo"]), float(row[f"{key}_ci_hi"]),
-                                      device, note))
+                                      device, note, float(roofline) if roofline is not None else None))
     return train, decode, used
 
 

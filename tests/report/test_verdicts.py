@@ -127,3 +127,12 @@ def test_a_decode_step_far_below_its_memory_roofline_is_marked_as_overhead_bound
     assert slow == "overhead-bound at 4% of memory bandwidth; the bytes alone give 0.33×"
     assert _overhead(pd.Series({"decode_bw_util": OVERHEAD_BOUND, "decode_roofline": 0.325})) == ""
     assert _overhead(pd.Series({"decode_bw_util": float("nan")})) == ""
+
+
+def test_an_overhead_bound_ratio_keeps_its_reading_only_where_it_moved_as_its_bytes_do():
+    from ablations.report.verdicts import OVERHEAD, time_kind
+
+    note = "overhead-bound at 4% of memory bandwidth"
+    assert time_kind(Ratio(1.005, 0.99, 1.03, "H100", note, 0.33)) == OVERHEAD  # GQA on a GPU: launches, not bytes
+    assert time_kind(Ratio(0.97, 0.95, 0.998, "H100", note, 1.0)) == OVERHEAD  # faster with the same bytes
+    assert time_kind(Ratio(0.53, 0.51, 0.54, "CPU", note, 0.33)) == "faster"  # fewer bytes, faster: understated
