@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
@@ -22,6 +23,23 @@ from ablations.report.figure_style import (
 )
 from ablations.report.tables import baseline_name, summary_baseline
 
+# The share of the run whose loss sets a curve's y-axis: the arms differ late, where the first steps' fall would
+# flatten them into one line.
+LATE_SHARE = 0.8
+
+
+def zoom_to_late_steps(ax: Axes, m: pd.DataFrame) -> None:
+    """The y-axis over the last ``LATE_SHARE`` of the steps (the arms' means there, with a margin); the early fall is
+    clipped and said so on the axes."""
+    late = m[m["step"] >= (1 - LATE_SHARE) * m["step"].max()]
+    means = late.groupby(["case", "step"])["value"].mean()
+    if means.empty or m["value"].max() <= means.max():
+        return
+    span = float(means.max() - means.min()) or 0.1
+    ax.set_ylim(float(means.min()) - 0.15 * span, float(means.max()) + 0.35 * span)
+    ax.annotate(f"y-axis: the last {LATE_SHARE:.0%} of the steps (the first steps' loss is above it)",
+                (0.01, 0.99), xycoords="axes fraction", ha="left", va="top", fontsize=7, color="0.35")
+
 
 def training_curves(q: pd.DataFrame) -> Figure | str:
     """Train and validation loss against step, mean over seeds with a 95% bootstrap band."""
@@ -35,6 +53,7 @@ def training_curves(q: pd.DataFrame) -> Figure | str:
         m = rows[rows["metric"] == metric]
         sns.lineplot(data=m.assign(variant=m["case"]), x="step", y="value", hue="variant", hue_order=order,
                      palette=palette(order), errorbar=("ci", 95), n_boot=200, seed=0, ax=ax)
+        zoom_to_late_steps(ax, m)
         ax.set_xlabel("training step")
         ax.set_ylabel(f"{metric.replace('_', ' ')} ({unit_text(m)})")
         ax.set_title(f"{q['sweep'].iloc[0]}: {metric.replace('_', ' ')}, {seeds_text(m)}")

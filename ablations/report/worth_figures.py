@@ -8,6 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ablations.report.axes import log2_x_at, log_ratio
+from ablations.report.figure_style import MARKERS, palette, place_legend
 
 # Lines of equal time to loss on the cost-quality plane: k_steps = c x the step-time ratio.
 EQUAL_TIME = (0.5, 1.0, 2.0, 4.0)
@@ -62,9 +63,12 @@ def cost_quality(w: pd.DataFrame) -> Figure | str:
     ax = fig.subplots()
     k, kb, ka = _ends(w, "k_steps")
     r, rb, ra = _ends(w, "step_ratio")
-    ax.errorbar(r, k, xerr=[rb, ra], yerr=[kb, ka], fmt="o", capsize=3)
-    for xi, yi, label in zip(r, k, w["variant"], strict=True):
-        ax.annotate(str(label), (xi, yi), xytext=(5, 5), textcoords="offset points", fontsize=8)
+    # One colour and marker per variant, named in a legend: labels written beside points that sit together collide.
+    colours = palette(list(w["variant"]))
+    for i, (xi, yi, label) in enumerate(zip(r, k, w["variant"], strict=True)):
+        ax.errorbar([xi], [yi], xerr=[[rb[i]], [ra[i]]], yerr=[[kb[i]], [ka[i]]], fmt=MARKERS[i % len(MARKERS)],
+                    capsize=3, color=colours[label], label=str(label))
+    place_legend(ax, title="variant")
     x_lo, x_hi = min(0.5, float(np.nanmin(r - rb)) * 0.8), max(2.0, float(np.nanmax(r + ra)) * 1.25)
     xs = np.geomspace(x_lo, x_hi, 50)
     for factor in EQUAL_TIME:
