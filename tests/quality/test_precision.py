@@ -5,6 +5,7 @@ that fails trains eagerly with one line, and a bf16 run's losses stay within the
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import replace
 
 import pandas as pd
@@ -193,3 +194,36 @@ def test_the_step_precision_holds_at_every_use_of_one_context():
         with precision:
             assert torch.is_autocast_enabled("cpu") and kernels._CORE_DTYPE == torch.float32
         assert not torch.is_autocast_enabled("cpu") and kernels._CORE_DTYPE is None
+
+
+def test_a_probe_discards_its_slow_first_calls_and_times_interleaved():
+    calls = {"a": 0, "b": 0}
+    order = []
+
+    def slow_first(name: str, first: float, then: float):
+        def fn() -> None:
+            calls[name] += 1
+            order.append(name)
+            time.sleep(first if calls[name] <= 2 else then)
+        return fn
+
+    a, b = precision.paired_medians([slow_first("a", 0.2, 0.001), slow_first("b", 0.2, 0.003)], CPU, repeats=4)
+    assert a < 0.01 and b < 0.01 and a < b  # the two warm-up calls of each never reach the medians
+    assert order[4:] == ["a", "b", "b", "a", "a", "b", "b", "a"]  # ABBA after the warm-up
+
+
+def test_a_bf16_gain_beyond_what_the_square_products_allow_is_measured_again(monkeypatch):
+    reads = iter([50.0, 6.0, 5.8])  # the first read disturbed by load, then the machine's
+    gains = {}
+
+    def rate(device, dtype, m, k, n):
+        if m == k == n:  # the square products: the machine's peaks, bf16 6x float32
+            return 6e11 if dtype == "bfloat16" else 1e11
+        if dtype == "bfloat16":
+            gains["now"] = next(reads)
+            return 1e11 * gains["now"]
+        return 1e11
+
+    monkeypatch.setattr(precision, "matmul_rate", rate)
+    chosen, why = precision._choose_precision(_train("train.precision=auto"), CPU)
+    assert chosen == "bfloat16" and "bf16 products 6.00x" in why and "reads 50x, 6x, 5.8x" in why
