@@ -81,3 +81,18 @@ def test_reuse_scans_says_in_one_line_when_a_folder_holds_no_scan(tmp_path, caps
     assert reuse_scans([str(tmp_path / "rows"), str(tmp_path / "sweep")]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "lr_scan_loss" in err[0]
+
+
+def test_an_eager_step_reruns_two_seeds_to_the_same_losses_bit_for_bit():
+    short = ("train.steps=4", "train.warmup=1", "train.eval_interval=4", "train.extrapolation=[1]", "train.budgets=[]",
+             "train.seeds=[0,1]", "train.target_mde=null", "train.min_seeds=null", "train.max_seeds=null",
+             "train.compile=false")
+
+    def finals() -> dict[int, float]:
+        torch.set_num_threads(1)
+        rows = Rows(base={"sweep": "test", "variant": "v", "seed": 0, "point": "p"})
+        run_quality(plan_point(composed(*short)).quality, rows, torch.device("cpu"))
+        return {r["seed"]: r["value"] for r in rows.rows if r["metric"] == "val_loss" and r["mode"] == "final"}
+
+    first, again = finals(), finals()
+    assert len(first) == 2 and first == again  # exactly equal, not close
