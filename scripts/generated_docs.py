@@ -20,7 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ablations.config.doc_text import committed_page, site_page  # noqa: E402
+from ablations.config.doc_text import SNIPPETS, committed_page, site_page  # noqa: E402
+from ablations.report.glossary import glossary_markdown  # noqa: E402
+from ablations.report.summary_json import schema_text  # noqa: E402
+
+# Text the report's modules render, registered here: the configuration layer that holds the other snippets may not
+# import the report's.
+SNIPPETS.update({"glossary": lambda github: glossary_markdown(), "summary-schema": lambda github: schema_text()})
 
 README = ROOT / "README.md"
 

@@ -195,6 +195,7 @@ def test_mkdocs_runs_the_hook_that_fills_the_markers():
 
 def test_every_marker_names_generated_text_and_each_is_asked_for_where_the_docs_need_it():
     from ablations.config.doc_text import SNIPPETS, names_in
+    from scripts.generated_docs import on_page_markdown  # noqa: F401  (the hook registers the report's snippets)
 
     asked = {page.relative_to(ROOT).as_posix(): names_in(page_text(page)) for page in [*PAGES, README]}
     unknown = {page: names for page, names in asked.items() if set(names) - set(SNIPPETS)}
@@ -202,6 +203,7 @@ def test_every_marker_names_generated_text_and_each_is_asked_for_where_the_docs_
     assert asked["README.md"] == ["choice-table"] and asked["docs/index.md"] == []  # the home page links the README
     assert asked["docs/choices.md"] == ["run-help-choices", "choice-details"]
     assert asked["docs/methodology.md"] == ["run-help-sweeps"]
+    assert asked["docs/glossary.md"] == ["glossary"] and asked["docs/results.md"] == ["summary-schema"]
 
 
 def test_the_hook_puts_the_current_help_into_the_pages():

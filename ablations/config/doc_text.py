@@ -108,21 +108,7 @@ SNIPPETS: dict[str, Callable[[bool], str]] = {
     "run-help-choices": lambda github: _fenced(help_section("Design choices")),
     "choice-table": choice_table,
     "choice-details": details_table,
-    "summary-schema": lambda github: _summary_schema(),
-    "glossary": lambda github: _glossary(),
 }
-
-
-def _glossary() -> str:
-    from ablations.report.glossary import glossary_markdown
-
-    return glossary_markdown()
-
-
-def _summary_schema() -> str:
-    from ablations.report.summary_json import schema_text  # the report's modules, only when a page asks
-
-    return schema_text()
 
 
 def snippet(name: str, github: bool) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from ablations.config.errors import UsageError, command, prog
 from ablations.quality.ledger import Ledger
 from ablations.quality.tuning import restore_scans
-from ablations.report.tables import ReportError, load_table
+from ablations.results.table import TableError, load
 
 
 @command("reuse-scans")
@@ -24,8 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("sweep", type=Path, metavar="SWEEP_DIR", help="the sweep folder (hydra.sweep.dir) to fill")
     args = parser.parse_args(argv)
     try:
-        table = load_table(args.rows)
-    except ReportError as exc:
+        table = load(args.rows)
+    except TableError as exc:
         raise UsageError(str(exc)) from None
     if "arm" not in table or not (table["metric"] == "lr_scan_loss").any():
         raise UsageError(f"{args.rows}: no lr_scan_loss rows with an arm column (a run with train.lr_scan=true)")

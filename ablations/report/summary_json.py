@@ -2,7 +2,7 @@
 
 Per choice: the sweeps it was read from, the train-step and decode-step time ratios per device, the final loss
 difference (interval, verdict, seeds, regime) and the compute multiplier's text, each as the report shows it. The
-file's shape is ``SCHEMA`` (JSON Schema, versioned by ``VERSION``; docs/results.md shows it), and
+file's shape is ``ablations.results.summary_schema.SCHEMA`` (versioned by ``VERSION``; docs/results.md shows it), and
 ``blockbench compare OLD.json NEW.json`` reads two of them (``ablations.tools.compare_summaries``).
 """
 
@@ -14,53 +14,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ablations.report.verdicts import OVERHEAD, Answer, Ratio, time_kind
+from ablations.report.verdicts import Answer, Ratio, time_kind
 from ablations.results.durable import write_atomic
-
-SUMMARY = "summary.json"
-VERSION = 1
-_NUMBER_OR_NULL = {"type": ["number", "null"]}
-_RATIO = {
-    "type": "object",
-    "required": ["value", "lo", "hi", "device", "reading", "note"],
-    "additionalProperties": False,
-    "properties": {"value": {"type": "number"}, "lo": {"type": "number"}, "hi": {"type": "number"},
-                   "device": {"type": "string"},
-                   "reading": {"enum": ["faster", "slower", "no measurable difference", OVERHEAD]},
-                   "note": {"type": "string", "description": "why the ratio may not measure the choice"}},
-}
-SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "blockbench summary",
-    "type": "object",
-    "required": ["schema_version", "sweeps", "smoke", "choices"],
-    "additionalProperties": False,
-    "properties": {
-        "schema_version": {"const": VERSION},
-        "sweeps": {"type": "array", "items": {"type": "string"}},
-        "smoke": {"type": "boolean", "description": "a smoke run: no verdicts, numbers not for quoting"},
-        "choices": {"type": "array", "items": {
-            "type": "object",
-            "required": ["choice", "sweeps", "train_step", "decode_step", "loss"],
-            "additionalProperties": False,
-            "properties": {
-                "choice": {"type": "string", "description": "the flip of GPT-2's block, as the report names it"},
-                "sweeps": {"type": "array", "items": {"type": "string"}},
-                "train_step": {"type": "array", "items": _RATIO, "description": "variant over baseline, per device"},
-                "decode_step": {"type": "array", "items": _RATIO},
-                "loss": {"oneOf": [{"type": "null"}, {
-                    "type": "object",
-                    "required": ["diff", "lo", "hi", "verdict", "seeds", "unit", "regime", "compute_multiplier"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "diff": {"type": "number"}, "lo": _NUMBER_OR_NULL, "hi": _NUMBER_OR_NULL,
-                        "verdict": {"type": "string"}, "seeds": {"type": "integer"}, "unit": {"type": "string"},
-                        "regime": {"type": "string"},
-                        "compute_multiplier": {"type": ["string", "null"]},
-                    }}]},
-            }}},
-    },
-}
+from ablations.results.summary_schema import SCHEMA, SUMMARY, VERSION
 
 
 def _ratio(r: Ratio) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from ablations.report.flips import flip_name, flip_order, moved
 from ablations.report.formatting import signed
 from ablations.report.published import GPT2, no_worse_margin
 from ablations.results.row_arch import arch_from_row
+from ablations.results.summary_schema import FASTER, NO_DIFFERENCE, OVERHEAD, SLOWER
 from components import ArchConfig
 
 # The sweeps whose reading is the answer, most preferred first: every choice on one baseline, each arm at its own
@@ -102,7 +103,6 @@ class Answer:
         return tuple(dict.fromkeys([*self.timed_in, *([self.trained_in] if self.trained_in else [])]))
 
 
-OVERHEAD = "no verdict"
 # The bytes move the decode step's roofline below this ratio: a choice that saves bytes (GQA), not one that keeps them.
 BYTES_FALL = 0.95
 
@@ -111,8 +111,8 @@ def time_kind(r: Ratio) -> str:
     """What a ratio's interval allows: "faster" (wholly below 1), "slower" (above) or "no measurable difference". An
     overhead-bound ratio (``note``) keeps its reading only where it moved the way its bytes do (faster where they
     fall); otherwise it measures the overhead, and the reading is ``OVERHEAD``."""
-    kind = "no measurable difference" if r.lo <= 1 <= r.hi else "faster" if r.hi < 1 else "slower"
-    if r.note and not (kind == "faster" and r.roofline is not None and r.roofline < BYTES_FALL):
+    kind = NO_DIFFERENCE if r.lo <= 1 <= r.hi else FASTER if r.hi < 1 else SLOWER
+    if r.note and not (kind == FASTER and r.roofline is not None and r.roofline < BYTES_FALL):
         return OVERHEAD
     return kind
 
@@ -151,7 +151,7 @@ def sentence(answer: Answer, margin: float, regime: bool = True) -> str:
     parts = []
     if answer.train:
         parts.append(time_phrase("train step", answer.train))
-    if any(time_kind(r) not in ("no measurable difference", OVERHEAD) for r in answer.decode):
+    if any(time_kind(r) not in (NO_DIFFERENCE, OVERHEAD) for r in answer.decode):
         parts.append(time_phrase("decode step", answer.decode))
     if answer.loss is not None:
         parts.append(loss_phrase(answer.loss, margin) + (f" at {answer.loss.where}" if regime else ""))

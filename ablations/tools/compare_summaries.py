@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ablations.config.errors import UsageError
-from ablations.report.summary_json import VERSION
+from ablations.results.summary_schema import VERSION
 
 
 def load_summary(path: Path) -> dict[str, Any]:

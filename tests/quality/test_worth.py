@@ -80,7 +80,8 @@ def test_the_report_opens_with_what_each_choice_buys_and_its_calibration(tmp_pat
     table["sweep"], table["status"] = "norm", table["status"].fillna("ok")
     text = build_report(tmp_path, table, draw_figures=False).read_text()
     sections = [line for line in text.splitlines() if line.startswith("## ")]
-    assert sections[0] == "## What each choice buys"
+    # The answer's tier first (verdicts, cost, quality), then the details open with what each choice buys.
+    assert sections.index("## What each choice buys") == sections.index("## Details") + 1
     buys = text.split("## What each choice buys")[1].split("\n## ")[0]
     assert "LayerNorm → RMSNorm" in buys and "compute multiplier [CI]" in buys
     assert LEFT_OUT in buys and BETWEEN in buys  # the known answers, each with whether it holds
@@ -88,8 +89,8 @@ def test_the_report_opens_with_what_each_choice_buys_and_its_calibration(tmp_pat
     # The regime the multipliers are read in, beside them: bytes per parameter and the baseline's drop per doubling.
     regime = worth(table).iloc[0]
     assert f"{regime['bytes_per_param']:.3g} bytes per parameter" in buys and regime["bytes_per_param"] > 0
-    # The first lines say whether the multipliers are trusted, as the known answers held.
-    assert ("not trusted" in text.split("## ")[0]) == (not untrusted(worth(table)).empty)
+    # The first lines (before the tables) say whether the multipliers are trusted, as the known answers held.
+    assert ("not trusted" in text.split("## Cost")[0].split("## Quality")[0]) == (not untrusted(worth(table)).empty)
     # No block was timed in this table: no time to loss, said as a dash, not a number.
     row = next(line for line in buys.splitlines() if line.startswith("| LayerNorm → RMSNorm"))
     assert row.count("—") >= 3

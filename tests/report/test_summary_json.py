@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from ablations.report.markdown import build_report
-from ablations.report.summary_json import SCHEMA, SUMMARY, VERSION
+from ablations.results.summary_schema import SCHEMA, SUMMARY, VERSION
 from ablations.tools.compare import main as compare
 
 ROOT = Path(__file__).resolve().parents[2]
