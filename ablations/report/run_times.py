@@ -24,6 +24,9 @@ REFERENCE = ROOT / "results" / "reference"
 PAGE = ROOT / "docs" / "run_times.md"
 
 TIMING, QUALITY, CURVE = "phase_seconds", "train_wall_time", "budget_wall_time"
+# Each learning-rate scan seed's wall time (``ablations.quality.tuning``); a seed a later point reads from the ledger
+# repeats its rows, so each (arm, seed) counts once.
+SCAN = "lr_scan_wall_time"
 # The main job (`+sweep=norm`) at the default settings, from the run of it committed whole (`main_job/README.md` has
 # its end-to-end time against the code before the multiplier): its timing, quality seeds and the baseline's curve.
 MAIN_JOB = (("main_job", "norm", TIMING), ("main_job", "norm", QUALITY), ("main_job", "norm", CURVE))
@@ -68,7 +71,9 @@ def runs(reference: Path = REFERENCE) -> pd.DataFrame:
     out = []
     for folder in run_folders(reference):
         table = load_table(folder)
-        timed = table[table["metric"].isin([TIMING, QUALITY, CURVE])]
+        timed = table[table["metric"].isin([TIMING, QUALITY, CURVE, SCAN])]
+        scans = timed["metric"].eq(SCAN)
+        timed = pd.concat([timed[~scans], timed[scans].drop_duplicates(["arm", "seed"])], ignore_index=True)
         # A sweep measured compiled (``compile=true``) is a run of its own; a quality row's ``compile`` is its
         # training step's, which does not make its sweep another run.
         compiled = timed["compile"].astype(str).eq("True") & timed["metric"].eq(TIMING)
@@ -87,10 +92,11 @@ def runs(reference: Path = REFERENCE) -> pd.DataFrame:
                 "median seed": rows.loc[rows["metric"] == QUALITY, "value"].median(),
                 "curve seeds": rows.loc[rows["metric"] == CURVE, "seed"].nunique(),
                 "curve": seconds.get(CURVE, 0.0),
+                "scan": seconds.get(SCAN, 0.0),
                 "machine": _machine(rows),
             })
     frame = pd.DataFrame(out)
-    frame["total"] = frame[["timing", "quality", "curve"]].sum(axis=1)
+    frame["total"] = frame[["timing", "quality", "curve", "scan"]].sum(axis=1)
     return frame
 
 
@@ -122,7 +128,7 @@ def page(reference: Path = REFERENCE) -> str:
     parts = "\n".join(f"- {what[m]}: {_seconds(s)} s, `{folder}`, sweep `{sweep}` ({row['machine']})"
                       for folder, sweep, m, s, row in job["parts"])
     table = frame.assign(**{column: frame[column].map(_seconds)
-                            for column in ("timing", "quality", "median seed", "curve", "total")})
+                            for column in ("timing", "quality", "median seed", "curve", "scan", "total")})
     for column in ("points timed", "points trained", "curve seeds"):
         table[column] = table[column].map(lambda n: str(n) if n else "—")
     table["folder"] = table["folder"].map(lambda f: f"`{f}`")
@@ -130,19 +136,20 @@ def page(reference: Path = REFERENCE) -> str:
     untimed = f"\nNo wall-time rows (measured before points wrote them): {', '.join(f'`{f}`' for f in missing)}.\n" \
         if missing else ""
     columns = ["folder", "sweep", "points timed", "timing", "points trained", "seeds a point", "quality",
-               "median seed", "curve seeds", "curve", "total", "machine"]
+               "median seed", "curve seeds", "curve", "scan", "total", "machine"]
     return f"""# Run times
 
 **With this page you can** tell how long a sweep, or the main job, takes before you start it.
 
 <!-- Written by `python -m ablations.report.run_times` from results/reference/**/results.csv; do not edit. -->
 
-Every figure is summed from the rows a run wrote: `phase_seconds` for its timing (each point's build, the
-machine's ceilings, every shape, decode and prefill), `train_wall_time` for each quality seed (its training,
-evaluations and extrapolation) and `budget_wall_time` for each seed of the baseline's compute curve
-([Quality](quality.md#what-a-choice-buys-in-compute)). Hydra's start-up, reading the corpus and writing the report
-are not in the rows, so a run takes a little longer end to end. Where a folder's README says something else ran on
-the machine beside it, read its times as upper bounds.
+Every figure is summed from the rows a run wrote: `phase_seconds` for its timing (each point's build, the machine's
+ceilings, every shape, decode and prefill), `train_wall_time` for each quality seed (its training, evaluations and
+extrapolation), `budget_wall_time` for each seed of the baseline's compute curve
+([Quality](quality.md#what-a-choice-buys-in-compute)) and `lr_scan_wall_time` for each learning-rate scan seed
+(each counted once, the seeds a run read from an earlier one's ledger included). Hydra's start-up, reading the
+corpus and writing the report are not in the rows, so a run takes a little longer end to end. Where a folder's
+README says something else ran on the machine beside it, read its times as upper bounds.
 
 ## The main job
 

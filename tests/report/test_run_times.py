@@ -15,6 +15,7 @@ from ablations.report.run_times import (
     PAGE,
     QUALITY,
     REFERENCE,
+    SCAN,
     TIMING,
     main,
     main_job,
@@ -74,3 +75,12 @@ def test_a_reference_without_the_main_jobs_parts_is_one_line(tmp_path, capsys):
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "no phase_seconds rows of sweep 'norm'" in line
     assert not (tmp_path / "page.md").exists()
+
+
+def test_each_scan_seed_counts_once_in_the_total(reference_runs):
+    table = pd.read_csv(REFERENCE / "lr_scan" / "results.csv", low_memory=False)
+    scans = table[table["metric"] == SCAN]
+    assert len(scans) > 100
+    row = reference_runs[reference_runs["folder"] == "results/reference/lr_scan"].iloc[0]
+    assert row["scan"] == pytest.approx(scans.drop_duplicates(["arm", "seed"])["value"].sum())
+    assert row["total"] == pytest.approx(row[["timing", "quality", "curve", "scan"]].sum())
