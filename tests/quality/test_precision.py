@@ -5,7 +5,6 @@ that fails trains eagerly with one line, and a bf16 run's losses stay within the
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import replace
 
 import pandas as pd
@@ -196,7 +195,9 @@ def test_the_step_precision_holds_at_every_use_of_one_context():
         assert not torch.is_autocast_enabled("cpu") and kernels._CORE_DTYPE is None
 
 
-def test_a_probe_discards_its_slow_first_calls_and_times_interleaved():
+def test_a_probe_discards_its_slow_first_calls_and_times_interleaved(monkeypatch):
+    clock = {"now": 0.0}  # a clock the calls advance: what the probe reads, with no wall time in the test
+    monkeypatch.setattr(precision.time, "perf_counter", lambda: clock["now"])
     calls = {"a": 0, "b": 0}
     order = []
 
@@ -204,11 +205,11 @@ def test_a_probe_discards_its_slow_first_calls_and_times_interleaved():
         def fn() -> None:
             calls[name] += 1
             order.append(name)
-            time.sleep(first if calls[name] <= 2 else then)
+            clock["now"] += first if calls[name] <= 2 else then
         return fn
 
-    a, b = precision.paired_medians([slow_first("a", 0.2, 0.001), slow_first("b", 0.2, 0.003)], CPU, repeats=4)
-    assert a < 0.01 and b < 0.01 and a < b  # the two warm-up calls of each never reach the medians
+    a, b = precision.paired_medians([slow_first("a", 5.0, 0.001), slow_first("b", 5.0, 0.003)], CPU, repeats=4)
+    assert (a, b) == (pytest.approx(0.001), pytest.approx(0.003))  # the two warm-up calls never reach the medians
     assert order[4:] == ["a", "b", "b", "a", "a", "b", "b", "a"]  # ABBA after the warm-up
 
 
