@@ -188,7 +188,10 @@ def lr_scan(q: pd.DataFrame) -> Figure | str:
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("peak learning rate (log)")
     ax.set_ylabel(f"final validation loss ({unit_text(rows)})")
-    n = rows["seed"].nunique()
-    ax.set_title(f"{q['sweep'].iloc[0]}: loss against rate, mean of {n} scan seed{'s' if n != 1 else ''} (★ best)")
+    # Each rate's mean is over the seeds it trained: the scan seeds, and the confirmation seeds too at the leaders.
+    per_rate = rows.groupby(["variant", "lr"])["seed"].nunique()
+    few, most = int(per_rate.min()), int(per_rate.max())
+    seeds = f"{few} seed{'s' if few != 1 else ''}" + (f", {most} at the rates confirmed" if most != few else "")
+    ax.set_title(f"{q['sweep'].iloc[0]}: loss against rate, mean of the scan seeds ({seeds}; ★ best)")
     place_legend(ax)
     return fig
