@@ -112,11 +112,9 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
     return frame.reset_index(drop=True)
 
 
-def buys_table(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
-               transfer: pd.Series | None = None, withhold: bool = False) -> str | None:
-    """The table (markdown), with a sweep column when the run holds more than one; None when the run compared no
-    variant with its baseline."""
-    frame = buys_frame(table, cmp, summary, worth, transfer, withhold)
+def buys_table(frame: pd.DataFrame) -> str | None:
+    """``buys_frame``'s table (markdown), with a sweep column when the run holds more than one; None when the run
+    compared no variant with its baseline."""
     if frame.empty:
         return None
     drop = ["variant", "order"] + (["sweep"] if frame["sweep"].nunique() == 1 else [])
@@ -190,17 +188,22 @@ def _transfer(counts: pd.Series | None, variant: str) -> str:
 
 
 def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,
-                 worth: pd.DataFrame, withhold: bool = False) -> list[str]:
-    """The report's first section: what each choice buys, the multiplier's known answers, and the transfer and
-    horizon studies. With ``withhold`` (a smoke run) the verdict words and the agreement are left out: the numbers
-    stay."""
+                 worth: pd.DataFrame, withhold: bool = False) -> tuple[list[str], pd.DataFrame]:
+    """What each choice buys, the multiplier's known answers, and the transfer and horizon studies, with the table's
+    frame (``buys_frame``, its transfer column filled), which the report's top tier reads too. With ``withhold`` (a
+    smoke run) the verdict words and the agreement are left out: the numbers stay."""
     from ablations.report.transfer_section import transfer_lines
 
     transfer, per = transfer_lines(summary, table, worth)
     if summary is not None:
         from ablations.report.horizon_section import horizon_lines
         transfer += horizon_lines(summary, table, worth)
-    body = buys_table(table, cmp, summary, worth, per, withhold)
+    frame = buys_frame(table, cmp, summary, worth, per, withhold)
+    return _section(frame, transfer, worth), frame
+
+
+def _section(frame: pd.DataFrame, transfer: list[str], worth: pd.DataFrame) -> list[str]:
+    body = buys_table(frame)
     known = known_answer_table(worth)
     if body is None and not transfer and known is None:
         return []
@@ -212,8 +215,8 @@ def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame |
                   "loss, as a multiple of the variant's, with its 95% interval over seeds (`>`/`<`: past the budgets "
                   "trained, a bound); time to loss: how many times sooner in wall time the variant reaches the "
                   "baseline's loss (multiplier in steps over the quality model's train-step time ratio), measured "
-                  "here; the same k over the roofline's predicted train-step ratio for Llama-2-7B on one H100 SXM (k "
-                  "measured at the quality model's size, labelled predicted). "
+                  "here; the same k over the roofline's train-step ratio for Llama-2-7B on one H100 SXM (k measured "
+                  "at the quality model's size and assumed to carry over: a scenario, labelled so). "
                   "Published: what the sources the choice's claim cites say of the loss; a published \"no worse\" "
                   f"agrees only where Δ's upper end rules out a harm above {no_worse_margin():g} nats per token.", "",
                   body, ""]

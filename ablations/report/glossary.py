@@ -32,6 +32,9 @@ GLOSSARY: dict[str, str] = {
     "A/A": "The baseline timed against itself; its interval is the noise floor a variant's ratio is read against.",
     "noise floor": "How far the A/A ratio strays from 1: a variant's ratio inside it is no measurable difference.",
     "no measurable difference": "A time ratio whose 95% interval holds 1.",
+    "overhead-bound": "A decode step at under half the machine's memory bandwidth: launches and framework overhead, "
+                      "not the bytes the choice moves, set its time; its ratio gets \"no verdict\" unless it moved "
+                      "as its bytes do.",
     "roofline bound": "The time a kernel would take at the machine's measured peak FLOP rate or memory bandwidth, "
                       "whichever binds; a measured time near it leaves the kernel little to gain.",
     "params": "The variant's parameters against the baseline's, in percent.",

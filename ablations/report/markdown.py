@@ -17,7 +17,7 @@ import pandas as pd
 from ablations.measure.ceilings import MEASUREMENTS
 from ablations.quality.worth import worth as worth_of
 from ablations.report.answer_tables import answer_tables
-from ablations.report.buys import buys_frame, buys_section
+from ablations.report.buys import buys_section
 from ablations.report.comparison import comparison
 from ablations.report.figure_files import remove_stale
 from ablations.report.flips import flip_labels
@@ -250,12 +250,13 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     if smoke:
         lines += [SMOKE_NOTE, ""]
     lines += trust_lines(worth)
-    lines += answer_tables(found, buys_frame(table, cmp, summary[0], worth, withhold=smoke))
+    buys, frame = buys_section(table, cmp, summary[0], worth, withhold=smoke)
+    lines += answer_tables(found, frame)
     lines += tuned_section(summary[0], worth, smoke, flip_labels(table))
     # Then every sweep in detail; then how it was measured.
     lines += ["## Details", "", "Every sweep's readings (the tables above draw from them): what each choice buys in "
               "each sweep, then each sweep's speed, size, work, quality and figures.", ""]
-    lines += buys_section(table, cmp, summary[0], worth, withhold=smoke)
+    lines += buys
     for sweep in sweeps:
         sweep_cmp = cmp[cmp["sweep"] == sweep] if not cmp.empty else cmp
         lines += sweep_section(sweep, measured[measured["sweep"] == sweep], sweep_cmp,

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ablations.quality.learning_rate import SCANNED, TUNED
 from ablations.report.flips import flip_name, flip_order, moved
 from ablations.report.formatting import signed
-from ablations.report.published import GPT2, no_worse_margin
+from ablations.report.published import GPT2, NONE, no_worse_margin
 from ablations.results.row_arch import arch_from_row
 from ablations.results.summary_schema import FASTER, NO_DIFFERENCE, OVERHEAD, SLOWER
 from components import ArchConfig
@@ -35,8 +36,8 @@ from components import ArchConfig
 ANSWER_SWEEPS = ("lr_scan", "all")
 # The block's length limit: one line per choice.
 MAX_LINES = 8
-# Verdict words of ``ablations.quality.stats.verdict``.
-BETTER, WORSE, NONE = "better", "worse", "no detectable difference"
+# Verdict words of ``ablations.quality.stats.verdict`` (its third, ``NONE``, named once in ``published``).
+BETTER, WORSE = "better", "worse"
 # Where a report links its terms: the docs page generated from ``ablations.report.glossary``, under the repository
 # the package's metadata names (pyproject.toml's [project.urls]).
 GLOSSARY_PAGE = "blob/main/docs/glossary.md"
@@ -277,11 +278,29 @@ def _loss(summary: pd.DataFrame | None, worth: pd.DataFrame, table: pd.DataFrame
             and pd.notna(w["bytes_per_param"].iloc[0]) else ""
         steps = _steps(table, sweep, by_sweep[sweep])
         where = f"d={int(r['d_model'])}{steps}{bpp}" if pd.notna(r.get("d_model")) else "the quality model"
+        where += _rates(table, sweep, by_sweep[sweep])
         n = int(r["diff_n"]) if pd.notna(r.get("diff_n")) else 0
         unit = str(r["unit"]) if isinstance(r.get("unit"), str) else "nats/byte"
         return Loss(float(r["diff"]), float(r["diff_lo"]), float(r["diff_hi"]), str(r["verdict"]), n, unit, k,
                     where), sweep
     return None, None
+
+
+def _rates(table: pd.DataFrame, sweep: str, variant: str) -> str:
+    """The learning rates the two arms trained at, from their final-loss rows: one shared rate, or each its own."""
+    f = table[(table["sweep"] == sweep) & (table["metric"] == "val_loss") & (table["mode"] == "final")]
+    if "lr" not in f:
+        return ""
+    own, base = (f[f["variant"] == v] for v in (variant, GPT2))
+    rates = [sorted(pd.to_numeric(arm["lr"], errors="coerce").dropna().unique()) for arm in (own, base)]
+    if not all(rates):
+        return ""
+    sources = f.get("lr_source", pd.Series(dtype=object)).dropna().astype(str)
+    tuned = sources.str.startswith((SCANNED, TUNED)).any()
+    if rates[0] == rates[1] and len(rates[0]) == 1 and not tuned:
+        return f", one shared lr {rates[0][0]:g}"
+    own_text, base_text = (", ".join(f"{r:g}" for r in arm) for arm in rates)
+    return f", each arm its own lr ({own_text}; GPT-2 {base_text})"
 
 
 def _steps(table: pd.DataFrame, sweep: str, variant: str) -> str:
@@ -302,9 +321,10 @@ def verdict_block(found: list[Answer], smoke: bool = False) -> list[str]:
     regimes = {a.loss.where for a in shown if a.loss is not None}
     units = {a.loss.unit for a in shown if a.loss is not None}
     one = len(regimes) == 1
-    intro = ("Each choice against GPT-2's block, with its 95% interval: time ratios (below 1 faster); Δ final loss"
+    intro = ("Each choice against GPT-2's block: time ratios with their 95% interval (below 1 faster); Δ final loss"
              + (f" in {next(iter(units))}" if len(units) == 1 else "")
-             + (f" at {next(iter(regimes))}" if one else "")
+             + " with its Holm-level interval"
+             + (f", at {next(iter(regimes))}" if one else "")
              + f" (below 0 better; \"within ±{margin:g}\": the interval rules out more). Terms: "
              + f"[glossary]({glossary_url()}).")
     lines = [sentence(a, margin, regime=not one) for a in shown]

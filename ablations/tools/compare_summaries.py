@@ -39,7 +39,8 @@ def _readings(entry: dict[str, Any]) -> dict[str, tuple[str, str]]:
     loss = entry.get("loss")
     if loss:
         interval = "" if loss["lo"] is None else f" [{loss['lo']:+.3f}, {loss['hi']:+.3f}]"
-        out[f"loss at {loss['regime']}"] = (loss["verdict"], f"Δ {loss['diff']:+.3f}{interval}")
+        # Keyed by what it is, not where: a verdict that changed with its regime is still a changed verdict.
+        out["loss"] = (loss["verdict"], f"Δ {loss['diff']:+.3f}{interval} at {loss['regime']}")
     return out
 
 

@@ -79,3 +79,14 @@ def test_compare_refuses_a_file_that_is_not_a_summary_in_one_line(tmp_path, caps
     assert compare([str(bad), str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "schema_version" in err[0]
+
+
+def test_a_loss_verdict_that_changed_with_its_regime_still_fails_compare(written, tmp_path, capsys):
+    folder, content = written
+    moved = copy.deepcopy(content)
+    loss = next(c["loss"] for c in moved["choices"] if c["loss"])
+    loss.update(regime=loss["regime"] + ", each arm its own lr", verdict="worse")
+    other = tmp_path / "regime.json"
+    other.write_text(json.dumps(moved))
+    assert compare([str(folder / SUMMARY), str(other)]) == 1
+    assert "CHANGED" in capsys.readouterr().out
