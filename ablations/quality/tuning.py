@@ -86,7 +86,7 @@ def scan_arm(arm: Arm, factor: float, start: list[float] | None, corpus: Corpus,
     every = [*protocol.lr_scan_seeds, *protocol.lr_scan_confirm_seeds]
     confirm = (lambda rate: mean_loss(rate, every)) if protocol.lr_scan_confirm_seeds else None
     found = scan(mean_loss, float(protocol.shared_lr), protocol.lr_scan_grid, int(protocol.lr_scan_extend), start,
-                 confirm, int(protocol.lr_scan_leaders))
+                 confirm, int(protocol.lr_scan_leaders), int(protocol.lr_scan_margin))
     at = "" if factor == 1 else f" at {factor:g}x the steps"
     log.info("quality %s learning-rate scan%s: %s", arm.base["variant"], at, found.line())
     chosen = Rows(base=dict(arm.base, lr=found.best, seed=None, lr_source=f"{SCANNED}: {found.line()}"))

@@ -10,6 +10,7 @@ import torch
 import ablations.quality.arms as arms
 from ablations.quality.learning_rate import SCANNED
 from ablations.quality.ledger import Ledger
+from ablations.quality.lr_scan import guarded
 from ablations.quality.reuse_scans import main as reuse_scans
 from ablations.quality.run import run_quality
 from ablations.quality.tuning import restore_scans
@@ -43,15 +44,20 @@ def test_a_scanning_point_records_each_scan_seed_and_evaluates_at_the_rate_chose
     assert status == "ok"
     scanned = pd.DataFrame([r for r in rows if r["metric"] == "lr_scan_loss"])
     tc = plan_point(composed(*SHORT)).quality.train
-    # 3 grid rates and 2 refinements on the scan seeds, the 2 leaders again on the confirmation seeds
-    assert scanned["lr"].nunique() == 5
-    assert len(scanned) == 5 * len(tc.lr_scan_seeds) + 2 * len(tc.lr_scan_confirm_seeds)
+    # the scan seeds at every rate tried, the confirmation seeds at the leaders and their neighbours above
+    confirmed = scanned.groupby("lr")["seed"].nunique()
+    confirmed = confirmed[confirmed == len(tc.lr_scan_seeds) + len(tc.lr_scan_confirm_seeds)].index
+    assert scanned["lr"].nunique() >= 5 and len(confirmed) >= tc.lr_scan_leaders
+    assert len(scanned) == scanned["lr"].nunique() * len(tc.lr_scan_seeds) + len(confirmed) * len(
+        tc.lr_scan_confirm_seeds)
     assert set(scanned["seed"]) == {*tc.lr_scan_seeds, *tc.lr_scan_confirm_seeds}
     (chosen,) = [r for r in rows if r["metric"] == "lr_tuned"]
-    confirmed = scanned.groupby("lr")["seed"].nunique()
-    leaders = confirmed[confirmed == confirmed.max()].index
-    means = scanned[scanned["lr"].isin(leaders)].groupby("lr")["value"].mean()
-    assert chosen["value"] == means.idxmin()  # the best of the leaders over every seed it trained
+    screen = scanned[scanned["seed"].isin(tc.lr_scan_seeds)].groupby("lr")["value"].mean().to_dict()
+    scores = guarded(screen, tc.lr_scan_margin)
+    leaders = sorted(scores, key=lambda r: (scores[r], r))[:tc.lr_scan_leaders]
+    every = scanned[scanned["lr"].isin(confirmed)].groupby("lr")["value"].mean().to_dict()
+    checked = guarded(every, tc.lr_scan_margin, within=sorted(screen))
+    assert chosen["value"] == min(leaders, key=lambda r: (checked[r], r))  # the guarded best over every seed
     finals = [r for r in rows if r["metric"] == "val_loss" and r["mode"] == "final"]
     assert {r["seed"] for r in finals} == set(tc.seeds)
     assert all(r["lr"] == chosen["value"] and r["lr_source"].startswith(SCANNED) for r in finals)
