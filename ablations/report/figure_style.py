@@ -1,7 +1,12 @@
 """The report's figure style and what every figure builder shares: seaborn on matplotlib's Agg backend, one
-colour per variant (the baseline first), the figure grid, the legend outside the axes, units and seeds in labels."""
+colour per variant (the baseline first, and within one report the same colour for a variant in every figure), the
+figure grid, the legend outside the axes, units and seeds in labels."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import matplotlib
 
@@ -29,11 +34,41 @@ MARKERS = ("o", "X", "s", "^", "D", "v")
 DISTINCT_FIRST = (0, 1, 2, 4, 7, 8, 9, 3, 5, 6)
 
 
+# The variants of the report being drawn, in the order that gives each its colour (``report_colours``).
+_REPORT_VARIANTS: ContextVar[tuple[str, ...]] = ContextVar("report_variants", default=())
+
+
+@contextmanager
+def report_colours(variants: Iterable[str]) -> Iterator[None]:
+    """Within the block, a variant takes the colour of its place in ``variants`` (the report's, the answer's arms
+    first) in every figure, so RMSNorm is one colour from the first figure to the last; a figure whose variants would
+    share a colour gives the later one a free colour instead."""
+    token = _REPORT_VARIANTS.set(tuple(dict.fromkeys(str(v) for v in variants)))
+    try:
+        yield
+    finally:
+        _REPORT_VARIANTS.reset(token)
+
+
 def palette(cases: list[str]) -> dict[str, tuple]:
-    """One colour per variant, the baseline first, stable across a sweep's figures."""
+    """One colour per variant, the baseline first, stable across a sweep's figures and, inside ``report_colours``,
+    across the report's; no two cases of one figure share a colour while the palette has colours left."""
     colours = sns.color_palette(PALETTE, len(DISTINCT_FIRST))
     ordered = [colours[i] for i in DISTINCT_FIRST]
-    return {case: ordered[i % len(ordered)] for i, case in enumerate(cases)}
+    fixed = {variant: i % len(ordered) for i, variant in enumerate(_REPORT_VARIANTS.get())}
+    chosen: dict[str, int] = {}
+    for i, case in enumerate(cases):
+        want = fixed.get(_variant_of(str(case)), i % len(ordered))
+        taken = set(chosen.values())
+        if want in taken and len(taken) < len(ordered):
+            want = next(c for c in range(len(ordered)) if c not in taken)
+        chosen[case] = want
+    return {case: ordered[c] for case, c in chosen.items()}
+
+
+def _variant_of(case: str) -> str:
+    """A case's variant: a case is its variant, or the variant with its point in brackets (``gqa2 [1x512]``)."""
+    return case.split(" [", 1)[0]
 
 
 def case_order(frame: pd.DataFrame) -> list[str]:

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from ablations.report.figure_captions import CAPTIONS
 from ablations.report.figure_files import remove_stale
-from ablations.report.figure_style import STYLE
+from ablations.report.figure_style import STYLE, report_colours
 from ablations.report.quality_figures import extrapolation, loss_by_position, lr_scan, scale_effects, training_curves
 from ablations.report.timing_figures import (
     decode_ratio_vs_context,
@@ -28,6 +28,7 @@ from ablations.report.timing_figures import (
     ratio_bars,
     ratio_vs_seq,
 )
+from ablations.report.verdicts import ANSWER_SWEEPS
 from ablations.report.worth_figures import by_horizon, cost_quality, multipliers
 from ablations.results.durable import write_atomic
 
@@ -83,6 +84,16 @@ def save(fig: Figure, folder: Path, stem: str) -> list[Path]:
     return [png, svg]
 
 
+def drawing_order(sweeps: list[str], measured: pd.DataFrame, quality: pd.DataFrame) -> list[str]:
+    """The report's variants in the order that gives each its colour: each sweep's baseline first, then the answer's
+    sweeps' arms (``verdicts.ANSWER_SWEEPS``), then every other sweep's, each as its rows first name them."""
+    frames = [f for f in (quality, measured) if not f.empty and "variant" in f]
+    first = sorted(sweeps, key=lambda sweep: sweep not in ANSWER_SWEEPS)
+    named = [v for sweep in first for f in frames for v in f.loc[f["sweep"] == sweep, "variant"].dropna().astype(str)]
+    bases = [str(b) for f in frames if "baseline" in f for b in f["baseline"].dropna()]
+    return list(dict.fromkeys([*bases, *named]))
+
+
 def draw_all(folder: Path, sweeps: list[str], measured: pd.DataFrame, quality: pd.DataFrame,
              cmp: pd.DataFrame, summary: pd.DataFrame | None = None,
              worth: pd.DataFrame | None = None) -> dict[str, list[str]]:
@@ -95,7 +106,7 @@ def draw_all(folder: Path, sweeps: list[str], measured: pd.DataFrame, quality: p
               "worth": worth if worth is not None else pd.DataFrame()}
     written: set[Path] = set()
     lines: dict[str, list[str]] = {}
-    with matplotlib.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE), report_colours(drawing_order(sweeps, measured, quality)):
         for sweep in sweeps:
             lines[sweep], skipped = [], []
             for kind in FIGURES:

@@ -120,6 +120,7 @@ def _ratio_lines(ax: Axes, rows: pd.DataFrame, hue: str, order: list[str]) -> li
     series = [(h, b) for h in order for b in batches if ((rows[hue] == h) & (rows["batch"] == b)).any()]
     step = min(0.04, 0.3 / max(len(series) - 1, 1))  # in doublings: at most 0.3 between the outermost
     ax.axhline(1, color="0.3", lw=1, zorder=1)
+    drawn: list[tuple[float, float, float, float, tuple]] = []
     for i, (h, b) in enumerate(series):
         m = rows[(rows[hue] == h) & (rows["batch"] == b)].groupby("seq_len")[["value", "lo", "hi"]].median()
         v, lo, hi = (m[k].to_numpy(dtype=float) for k in ("value", "lo", "hi"))
@@ -127,10 +128,53 @@ def _ratio_lines(ax: Axes, rows: pd.DataFrame, hue: str, order: list[str]) -> li
         x = m.index.to_numpy(dtype=float) * 2 ** (step * (i - (len(series) - 1) / 2))
         ax.errorbar(x, v, yerr=err, color=colours[h], marker=markers[b], ms=5, lw=1.5, capsize=2, elinewidth=1,
                     zorder=2)
+        drawn += list(zip(x, v, lo, hi, [colours[h]] * len(x), strict=True))
+    clipped = clip_outliers(ax, drawn)
     handles = [Line2D([], [], color=colours[h], lw=1.5, label=h) for h in order]
+    if clipped:
+        handles.append(Line2D([], [], color="0.3", marker="^", ls="none", label="interval past the axis (its end)"))
     handles += [Line2D([], [], color="0.3", marker=mk, ls="none", label=f"B={int(b)}") for b, mk in markers.items()]
     handles.append(Line2D([], [], color="0.3", lw=1, label="1 = baseline's time"))
     return handles
+
+
+# How far past the medians' range an interval's end may reach before it is clipped, in log ratio: OUTLIER_REACH of
+# that range, or OUTLIER_WIDTHS times the typical interval's half-width, whichever is more (at least OUTLIER_FLOOR).
+# One wide interval must not flatten the panel the medians are read from; intervals all wide are all shown.
+OUTLIER_REACH, OUTLIER_WIDTHS, OUTLIER_FLOOR = 1.0, 2.0, 0.05
+
+
+def ratio_limits(points: np.ndarray) -> tuple[float, float] | None:
+    """A ratio axis's limits for rows of (median, lo, hi): the medians' range and 1, widened either side by the reach
+    above; None without a finite median."""
+    ok = np.isfinite(points).all(axis=1) & (points > 0).all(axis=1)
+    v, lo, hi = (np.log(points[ok, i]) for i in range(3))
+    if v.size == 0:
+        return None
+    half = float(np.median(np.maximum(hi - v, v - lo)))
+    low, high = min(v.min(), 0.0), max(v.max(), 0.0)
+    reach = max(OUTLIER_REACH * (high - low), OUTLIER_WIDTHS * half, OUTLIER_FLOOR)
+    return float(np.exp(low - reach)), float(np.exp(high + reach))
+
+
+def clip_outliers(ax: Axes, points: list[tuple[float, float, float, float, tuple]]) -> int:
+    """Limit a ratio axis to ``ratio_limits`` of the medians of ``points`` (x, median, lo, hi, colour); each interval
+    end past a limit is drawn to the edge and marked there with an arrowhead and its value. Returns how many were."""
+    limits = ratio_limits(np.array([p[1:4] for p in points], dtype=float).reshape(-1, 3))
+    if limits is None:
+        return 0
+    bottom, top = limits
+    past = [(x, end, colour) for x, _, lo, hi, colour in points for end in (lo, hi)
+            if np.isfinite(end) and not bottom <= end <= top]
+    if not past:
+        return 0
+    ax.set_ylim(bottom, top)
+    for x, end, colour in past:
+        edge, marker, va = (top, "^", "top") if end > top else (bottom, "v", "bottom")
+        ax.plot([x], [edge], marker=marker, color=colour, ms=7, clip_on=False, zorder=3)
+        ax.annotate(f"{end:.3g}", (x, edge), xytext=(4, -2 if va == "top" else 2), textcoords="offset points",
+                    fontsize=7, color="0.25", va=va, annotation_clip=False)
+    return len(past)
 
 
 def measured_vs_roofline(s: pd.DataFrame) -> Figure | str:
@@ -182,8 +226,13 @@ def _diagonal(p: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, title: 
         fig, (ax,) = new_figure(width=6.0)
     colours = palette(order or case_order(p))
     present = [case for case in colours if case in set(p["case"])]
-    sns.scatterplot(data=p, x=x, y=y, hue="case", style="mode", hue_order=present,
-                    palette={case: colours[case] for case in present}, ax=ax)
+    # Variants often share a ratio (a choice that moves no bytes at a shape): each case's markers a size smaller
+    # than the one drawn before, ringed in white, so a point on another shows as a ring inside it, never hidden.
+    sizes = dict(zip(present, np.linspace(140, 40, len(present)) if len(present) > 1 else [80], strict=True))
+    p = p.iloc[np.argsort(p["case"].map({case: i for i, case in enumerate(present)}).to_numpy(), kind="stable")]
+    sns.scatterplot(data=p, x=x, y=y, hue="case", style="mode", hue_order=present, size="case", sizes=sizes,
+                    size_order=present, palette={case: colours[case] for case in present}, edgecolor="white",
+                    linewidth=0.8, legend="brief", ax=ax)
     lo, hi = min(p[x].min(), p[y].min()), max(p[x].max(), p[y].max())
     ax.plot([lo, hi], [lo, hi], color="0.5", linestyle="--", linewidth=1, label=line)
     if scale is not None:

@@ -113,3 +113,37 @@ def test_the_ratio_figures_draw_95_intervals_and_mark_the_aa_floor(synthetic):
     assert any("gpt2" in t and "A/A noise floor" in t for t in labels)
     hatched = [p for p in ax.patches if p.get_hatch()]
     assert hatched and all(abs(p.get_x() + p.get_width() / 2) < 0.5 for p in hatched)  # the baseline's bars, at x=0
+
+
+def test_one_outlying_interval_is_clipped_and_marked_not_allowed_to_flatten_the_panel(synthetic):
+    table = synthetic(quality=False, sweeps=("norm",), failed=False)
+    iv = (table["metric"] == "ratio_interval") & (table["variant"] == "rmsnorm")
+    first = table.index[iv][0]
+    table.loc[first, "hi"] = 1.65  # the wide one a latency panel met
+    fig = ratio_vs_seq(split(table)[0])
+    marked = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert "1.65" in marked
+    assert all(ax.get_ylim()[1] < 1.65 for ax in fig.axes if any(t.get_text() == "1.65" for t in ax.texts))
+    assert any("past the axis" in t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts())
+
+
+def test_a_variant_keeps_its_colour_in_every_figure_of_a_report():
+    from ablations.report.figure_style import palette, report_colours
+
+    with report_colours(["gpt2", "rope", "rmsnorm", "swiglu", "gqa2"]):
+        alone, among = palette(["gpt2", "rmsnorm"]), palette(["gpt2", "gqa2", "rope", "rmsnorm"])
+        assert alone["rmsnorm"] == among["rmsnorm"] and among["gqa2"] == palette(["gqa2"])["gqa2"]
+        crowded = palette(["gpt2", *[f"v{i}" for i in range(9)]])
+        assert len(set(crowded.values())) == 10  # unknown variants take free colours, never a taken one
+    assert palette(["gpt2", "rmsnorm"])["rmsnorm"] != alone["gpt2"]
+
+
+def test_no_point_of_the_roofline_figure_hides_another():
+    """Variants on the same ratio are drawn as concentric markers, the later smaller."""
+    from ablations.report.timing_figures import _diagonal
+
+    p = pd.DataFrame({"case": ["c", "b", "a"], "mode": ["train"] * 3, "x": [0.9, 0.9, 0.9], "y": [1.0, 1.0, 1.0]})
+    fig = _diagonal(p, "x", "y", "x", "y", "t", order=["a", "b", "c"])  # drawn in the order's sizes, not the rows'
+
+    sizes = [float(s) for coll in fig.axes[0].collections for s in np.atleast_1d(coll.get_sizes())]
+    assert len(set(sizes)) == 3 and sorted(sizes, reverse=True) == sizes
