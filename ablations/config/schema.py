@@ -167,6 +167,11 @@ class TrainConfig:
     precision: str = "float32"
     attention_core: str = "same"
     compile: typing.Any = False
+    # Reruns that repeat: train under torch.use_deterministic_algorithms (warn only where an op has no deterministic
+    # kernel). A compiled step's reductions split over threads otherwise sum in whichever order the threads finish,
+    # so a rerun of a seed ends a few thousandths of a nat/byte away; the eager step is bit-identical either way
+    # (docs/quality.md: what it costs).
+    deterministic: bool = False
     # KV heads of the quality model at GQA points; null keeps the point's query heads per KV head where
     # n_heads allows (16 heads, 2 KV -> 8 per KV head -> 4 heads, 1 KV), clamped to [1, n_heads].
     n_kv_heads: int | None = None

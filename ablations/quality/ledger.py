@@ -36,6 +36,8 @@ def arm_id(arch: ArchConfig, tc: TrainConfig, corpus_sha256: str) -> str:
     """Everything that fixes one seed's numbers: the quality model, the training settings and the corpus."""
     train = {k: v for k, v in dataclasses.asdict(tc).items() if k not in NOT_ARM
              and not (k in NEUTRAL_ARM_SETTINGS and NEUTRAL_ARM_SETTINGS[k] == v)}
+    if tc.compile is False:  # the eager step reruns bit for bit with or without it: the same seed either way
+        train.pop("deterministic", None)
     key = json.dumps({"arch": arch.to_dict(), "train": train, "corpus": corpus_sha256}, sort_keys=True,
                      default=str)
     return hashlib.sha1(key.encode()).hexdigest()[:12]

@@ -37,7 +37,7 @@ from ablations.config.schema import TrainConfig
 from ablations.quality import distributed
 from ablations.quality.compiled import CompiledOrEager
 from ablations.quality.seeds import seed_rule
-from ablations.quality.train_step import TimedStep
+from ablations.quality.train_step import TimedStep, deterministic_algorithms
 from components import ArchConfig
 from components.config import ConfigError
 
@@ -242,20 +242,26 @@ _PROBED: dict[str, tuple[float, float, float, str]] = {}
 def _compile_probe(tc: TrainConfig, baseline: ArchConfig, device: torch.device) -> tuple[float, float, float, str]:
     """The baseline's step eager and compiled (median seconds), the compile time (the first compiled call less a
     compiled step), and why compiling failed (empty if it did not). Cached by what sets the step's cost."""
-    cost = {k: getattr(tc, k) for k in ("batch", "context", "precision", "attention_core", "clip", "common_init")}
+    cost = {k: getattr(tc, k) for k in ("batch", "context", "precision", "attention_core", "clip", "common_init",
+                                        "deterministic")}
     key = json.dumps({"arch": baseline.to_dict(), "train": cost, "device": str(device)}, sort_keys=True, default=str)
     if key not in _PROBED:
-        g = torch.Generator().manual_seed(0)
-        w = torch.randint(baseline.model.vocab_size, (int(tc.batch), int(tc.context) + 1), generator=g).to(device)
-        eager_step = TimedStep(baseline, replace(tc, compile=False), 0, w, device)
-        step = TimedStep(baseline, replace(tc, compile=True), 0, w, device)
-        began = time.perf_counter()
-        step()
-        first = time.perf_counter() - began
-        failed = step.forward.failed if isinstance(step.forward, CompiledOrEager) else ""
-        if failed:
-            eager, compiled = median_seconds(eager_step, device, repeats=5), math.inf
-        else:  # interleaved, so that load during the probe slows both alike
-            eager, compiled = paired_medians([eager_step, step], device, repeats=5)
-        _PROBED[key] = (eager, compiled, max(0.0, first - compiled) if not failed else math.inf, failed)
+        with deterministic_algorithms(bool(tc.deterministic)):  # the step as the seeds will run it
+            _PROBED[key] = _probe_compile(tc, baseline, device)
     return _PROBED[key]
+
+
+def _probe_compile(tc: TrainConfig, baseline: ArchConfig, device: torch.device) -> tuple[float, float, float, str]:
+    g = torch.Generator().manual_seed(0)
+    w = torch.randint(baseline.model.vocab_size, (int(tc.batch), int(tc.context) + 1), generator=g).to(device)
+    eager_step = TimedStep(baseline, replace(tc, compile=False), 0, w, device)
+    step = TimedStep(baseline, replace(tc, compile=True), 0, w, device)
+    began = time.perf_counter()
+    step()
+    first = time.perf_counter() - began
+    failed = step.forward.failed if isinstance(step.forward, CompiledOrEager) else ""
+    if failed:
+        eager, compiled = median_seconds(eager_step, device, repeats=5), math.inf
+    else:  # interleaved, so that load during the probe slows both alike
+        eager, compiled = paired_medians([eager_step, step], device, repeats=5)
+    return eager, compiled, max(0.0, first - compiled) if not failed else math.inf, failed

@@ -26,6 +26,7 @@ from ablations.quality.compiled import training_forward
 from ablations.quality.data import Corpus
 from ablations.quality.optimizer import TailAverage, lr_at, make_optimizer
 from ablations.quality.step_precision import autocast
+from ablations.quality.train_step import deterministic_algorithms
 from ablations.quality.validation import curve_spans, loss_by_position, validation_spans, window_losses
 from ablations.quality.windows import chunk_spans, to_device, train_starts, windows
 from components import ArchConfig, LanguageModel, build_lm, common_random_init
@@ -56,7 +57,14 @@ class TrainResult:
 
 def train(arch: ArchConfig, corpus: Corpus, tc: TrainConfig, seed: int, device: torch.device,
           spans: torch.Tensor | None = None, progress: Callable[[str], None] | None = None) -> TrainResult:
-    """Train the quality model ``arch`` for ``tc.steps`` steps of ``tc.batch`` x ``tc.context`` bytes."""
+    """Train the quality model ``arch`` for ``tc.steps`` steps of ``tc.batch`` x ``tc.context`` bytes
+    (``train.deterministic``: under deterministic algorithms, so a rerun repeats bit for bit)."""
+    with deterministic_algorithms(bool(tc.deterministic)):
+        return _train(arch, corpus, tc, seed, device, spans, progress)
+
+
+def _train(arch: ArchConfig, corpus: Corpus, tc: TrainConfig, seed: int, device: torch.device,
+           spans: torch.Tensor | None, progress: Callable[[str], None] | None) -> TrainResult:
     torch.manual_seed(seed)
     model = build_lm(arch, device=device)
     if tc.common_init:

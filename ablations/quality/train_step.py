@@ -4,7 +4,8 @@ call to time (``TimedStep``) for ``ablations.measure.quality_step`` and ``ablati
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -78,3 +79,15 @@ class TimedStep:
         if not math.isfinite(value):  # training_step skipped the update; a timing of that would be no step's
             raise FloatingPointError(f"the quality model's training loss became {value}")
         return value
+
+
+@contextmanager
+def deterministic_algorithms(on: bool) -> Iterator[None]:
+    """``torch.use_deterministic_algorithms(on)`` for the block, warning (not failing) where an op has no
+    deterministic kernel; the caller's setting restored after."""
+    before, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(on, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before, warn_only=warn)

@@ -38,7 +38,7 @@ NEUTRAL_PROFILE_SETTINGS = {"target_halfwidth": None, "min_rounds": None, "max_r
 # seeds, one global init stream, the final loss on the curve's windows, no learning-rate check).
 # Train settings added after the seed ledger's arms were first named: left out of an arm's id at these values too
 # (ablations.quality.ledger), so a resumed sweep finds its seeds.
-NEUTRAL_ARM_SETTINGS = {"precision": "float32", "attention_core": "same", "compile": False}
+NEUTRAL_ARM_SETTINGS = {"precision": "float32", "attention_core": "same", "compile": False, "deterministic": False}
 NEUTRAL_TRAIN_SETTINGS = {"target_mde": None, "min_seeds": None, "max_seeds": None, "common_init": False,
                           "final_eval_batches": None, "lr_check": False, "average_last": 0.0, "budgets": [],
                           "budget_seeds": None, "check_budgets": [], **NEUTRAL_ARM_SETTINGS,
