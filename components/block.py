@@ -68,6 +68,12 @@ def through(modules: nn.ModuleList, y: torch.Tensor) -> torch.Tensor:
     return y
 
 
+# The attribute of a Block holding each owned hook's module that runs on the hidden states alone (the first norm,
+# where the block has two): what a choice's component alone is (``ablations.measure.components_alone``). Attention
+# takes the block's rotation and cache too, so it is timed in the block only.
+HOOK_MODULES = {"norm": "norm1", "ffn": "ffn"}
+
+
 class Block(nn.Module):
     """Norms, attention and the FFN, each chosen by name in ``arch``, joined to the residual by ``residual_of``."""
 

@@ -65,6 +65,10 @@ class ProfileConfig:
     # The quality model's training step, variant over baseline (ablations.measure.quality_step): time to loss's
     # denominator. Runs where the point trains and is timed.
     quality_step: bool = True
+    # Each component the point's choice swaps (its norm, its FFN) timed alone at the headline shape, forward and
+    # backward, beside its bytes and FLOPs (ablations.measure.components_alone): names the kernel where a choice
+    # that asks less of the machine measures slower.
+    components: bool = True
 
 
 @dataclass

@@ -21,49 +21,16 @@ from ablations.config.schema import ProfileConfig
 from ablations.measure import flops as F
 from ablations.measure.backends import sdpa_backends
 from ablations.measure.ceilings import Ceilings, run_ceilings
+from ablations.measure.components_alone import measure_components
 from ablations.measure.headline_shapes import headline_decode, headline_shape
-from ablations.measure.intervals import Precision, precision_of
+from ablations.measure.intervals import precision_of
 from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
-from ablations.measure.timing import PairedTiming, time_call, time_paired
+from ablations.measure.paired_rows import add_paired, paired_with
+from ablations.measure.timing import time_call
 from ablations.measure.work_rows import add_backend_rows, add_ceiling_rows, add_flop_rows, add_work_rows
 from ablations.results.rows import Rows, Summary
 from ablations.roofline.work import mode_work
 from components import ArchConfig, Decoder, KVCache, build_decoder, count_parameters, new_cache
-
-
-def paired_with(rule: Precision, fn_a: Callable[[], object], fn_b: Callable[[], object],
-                **timed: object) -> PairedTiming:
-    """``time_paired`` under ``rule``: its budget as the rounds, stopping at a look once the ratio's interval is
-    narrow enough (fixed rounds when the rule has one look)."""
-    return time_paired(fn_a, fn_b, rounds=rule.max_rounds, until=rule.done if len(rule.looks) > 1 else None,
-                       **timed)
-
-
-def add_paired(rows: Rows, prefix: str, mode: str, shape: Shape, paired: PairedTiming, tokens: int,
-               rule: Precision | None = None) -> Summary:
-    """Rows for one paired timing: latency of both, the ratio (the headline) with its quartiles, the ratio's 95%
-    interval (``{prefix}ratio_interval``: its relative half-width as the value, the bounds as lo/hi, the rounds
-    used as n, and in ``note`` whether it stopped on its target, its round budget, or ran fixed rounds), and
-    tokens/s."""
-    a, b, ratio = Summary.of(paired.a), Summary.of(paired.b), Summary.of(paired.ratios)
-    rule = rule or Precision(len(paired.ratios), len(paired.ratios))
-    if len(paired.ratios) >= 2:
-        iv = rule.interval(paired.ratios)
-        rows.add(f"{prefix}ratio_interval", iv.halfwidth, "fraction", mode=mode, shape=shape,
-                 statistic=f"ci{100 * rule.confidence:g}", lo=iv.lo, hi=iv.hi, n=len(paired.ratios),
-                 note=f"stopped: {rule.stopped_on(paired.ratios)}")
-    rows.add(f"{prefix}latency", a.median, "s", mode=mode, shape=shape, statistic="median", summary=a)
-    rows.add(f"{prefix}baseline_latency", b.median, "s", mode=mode, shape=shape, statistic="median", summary=b)
-    rows.add(f"{prefix}latency_ratio", ratio.median, "x", mode=mode, shape=shape, statistic="median",
-             summary=ratio)
-    if paired.cpu_share:
-        share = Summary.of(paired.cpu_share)
-        rows.add(f"{prefix}cpu_share", share.median, "fraction", mode=mode, shape=shape, statistic="median",
-                 summary=share)
-    per_s = [tokens / t for t in paired.a]
-    rows.add(f"{prefix}throughput", tokens / a.median, "tokens/s", mode=mode, shape=shape, statistic="median",
-             summary=Summary.of(per_s))
-    return a
 
 
 def finite_or_raise(t: torch.Tensor, what: str) -> None:
@@ -173,6 +140,13 @@ def measure_point(plan: TimingPlan, rows: Rows) -> None:
                         add_backend_rows(rows, mode, sdpa_backends(make(variant, x)))
                     add_work_rows(rows, mode, shape, variant.arch, baseline.arch, latency=latency.get(mode), **ctx)
                 tick(f"{mode} {shape}")
+            if timing and p.components and shape == headline:
+                with phase(rows, "components", shape):
+                    rule = precision_of(p, headline=True)
+                    kept = {k: v for k, v in timed.items() if k != "rounds"}
+                    measure_components(rows, variant.arch, baseline.arch, shape, device, dtype,
+                                       lambda a, b, rule=rule, kept=kept: paired_with(rule, a, b, **kept), rule,
+                                       ceilings)
             if p.flops:
                 with phase(rows, "flops", shape):
                     # Counted as executed; the design's from the work model (less where a window's mask hides keys).

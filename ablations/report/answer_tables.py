@@ -53,6 +53,10 @@ def answer_tables(found: list[Answer], frame: pd.DataFrame) -> list[str]:
     if cost is not None:
         lines += ["## Cost", "", "Time ratios: variant over GPT-2's block, median [95% interval], per device; below "
                   "1 is faster.", "", cost, ""]
+        kernels = [f"- **{a.choice}**, {r.device}: {r.kernel}." for a in found for r in a.train if r.kernel]
+        if kernels:
+            lines += ["Where a choice asks no more of the machine and still measures slower, the component it swaps "
+                      "was timed alone (`component_*` rows):", "", *kernels, ""]
     quality = quality_table(found, frame)
     if quality is not None:
         lines += ["## Quality", "", "Δ loss: the final validation loss difference [Holm-level interval] and verdict; "

@@ -26,6 +26,7 @@ import pandas as pd
 from ablations.quality.learning_rate import SCANNED, TUNED
 from ablations.report.flips import flip_name, flip_order, moved
 from ablations.report.formatting import signed
+from ablations.report.kernel_reading import kernel_note
 from ablations.report.published import GPT2, NONE, no_worse_margin
 from ablations.results.row_arch import arch_from_row
 from ablations.results.summary_schema import FASTER, NO_DIFFERENCE, OVERHEAD, SLOWER
@@ -68,6 +69,9 @@ class Ratio:
     note: str = ""
     # The ratio the bytes alone give (the memory roofline's), where the step is overhead-bound.
     roofline: float | None = None
+    # Where a swapped component asks no more of the machine yet measures slower alone: its kernel, named
+    # (``kernel_reading``); the ratio's reading stands, said beside what costs it.
+    kernel: str = ""
 
     def cell(self) -> str:
         cell = f"{self.device} {self.value:.3f}× [{self.lo:.3f}, {self.hi:.3f}]"
@@ -126,8 +130,11 @@ def time_phrase(what: str, ratios: tuple[Ratio, ...]) -> str:
         cells = ", ".join(r.cell() for r in ratios)
         if kind == OVERHEAD:
             return f"{OVERHEAD} on {what} ({cells})"
-        return f"{kind} in {what} ({cells})" if kind.startswith("no ") else f"{what} {kind} ({cells})"
-    return f"{what} " + ", ".join(f"{time_kind(r)} on {r.device} ({r.cell().split(' ', 1)[1]})" for r in ratios)
+        kernels = "".join(f"; {r.device}: {r.kernel}" for r in ratios if r.kernel)
+        return (f"{kind} in {what} ({cells}{kernels})" if kind.startswith("no ")
+                else f"{what} {kind} ({cells}{kernels})")
+    return f"{what} " + ", ".join(f"{time_kind(r)} on {r.device} ({r.cell().split(' ', 1)[1]}"
+                                  f"{'; ' + r.kernel if r.kernel else ''})" for r in ratios)
 
 
 def loss_phrase(loss: Loss, margin: float) -> str:
@@ -240,8 +247,9 @@ def _ratios(cmp: pd.DataFrame, timed: list[str], by_sweep: dict[str, str],
                 if not any(pd.isna(row.get(c)) for c in (key, f"{key}_ci_lo", f"{key}_ci_hi")):
                     note = _overhead(row) if key == "decode" else ""
                     roofline = row.get("decode_roofline") if note else None
+                    kernel = kernel_note(table, sweep, by_sweep[sweep], row.get("device")) if key == "train" else ""
                     into.append(Ratio(float(row[key]), float(row[f"{key}_ci_lo"]), float(row[f"{key}_ci_hi"]),
-                                      device, note, float(roofline) if roofline is not None else None))
+                                      device, note, float(roofline) if roofline is not None else None, kernel))
     return train, decode, used
 
 

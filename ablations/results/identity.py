@@ -32,8 +32,8 @@ NEUTRAL_PROFILE_SETTINGS = {"target_halfwidth": None, "min_rounds": None, "max_r
                             # a point written without the scope held its target everywhere: where the headline
                             # scope skips, it was measured more precisely than asked, never less
                             "precision_scope": "headline",
-                            # a newer measurement family, on: a point written without it lacks only its rows
-                            "quality_step": True}
+                            # newer measurement families, on: a point written without one lacks only its rows
+                            "quality_step": True, "components": True}
 # Train settings added after points were first written, at the value that trains as points without them did (fixed
 # seeds, one global init stream, the final loss on the curve's windows, no learning-rate check).
 # Train settings added after the seed ledger's arms were first named: left out of an arm's id at these values too

@@ -38,6 +38,8 @@ COLUMNS = [
     # The quality runs' training step (ablations.quality.precision): the attention core's dtype under bf16 and why
     # the step runs as it does.
     "attention_core", "step_choice",
+    # A component's own timing (ablations.measure.components_alone): the choice group whose module it timed alone.
+    "component",
 ]
 
 

@@ -137,7 +137,7 @@ def test_a_point_spends_its_target_on_the_headline_shape_and_decode_only(monkeyp
     shapes, contexts, batches = ["1x16", "2x16", "1x32"], [16, 32], [1, 2]
     point_rows("norm=rmsnorm", f"profile.shapes=[{','.join(shapes)}]", f"profile.decode_contexts={contexts}",
                f"profile.decode_batch_sizes={batches}", "profile.target_halfwidth=0.03", "profile.min_rounds=8",
-               "profile.max_rounds=24", "profile.prefill_max_tokens=0")
+               "profile.max_rounds=24", "profile.prefill_max_tokens=0", "profile.components=false")
     sequential = [r.target_halfwidth is not None for r in seen]
     # forward and train per shape, in order, then decode per (context, batch)
     timed_shapes = [s for s in shapes for _ in ("forward", "train")]

@@ -68,7 +68,11 @@ def test_smoke_norm_sweep_default_model_writes_the_table(smoke_norm_sweep):
     # Where each point's time went: every phase, per shape where it has one.
     phases = table[table.metric == "phase_seconds"]
     assert set(phases["mode"]) == {"build", "ceilings", "forward", "train", "flops", "memory", "decode", "prefill",
-                                   "quality_step"}
+                                   "quality_step", "components"}
+    # The norm RMSNorm swaps, timed alone beside the work it moves; the baseline swaps nothing.
+    alone = table[table.metric == "component_latency_ratio"]
+    assert set(alone["variant"]) == {"rmsnorm"} and set(alone["component"]) == {"norm"}
+    assert (table[table.metric == "component_bytes_ratio"]["value"] < 1).all()
     # The quality model's training step, timed paired at the training shape: time to loss's denominator.
     step = table[table.metric == "quality_step_latency_ratio"]
     assert set(step["variant"]) == {"gpt2", "rmsnorm"} and (step["value"] > 0).all()

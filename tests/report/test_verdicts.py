@@ -136,3 +136,29 @@ def test_an_overhead_bound_ratio_keeps_its_reading_only_where_it_moved_as_its_by
     assert time_kind(Ratio(1.005, 0.99, 1.03, "H100", note, 0.33)) == OVERHEAD  # GQA on a GPU: launches, not bytes
     assert time_kind(Ratio(0.97, 0.95, 0.998, "H100", note, 1.0)) == OVERHEAD  # faster with the same bytes
     assert time_kind(Ratio(0.53, 0.51, 0.54, "CPU", note, 0.33)) == "faster"  # fewer bytes, faster: understated
+
+
+def _component_rows(ratio: float, lo: float, hi: float, bytes_ratio: float, compiled: float | None) -> pd.DataFrame:
+    base = {"sweep": "norm", "variant": "rmsnorm", "device": "cpu", "component": "norm", "mode": "train"}
+    rows = [dict(base, metric="component_latency_ratio", value=ratio),
+            dict(base, metric="component_ratio_interval", value=(hi - lo) / 2, lo=lo, hi=hi),
+            dict(base, metric="component_bytes_ratio", value=bytes_ratio)]
+    if compiled is not None:
+        rows += [dict(base, metric="component_compiled_latency_ratio", value=compiled),
+                 dict(base, metric="component_compiled_ratio_interval", value=0.01, lo=compiled - 0.01,
+                      hi=compiled + 0.01)]
+    return pd.DataFrame(rows)
+
+
+def test_a_choice_slower_than_its_work_names_the_component_whose_kernel_costs_it():
+    from ablations.report.kernel_reading import kernel_note
+
+    note = kernel_note(_component_rows(3.6, 3.5, 3.7, 0.67, 0.9), "norm", "rmsnorm", "cpu")
+    assert "its norm alone" in note and "3.600× [3.500, 3.700]" in note and "0.67× the bytes" in note
+    assert "library's kernel, not the choice" in note and "both compiled, 0.900×" in note
+    assert kernel_note(_component_rows(1.01, 0.99, 1.03, 0.67, None), "norm", "rmsnorm", "cpu") == ""  # not slower
+    assert kernel_note(_component_rows(1.5, 1.4, 1.6, 1.2, None), "norm", "rmsnorm", "cpu") == ""  # asks more
+    assert kernel_note(_component_rows(3.6, 3.5, 3.7, 0.67, None), "norm", "rmsnorm", "cuda") == ""  # another device
+    ratio = Ratio(1.028, 1.019, 1.032, "CPU", kernel=note)
+    phrase = time_phrase("train step", (ratio,))
+    assert phrase.startswith("train step slower (CPU 1.028× [1.019, 1.032]; CPU: its norm alone")
