@@ -22,7 +22,7 @@ import pandas as pd
 from ablations.config.schema import RATE_SETTINGS, TrainConfig
 from ablations.quality import distributed
 from ablations.results.durable import make_folder, write_atomic
-from ablations.results.identity import NEUTRAL_ARM_SETTINGS
+from ablations.results.identity import NEUTRAL_ARM_SETTINGS, without_moot_determinism
 from components import ArchConfig
 
 SEEDS_DIR = "seeds"
@@ -34,10 +34,8 @@ NOT_ARM = ("name", "enabled", "seeds", "min_seeds", "max_seeds", "target_mde", "
 
 def arm_id(arch: ArchConfig, tc: TrainConfig, corpus_sha256: str) -> str:
     """Everything that fixes one seed's numbers: the quality model, the training settings and the corpus."""
-    train = {k: v for k, v in dataclasses.asdict(tc).items() if k not in NOT_ARM
+    train = {k: v for k, v in without_moot_determinism(dataclasses.asdict(tc)).items() if k not in NOT_ARM
              and not (k in NEUTRAL_ARM_SETTINGS and NEUTRAL_ARM_SETTINGS[k] == v)}
-    if tc.compile is False:  # the eager step reruns bit for bit with or without it: the same seed either way
-        train.pop("deterministic", None)
     key = json.dumps({"arch": arch.to_dict(), "train": train, "corpus": corpus_sha256}, sort_keys=True,
                      default=str)
     return hashlib.sha1(key.encode()).hexdigest()[:12]

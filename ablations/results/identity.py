@@ -72,11 +72,19 @@ def _one_rate(train: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in train.items() if k not in ("shared_lr", "tuned_lr")}, "lr": shared}
 
 
+def without_moot_determinism(train: dict[str, Any]) -> dict[str, Any]:
+    """``train`` less ``deterministic`` where the step is eager (``compile`` false): the eager step reruns bit for bit
+    with or without it, so a seed or point is the same either way (``train.deterministic``)."""
+    return {k: v for k, v in train.items() if not (k == "deterministic" and train.get("compile") is False)}
+
+
 def point_identity(cfg: DictConfig) -> dict[str, Any]:
     # Resolved without the excluded keys: Hydra's node has values only a running job has (hydra.job.num).
     kept = OmegaConf.masked_copy(cfg, [k for k in cfg if k not in IDENTITY_EXCLUDES])
     resolved = OmegaConf.to_container(kept, resolve=True, enum_to_str=True)
     identity = {k: v for k, v in resolved.items() if not (k in NEUTRAL_RUN_SETTINGS and NEUTRAL_RUN_SETTINGS[k] == v)}
+    if isinstance(identity.get("train"), dict):
+        identity["train"] = without_moot_determinism(identity["train"])
     for key, neutral in (("profile", NEUTRAL_PROFILE_SETTINGS), ("train", NEUTRAL_TRAIN_SETTINGS),
                          ("data", NEUTRAL_DATA_SETTINGS)):
         if isinstance(identity.get(key), dict):
