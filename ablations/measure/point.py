@@ -25,6 +25,7 @@ from ablations.measure.components_alone import measure_components
 from ablations.measure.headline_shapes import headline_decode, headline_shape
 from ablations.measure.intervals import precision_of
 from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
+from ablations.measure.op_count import dispatched_ops
 from ablations.measure.paired_rows import add_paired, paired_with
 from ablations.measure.timing import time_call
 from ablations.measure.work_rows import add_backend_rows, add_ceiling_rows, add_flop_rows, add_work_rows
@@ -230,6 +231,12 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
         return fn
 
     finite_or_raise(step(0)(), "the variant's decode step")
+    for name, subject, cache in (("decode_ops", variant, filled[0]), ("decode_baseline_ops", baseline, filled[1])):
+        eager = cache.clone()
+        eager.pos = context
+        rows.add(name, dispatched_ops(lambda m=subject.model, c=eager: m(token, c)), "ops", mode="decode",
+                 shape=shape, note="operators one eager decode step dispatches, views left out: about one kernel "
+                                   "launch each")
     if record_backends:
         add_backend_rows(rows, "decode", sdpa_backends(step(0)))
     timed = dict(min_run_time=p.min_run_time, warmup=p.warmup, device=device, prepare=fresh_memory)

@@ -91,6 +91,7 @@ def _compare_case(sweep: str, case: str, g: pd.DataFrame, shape: tuple[float, fl
     _put(r, "decode_bytes", pick(g, "bytes_moved", "decode", batch, context))
     _put(r, "decode_roofline", pick(g, "roofline_ratio", "decode", batch, context))
     _put(r, "decode_bw_util", pick(g, "bandwidth_utilisation", "decode", batch, context))
+    _put(r, "decode_ops", pick(g, "decode_ops", "decode", batch, context))
     kv = pick(g, "kv_cache_bytes", "decode", batch, context)
     r["kv_per_token"] = kv["value"] / (batch * context) if kv is not None else np.nan
     return r

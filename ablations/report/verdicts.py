@@ -265,7 +265,9 @@ def _overhead(row: pd.Series) -> str:
     roofline = row.get("decode_roofline")
     known = roofline is not None and pd.notna(roofline)
     bytes_alone = f"; the bytes alone give {float(roofline):.2f}×" if known else ""
-    return f"overhead-bound at {float(util):.0%} of memory bandwidth{bytes_alone}"
+    ops = row.get("decode_ops")
+    launches = f", {int(ops)} operator calls a step" if ops is not None and pd.notna(ops) else ""
+    return f"overhead-bound at {float(util):.0%} of memory bandwidth{launches}{bytes_alone}"
 
 
 def _loss(summary: pd.DataFrame | None, worth: pd.DataFrame, table: pd.DataFrame, sweeps: list[str],

@@ -82,3 +82,18 @@ def test_a_norm_point_writes_its_component_rows(monkeypatch):
     assert {r["metric"] for r in rows if r.get("component") == "norm"} >= {"component_latency_ratio",
                                                                            "component_bytes_ratio"}
     assert not [r for r in point_rows() if r.get("component")]  # the baseline swaps nothing
+
+
+def test_a_decode_point_counts_the_operators_each_side_dispatches(monkeypatch):
+    untimed(monkeypatch)
+    rows = point_rows("attn=gqa")
+    ops = {r["metric"]: r["value"] for r in rows if r["metric"] in ("decode_ops", "decode_baseline_ops")}
+    assert set(ops) == {"decode_ops", "decode_baseline_ops"} and all(v > 0 and v == int(v) for v in ops.values())
+
+
+def test_dispatched_ops_leaves_views_out():
+    from ablations.measure.op_count import dispatched_ops
+
+    x = torch.randn(4, 4)
+    assert dispatched_ops(lambda: x.view(2, 8).t()) == 0
+    assert dispatched_ops(lambda: (x @ x).relu()) == 2

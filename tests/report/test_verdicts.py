@@ -127,6 +127,8 @@ def test_a_decode_step_far_below_its_memory_roofline_is_marked_as_overhead_bound
     assert slow == "overhead-bound at 4% of memory bandwidth; the bytes alone give 0.33×"
     assert _overhead(pd.Series({"decode_bw_util": OVERHEAD_BOUND, "decode_roofline": 0.325})) == ""
     assert _overhead(pd.Series({"decode_bw_util": float("nan")})) == ""
+    counted = _overhead(pd.Series({"decode_bw_util": 0.04, "decode_roofline": 0.325, "decode_ops": 18.0}))
+    assert counted == "overhead-bound at 4% of memory bandwidth, 18 operator calls a step; the bytes alone give 0.33×"
 
 
 def test_an_overhead_bound_ratio_keeps_its_reading_only_where_it_moved_as_its_bytes_do():
