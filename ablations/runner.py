@@ -22,6 +22,7 @@ from ablations.config.columns import row_values
 from ablations.config.errors import Fault
 from ablations.config.plan import Machine, Output, Pair, Plan, QualityPlan, TimingPlan, logger_of, settings_of
 from ablations.config.read_arch import baseline_from
+from ablations.measure.graphs import check_graphs
 from ablations.measure.intervals import precision_of
 from ablations.measure.point import measure_point
 from ablations.measure.quality_step import measure_quality_step
@@ -87,6 +88,7 @@ def plan_point(cfg: DictConfig, folder: Path | None = None) -> Plan:
     logger = logger_of(cfg)
     check_logger(logger)
     device = resolve_device(cfg)
+    check_graphs(profile.graphs, device)
     machine = Machine(device, resolve_dtype(cfg, device), cfg.threads or os.cpu_count() or 1, bool(cfg.compile),
                       launcher_name())
     matched = bool(cfg.match_params)

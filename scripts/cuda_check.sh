@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one prepared CUDA run (issue 3, item 7): tests, a smoke sweep, the GPU quality profile briefly (issue 31),
-# and the default kv and norm sweeps on the GPU, in bf16. Writes logs and result tables under $OUT (the device tool's folder) or results/cuda/.
+# the kv sweep's decode as CUDA graph replays (issue 58), and the default kv and norm sweeps on the GPU, in bf16. Writes logs and result tables under $OUT (the device tool's folder) or results/cuda/.
 # Run from the repository root on a machine with a CUDA build of torch >= 2.5 already installed:
 #   bash scripts/cuda_check.sh
 #
@@ -29,7 +29,7 @@ python -c "import hydra, omegaconf, ablations; print('hydra', hydra.__version__,
   | tee "$OUT/packages.txt" || exit 1
 # -rfE names every failure and error with its one-line reason; the whole summary is kept, not its last lines.
 python -m pytest -q -rfE --tb=line -p no:cacheprovider tests/components tests/ablations/test_measure.py \
-  tests/ablations/test_ceilings.py tests/roofline > "$OUT/tests.txt" 2>&1
+  tests/ablations/test_ceilings.py tests/ablations/test_graphs.py tests/roofline > "$OUT/tests.txt" 2>&1
 python -c "import transformers; print('transformers', transformers.__version__)" >> "$OUT/packages.txt" 2>&1
 tail -n 12 "$OUT/tests.txt"
 sweep() {  # folder, sweep name, extra overrides...
@@ -50,6 +50,9 @@ sweep gpu_quality norm measure=false train=gpu train.steps=200 train.warmup=20 t
 # The predictor's hardware profile is the card found here (H100 or H200; conf/hardware).
 case "$(cat "$OUT/device.txt")" in *H100*) hardware=h100_sxm ;; *) hardware=h200 ;; esac
 python -m ablations.predict.quality_seed "hardware=$hardware" 2>&1 | tee "$OUT/gpu_quality_predicted.txt"
-sweep kv kv dtype=bfloat16
+# Decode as served (issue 58): the kv sweep's timing with each decode step captured and replayed as a CUDA graph
+# (profile.graphs=auto is on for CUDA), then eagerly as the committed reference ran it.
+sweep kv_graphs kv dtype=bfloat16 train.enabled=false
+sweep kv kv dtype=bfloat16 profile.graphs=off
 sweep norm norm dtype=bfloat16
 tar -czf "$OUT/runs.tar.gz" -C "$OUT" runs && rm -rf "$OUT/runs"

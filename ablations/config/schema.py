@@ -69,6 +69,9 @@ class ProfileConfig:
     # backward, beside its bytes and FLOPs (ablations.measure.components_alone): names the kernel where a choice
     # that asks less of the machine measures slower.
     components: bool = True
+    # Decode timed as CUDA graph replays, as serving stacks run it (ablations.measure.graphs): auto (on for CUDA,
+    # off for the CPU), on (CUDA only), off (eager launches). Every decode row says which (graphs).
+    graphs: str = "auto"
 
 
 @dataclass

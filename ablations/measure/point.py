@@ -19,6 +19,7 @@ from ablations.config.checks import Shape, parse_shape
 from ablations.config.plan import TimingPlan
 from ablations.config.schema import ProfileConfig
 from ablations.measure import flops as F
+from ablations.measure import graphs
 from ablations.measure.backends import sdpa_backends
 from ablations.measure.ceilings import Ceilings, run_ceilings
 from ablations.measure.components_alone import measure_components
@@ -222,7 +223,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
 
     token = torch.randn(batch, 1, d, device=device, dtype=dtype)
 
-    def step(i: int) -> Callable[[], torch.Tensor]:
+    def eager_step(i: int) -> Callable[[], torch.Tensor]:
         def fn() -> torch.Tensor:
             cache = caches[i]
             cache.pos = context  # rewind: every call decodes the token at position `context`
@@ -230,7 +231,24 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
                 return subjects[i].run(token, cache)
         return fn
 
-    finite_or_raise(step(0)(), "the variant's decode step")
+    # Decode as served (``profile.graphs``): each side's step captured once its memory is placed, replayed when timed.
+    graphed = graphs.use_graphs(p.graphs, device)
+    replays: list[Callable[[], torch.Tensor] | None] = [None, None]
+
+    def fresh_graphs(order: tuple[int, int]) -> None:
+        fresh_memory(order)
+        replays[:] = [None, None]
+        for i in order:
+            replays[i] = graphs.capture(eager_step(i), device)
+
+    def step(i: int) -> Callable[[], torch.Tensor]:
+        return (lambda: replays[i]()) if graphed else eager_step(i)
+
+    finite_or_raise(eager_step(0)(), "the variant's decode step")
+    if graphed:  # a replay must compute the eager step's output before it is timed as the step
+        fresh_graphs((0, 1))
+        for i, what in ((0, "the variant's decode step"), (1, "the baseline's decode step")):
+            graphs.check_replay(eager_step(i)(), replays[i], what)
     for name, subject, cache in (("decode_ops", variant, filled[0]), ("decode_baseline_ops", baseline, filled[1])):
         eager = cache.clone()
         eager.pos = context
@@ -238,13 +256,15 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
                  shape=shape, note="operators one eager decode step dispatches, views left out: about one kernel "
                                    "launch each")
     if record_backends:
-        add_backend_rows(rows, "decode", sdpa_backends(step(0)))
+        add_backend_rows(rows, "decode", sdpa_backends(eager_step(0)))
     timed = dict(min_run_time=p.min_run_time, warmup=p.warmup, device=device, prepare=fresh_memory)
     rule = precision_of(p, p.decode_rounds, headline=headline)
     with phase(rows, "decode", shape):
-        paired = paired_with(rule, step(0), step(1), **timed)
-    add_work_rows(rows, "decode", shape, latency=add_paired(rows, "decode_", "decode", shape, paired, batch, rule),
-                  **work)
+        paired = paired_with(rule, step(0), step(1), **{**timed, "prepare": fresh_graphs if graphed else fresh_memory})
+    decoded = Rows(base={**rows.base, "graphs": graphed})  # every decode timing row says how the step ran
+    add_work_rows(decoded, "decode", shape, latency=add_paired(decoded, "decode_", "decode", shape, paired, batch,
+                                                               rule), **work)
+    rows.rows.extend(decoded.rows)
     if prefills:
         prompt = torch.randn(batch, context, d, device=device, dtype=dtype)
 
@@ -258,7 +278,6 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
 
         if record_backends:
             add_backend_rows(rows, "prefill", sdpa_backends(prefill(0)))
-        # A prefill is many times a decode step's work and steadier: half the decode rounds when fixed.
         # A prefill is many times a decode step's work and steadier, and no headline reads it: the fixed rounds of
         # the forward shapes.
         rule = precision_of(p, headline=False)

@@ -33,7 +33,9 @@ NEUTRAL_PROFILE_SETTINGS = {"target_halfwidth": None, "min_rounds": None, "max_r
                             # scope skips, it was measured more precisely than asked, never less
                             "precision_scope": "headline",
                             # newer measurement families, on: a point written without one lacks only its rows
-                            "quality_step": True, "components": True}
+                            "quality_step": True, "components": True,
+                            # decode timed eagerly, as every point before graphs was
+                            "graphs": "off"}
 # Train settings added after points were first written, at the value that trains as points without them did (fixed
 # seeds, one global init stream, the final loss on the curve's windows, no learning-rate check).
 # Train settings added after the seed ledger's arms were first named: left out of an arm's id at these values too

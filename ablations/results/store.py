@@ -40,6 +40,8 @@ COLUMNS = [
     "attention_core", "step_choice",
     # A component's own timing (ablations.measure.components_alone): the choice group whose module it timed alone.
     "component",
+    # A decode timing row: whether the step ran as CUDA graph replays (ablations.measure.graphs).
+    "graphs",
 ]
 
 
