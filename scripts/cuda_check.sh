@@ -51,8 +51,9 @@ sweep gpu_quality norm measure=false train=gpu train.steps=200 train.warmup=20 t
 case "$(cat "$OUT/device.txt")" in *H100*) hardware=h100_sxm ;; *) hardware=h200 ;; esac
 python -m ablations.predict.quality_seed "hardware=$hardware" 2>&1 | tee "$OUT/gpu_quality_predicted.txt"
 # Decode as served (issue 58): the kv sweep's timing with each decode step captured and replayed as a CUDA graph
-# (profile.graphs=auto is on for CUDA), then eagerly as the committed reference ran it.
-sweep kv_graphs kv dtype=bfloat16 train.enabled=false
+# (profile.graphs=auto is on for CUDA), the timed unit Llama-2-7B's depth of 32 blocks so that a step moves a real
+# model's bytes, then eagerly at one block as the committed reference ran it.
+sweep kv_graphs kv dtype=bfloat16 train.enabled=false model.n_layers=32
 sweep kv kv dtype=bfloat16 profile.graphs=off
 sweep norm norm dtype=bfloat16
 tar -czf "$OUT/runs.tar.gz" -C "$OUT" runs && rm -rf "$OUT/runs"
