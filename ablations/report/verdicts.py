@@ -42,16 +42,24 @@ BETTER, WORSE = "better", "worse"
 # Where a report links its terms: the docs page generated from ``ablations.report.glossary``, under the repository
 # the package's metadata names (pyproject.toml's [project.urls]).
 GLOSSARY_PAGE = "blob/main/docs/glossary.md"
+# Where k is read against how far training went: the horizon reference, which every loss verdict's regime is one of.
+HORIZON_PAGE = "blob/main/results/reference/horizon/README.md"
+
+
+def repository_url(page: str) -> str:
+    """``page`` under the repository the package's metadata names, or its path in a checkout never installed."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    local = page.split("/", 2)[2]
+    try:
+        urls = dict(u.split(", ", 1) for u in metadata("blockbench").get_all("Project-URL") or [])
+    except PackageNotFoundError:
+        return local
+    return f"{urls['Repository'].rstrip('/')}/{page}" if "Repository" in urls else local
 
 
 def glossary_url() -> str:
-    from importlib.metadata import PackageNotFoundError, metadata
-
-    try:
-        urls = dict(u.split(", ", 1) for u in metadata("blockbench").get_all("Project-URL") or [])
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        return "docs/glossary.md"
-    return f"{urls.get('Repository', '').rstrip('/')}/{GLOSSARY_PAGE}" if "Repository" in urls else "docs/glossary.md"
+    return repository_url(GLOSSARY_PAGE)
 
 
 SMOKE_BLOCK = "**Verdicts: none.** A smoke run checks the plumbing; its numbers are not for quoting."
@@ -340,4 +348,7 @@ def verdict_block(found: list[Answer], smoke: bool = False) -> list[str]:
     lines = [sentence(a, margin, regime=not one) for a in shown]
     more = len(found) - MAX_LINES
     tail = [f"{more} more choice(s) in the tables below and in summary.json.", ""] if more > 0 else []
+    if regimes:
+        tail += ["A loss verdict holds for its regime: what a choice buys moves with how far training has gone "
+                 f"([k against training length]({repository_url(HORIZON_PAGE)})).", ""]
     return ["## Verdicts", "", intro, "", *lines, "", *tail]
