@@ -234,3 +234,23 @@ def test_in_a_world_with_a_stochastic_cliff_the_margin_halves_the_fresh_seeds_sc
     scatter = {m: sum(s for _, s in o) / len(o) for m, o in outcomes.items()}
     assert scatter[1] <= 0.6 * scatter[0]
     assert expected[1] <= expected[0] + 0.01
+
+
+def _finals(folder, losses: dict[str, list[float]], rate: float) -> None:
+    import pandas as pd
+
+    folder.mkdir()
+    rows = [{"sweep": "all", "variant": arm, "metric": "val_loss", "mode": "final", "seed": seed, "value": v,
+             "lr": rate, "unit": "nats/byte"} for arm, values in losses.items() for seed, v in enumerate(values)]
+    pd.DataFrame(rows).to_csv(folder / "results.csv", index=False)
+
+
+def test_the_fresh_seed_check_fails_a_rate_that_loses_more_than_the_margin(tmp_path, capsys):
+    from scripts.fresh_seed_check import main
+
+    _finals(tmp_path / "chosen", {"gpt2": [2.18, 2.17], "rope": [1.85, 1.84]}, 2.83e-3)
+    _finals(tmp_path / "other", {"gpt2": [2.22, 2.21], "rope": [1.83, 1.80]}, 2e-3)
+    assert main([str(tmp_path / "chosen"), str(tmp_path / "other")]) == 1  # rope: +0.03 on the mean
+    out = capsys.readouterr().out
+    assert "| gpt2 | 2.175 | 2.215 | -0.0400 |" in out and "loses more than 0.02 for: rope" in out
+    assert main([str(tmp_path / "chosen"), str(tmp_path / "other"), "--margin", "0.05"]) == 0
