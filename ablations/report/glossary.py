@@ -35,6 +35,12 @@ GLOSSARY: dict[str, str] = {
     "overhead-bound": "A decode step at under half the machine's memory bandwidth: launches and framework overhead, "
                       "not the bytes the choice moves, set its time; its ratio gets \"no verdict\" unless it moved "
                       "as its bytes do.",
+    "operator calls": "The operators one eager decode step dispatches (views left out): about one kernel launch "
+                      "each, the fixed cost an overhead-bound step pays; a CUDA graph replays them as one launch.",
+    "graph replay": "A decode step captured once as a CUDA graph and replayed, as serving stacks run it "
+                    "(`profile.graphs`, on for CUDA): the ratio of the bytes, not of the launch path.",
+    "alone": "A component a choice swaps (its norm, its FFN) timed by itself, forward and backward, against the one it "
+             "replaces; where it asks no more of the machine yet measures slower, the library's kernel is named.",
     "roofline bound": "The time a kernel would take at the machine's measured peak FLOP rate or memory bandwidth, "
                       "whichever binds; a measured time near it leaves the kernel little to gain.",
     "params": "The variant's parameters against the baseline's, in percent.",
@@ -81,6 +87,10 @@ GLOSSARY: dict[str, str] = {
     "tuned rate": "An arm's own learning rate, chosen by the learning-rate scan on scan seeds and committed as "
                   "`train.tuned_lr`; an untuned arm trains at the shared rate.",
     "scan seeds": "The seeds the learning-rate scan chooses on; never the evaluation seeds a verdict is judged on.",
+    "edge margin": "The scan's rule (`train.lr_scan_margin`): a rate is scored by the worse of its own loss and the "
+                   "next rate up's, so the choice keeps a half-octave from where the loss starts to climb.",
+    "fresh seeds": "Seeds neither the scan nor an earlier check saw; a rate rule is judged on them before its rates "
+                   "are committed (`scripts/fresh_seed_check.py`).",
 }
 
 
