@@ -83,9 +83,13 @@ class Ledger:
 # Base keys a seed's ledger rows may lack (written before the column existed) that its arm id implies: the same arm
 # id is the same training, so the reading point's value is the seed's.
 PLAN_KEYS = ("train_steps",)
+# Labels that say which point reads a seed and why its arm trains at its rate: always the reading point's, so a seed
+# another sweep trained (a ledger carried over, ``reuse_scans``) is recorded as this sweep's comparison.
+READER_KEYS = ("sweep", "point", "lr_source")
 
 
 def reused(rows: list[dict], base: dict) -> list[dict]:
-    """A ledger seed's rows as the point reading them records them: that point's file, and the plan keys the arm id
-    implies; the rest (the training, its time) is the seed's own."""
-    return [{**{k: base[k] for k in PLAN_KEYS if k in base}, **r, "point": base["point"]} for r in rows]
+    """A ledger seed's rows as the point reading them records them: that point's sweep, file and rate source, and the
+    plan keys the arm id implies; the rest (the training, its time, its ``git_rev``) is the seed's own."""
+    return [{**{k: base[k] for k in PLAN_KEYS if k in base}, **r, **{k: base[k] for k in READER_KEYS if k in base}}
+            for r in rows]

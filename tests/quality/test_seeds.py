@@ -308,3 +308,17 @@ def test_a_ledger_seed_without_a_later_column_takes_the_value_its_arm_id_implies
     assert old == [{"train_steps": 250, "point": "p-new", "metric": "val_loss", "value": 2.0}]
     kept = reused([{"point": "p-old", "train_steps": 60, "metric": "val_loss"}], base)
     assert kept[0]["train_steps"] == 60 and "dtype" not in kept[0]
+
+
+def test_a_seed_another_sweep_trained_is_recorded_as_the_reading_sweeps():
+    """A ledger carried from one sweep to another (``reuse_scans``, a copied folder): the seed's rows say the reading
+    point's sweep, file and why its arm trains at its rate, so the reading sweep's comparisons find them; the seed's
+    numbers and revision stay its own."""
+    from ablations.quality.ledger import reused
+
+    base = {"sweep": "lr_scan", "point": "swiglu-new", "lr_source": "scanned: best 0.002", "variant": "swiglu"}
+    seed = {"sweep": "all", "point": "swiglu-old", "lr_source": "shared: train.lr=0.002", "metric": "val_loss",
+            "value": 2.19, "git_rev": "abc"}
+    (row,) = reused([seed], base)
+    assert (row["sweep"], row["point"], row["lr_source"]) == ("lr_scan", "swiglu-new", "scanned: best 0.002")
+    assert (row["value"], row["git_rev"]) == (2.19, "abc")
