@@ -151,6 +151,8 @@ FIXED_ROUNDS_PROFILE = ["profile.rounds=8", "profile.decode_rounds=16", "profile
                         "profile.min_rounds=null", "profile.max_rounds=null"]
 # Decode timed eagerly, as every point was before graph replays (its default, auto, replays on CUDA).
 EAGER_DECODE = ["profile.graphs=off"]
+# The default train option's one rate for every arm, before its tuned rates were committed (train.tuned_lr).
+SHARED_RATE = ["train.lr=0.002"]
 PINNED = {
     (): ("gpt2", "70d79770aea3"),
     ("norm=rmsnorm",): ("rmsnorm", "202c38ba944b"),
@@ -169,8 +171,8 @@ def test_point_identity_survives_new_choices(overrides, expected):
     # the float32 eager step): at those values the newer train settings leave the identity as it was
     # (ablations.results.identity).
     default_profile = not any(o.startswith("profile=") for o in overrides)
-    cfg = compose_cfg([*FIXED_SEED_PROTOCOL, *(FIXED_ROUNDS_PROFILE if default_profile else []), *overrides,
-                       *EAGER_DECODE])
+    cfg = compose_cfg([*FIXED_SEED_PROTOCOL, *(FIXED_ROUNDS_PROFILE + SHARED_RATE if default_profile else []),
+                       *overrides, *EAGER_DECODE])
     assert (variant_label(arch_from(cfg)), config_hash(point_identity(cfg))) == expected
 
 

@@ -62,13 +62,16 @@ def _without_neutral(config: type, group: dict[str, Any]) -> dict[str, Any]:
 
 
 def _one_rate(train: dict[str, Any]) -> dict[str, Any]:
-    """The rate settings as far as they shape training: a point that does not scan ignores the scan's settings, and a
-    regime no scan tuned trains every arm at ``shared_lr``, exactly as ``lr`` at that value did: the same identity.
-    Where a scan tuned the regime, or the point scans, its rate settings are part of the identity."""
+    """The rate settings as far as they shape training: a point that does not scan ignores the scan's settings, a
+    point at one ``lr`` for every arm ignores the shared and tuned rates, and a regime no scan tuned trains every arm
+    at ``shared_lr``, exactly as ``lr`` at that value did: the same identity. Where a scan tuned the regime, or the
+    point scans, its rate settings are part of the identity."""
     if not train.get("lr_scan"):
         train = {k: v for k, v in train.items() if not k.startswith("lr_scan")}
     tuned = (train.get("tuned_lr") or {}).get(train.get("name"))
-    if train.get("lr") is not None or tuned or train.get("lr_scan"):
+    if train.get("lr") is not None and not train.get("lr_scan"):  # one rate for every arm: no other rate plays a part
+        return {k: v for k, v in train.items() if k not in ("shared_lr", "tuned_lr")}
+    if tuned or train.get("lr_scan"):
         return train
     shared = train.get("shared_lr", train_default("shared_lr"))
     return {**{k: v for k, v in train.items() if k not in ("shared_lr", "tuned_lr")}, "lr": shared}
