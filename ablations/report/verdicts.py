@@ -32,9 +32,10 @@ from ablations.results.row_arch import arch_from_row
 from ablations.results.summary_schema import FASTER, NO_DIFFERENCE, OVERHEAD, SLOWER
 from components import ArchConfig
 
-# The sweeps whose reading is the answer, most preferred first: every choice on one baseline, each arm at its own
-# tuned rate (lr_scan), then at one shared rate (all).
-ANSWER_SWEEPS = ("lr_scan", "all")
+# The sweeps whose reading is the answer, most preferred first: every choice on one baseline, each arm at its
+# committed tuned rate (the all sweep run as ``sweep_name=all_tuned`` beside a shared-rate one), at the rate its own
+# scan chose (lr_scan), then at one shared rate (all).
+ANSWER_SWEEPS = ("all_tuned", "lr_scan", "all")
 # The block's length limit: one line per choice.
 MAX_LINES = 8
 # Verdict words of ``ablations.quality.stats.verdict`` (its third, ``NONE``, named once in ``published``).
