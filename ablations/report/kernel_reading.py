@@ -2,7 +2,7 @@
 writes for its swapped components timed alone (``ablations.measure.components_alone``).
 
 A component that moves no more bytes and FLOPs than the one it replaces, yet measures slower alone (its interval
-wholly above 1), is the library's kernel, not the design choice: the reading names it, gives its time against the
+wholly above 1), costs by its kernel, not by work the design asks for: the reading names it, gives its time against the
 one it replaces and, where it was timed through ``torch.compile`` too, what the choice costs on that fused path.
 """
 
@@ -31,7 +31,7 @@ def kernel_note(table: pd.DataFrame, sweep: str, variant: str, device: object) -
             continue
         alone = fmt_spread(ratio, float(interval["lo"]), float(interval["hi"]))
         note = (f"its {component} alone, forward and backward, takes {alone} the baseline's at {bytes_ratio:.2f}× "
-                "the bytes: the library's kernel, not the choice")
+                "the bytes: its kernel's cost, not work the choice asks for")
         compiled, compiled_iv = (_value(g, "component_compiled_latency_ratio"),
                                  _row(g, "component_compiled_ratio_interval"))
         if compiled is not None:

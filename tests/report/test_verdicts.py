@@ -157,7 +157,7 @@ def test_a_choice_slower_than_its_work_names_the_component_whose_kernel_costs_it
 
     note = kernel_note(_component_rows(3.6, 3.5, 3.7, 0.67, 0.9), "norm", "rmsnorm", "cpu")
     assert "its norm alone" in note and "3.600× [3.500, 3.700]" in note and "0.67× the bytes" in note
-    assert "library's kernel, not the choice" in note and "both compiled, 0.900×" in note
+    assert "its kernel's cost, not work the choice asks for" in note and "both compiled, 0.900×" in note
     assert kernel_note(_component_rows(1.01, 0.99, 1.03, 0.67, None), "norm", "rmsnorm", "cpu") == ""  # not slower
     assert kernel_note(_component_rows(1.5, 1.4, 1.6, 1.2, None), "norm", "rmsnorm", "cpu") == ""  # asks more
     assert kernel_note(_component_rows(3.6, 3.5, 3.7, 0.67, None), "norm", "rmsnorm", "cuda") == ""  # another device
