@@ -62,13 +62,13 @@ class Scan:
     confirmed: dict[float, float] = field(default_factory=dict)
     # The rates tried above the chosen one that its score also took (``guarded``): 0 is the plain lowest mean.
     margin: int = 0
+    # How many leading rates the confirmation seeds scored again (each with its ``margin`` neighbours above).
+    leaders: int = 0
 
     def line(self) -> str:
         rates = sorted(self.losses)
         edge = "; the lowest mean is on the grid's edge, extended as far as allowed" if self.on_edge else ""
-        leaders = len([r for r in self.confirmed if r in guarded(self.confirmed, self.margin)
-                       and math.isfinite(guarded(self.confirmed, self.margin)[r])])
-        confirmed = f", the {leaders} best confirmed on more seeds" if self.confirmed else ""
+        confirmed = f", the {self.leaders} best confirmed on more seeds" if self.confirmed else ""
         rule = (f"; each rate scored by its worst with the {self.margin} tried above it" if self.margin
                 else "; the lowest mean")
         return (f"best {self.best:g} of {len(rates)} rates ({rates[0]:g} to {rates[-1]:g}, grid extended "
@@ -127,7 +127,7 @@ def scan(mean_loss: Callable[[float], float], shared: float, grid: Sequence[floa
         checked = guarded(confirmed, margin, within=rates)
         best = _best({r: checked[r] for r in sorted(scores, key=lambda r: (scores[r], r))[:leaders]})
     return Scan(dict(sorted(losses.items())), best, extended, lowest in (min(losses), max(losses)), confirmed,
-                margin)
+                margin, leaders if confirm is not None else 0)
 
 
 def guarded(losses: dict[float, float], margin: int, within: Sequence[float] | None = None) -> dict[float, float]:
