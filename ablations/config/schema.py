@@ -107,15 +107,24 @@ class TrainConfig:
     steps: int = 250
     batch: int = 32
     context: int = 128
-    # AdamW, linear warm-up to the arm's rate, cosine decay to rate * lr_min_ratio at the last step; warm-up and
-    # schedule are shared by every arm. lr: null trains each arm at its own rate for this regime (``tuned_lr[name]``,
-    # chosen by the scan named there; ``ablations.quality.learning_rate``), an arm or regime no scan tuned at
-    # shared_lr; a number trains every arm at it (the shared-rate protocol). Rows say which (``lr``, ``lr_source``).
+    # AdamW, linear warm-up to the arm's rate, then the schedule below to rate * lr_min_ratio at the last step;
+    # warm-up and schedule are shared by every arm. lr: null trains each arm at its own rate for this regime
+    # (``tuned_lr[name]``, chosen by the scan named there; ``ablations.quality.learning_rate``), an arm or regime no
+    # scan tuned at shared_lr; a number trains every arm at it (the shared-rate protocol). Rows say which (``lr``,
+    # ``lr_source``).
     lr: float | None = 2e-3
     shared_lr: float = 2e-3
     tuned_lr: dict[str, TunedRates] = field(default_factory=dict)
     lr_min_ratio: float = 0.1
     warmup: int = 25
+    # The rate after warm-up: cosine decays it over the whole run; wsd (warmup-stable-decay, Hägele et al. 2024)
+    # holds it, then decays it linearly to rate * lr_min_ratio over the last `cooldown` share of the steps. A wsd
+    # run's stable phase is every shorter wsd run's, so one run also trains the lengths in branch_steps as cool-down
+    # branches (ablations.quality.branches), each seed the same as if trained alone; branch_steps never changes a
+    # result, so it is no part of a seed's or point's identity.
+    schedule: str = "cosine"
+    cooldown: float = 0.2
+    branch_steps: list[int] = field(default_factory=list)
     weight_decay: float = 0.1
     clip: float = 1.0  # gradient-norm clip; 0 turns it off
     # Train-loss rows average this many steps; validation runs every eval_interval steps (and at 0 and the end)

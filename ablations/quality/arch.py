@@ -12,9 +12,11 @@ from dataclasses import replace
 import torch
 
 from ablations.config.schema import DataConfig, TrainConfig
+from ablations.quality.branches import at_length, lengths
 from ablations.quality.data import vocab_of
 from ablations.quality.learning_rate import check_rates
 from ablations.quality.lr_scan import check_scan
+from ablations.quality.optimizer import SCHEDULES, decay_start
 from ablations.quality.precision import check_step_settings
 from ablations.quality.seeds import seed_rule
 from components import POSITIONS, ArchConfig, ModelConfig
@@ -100,6 +102,7 @@ def check_train(tc: TrainConfig, device: torch.device) -> None:
     check_step_settings(tc, device)
     if tc.warmup >= tc.steps:
         raise ConfigError(f"train.warmup={tc.warmup} must be below train.steps={tc.steps}")
+    check_schedule(tc)
     factors = list(tc.extrapolation)
     if not factors or any(f < 1 for f in factors) or any(max(factors) % f for f in factors):
         raise ConfigError(
@@ -125,3 +128,23 @@ def quality_pair(tc: TrainConfig, data: DataConfig, arch: ArchConfig, baseline: 
                 quality_arch(tc, vocab, baseline, matched).validate())
     except ConfigError as exc:  # the keys it names are the quality model's, i.e. train.*
         raise ConfigError(f"the quality model (train.d_model/n_heads/n_layers): {exc}") from None
+
+
+def check_schedule(tc: TrainConfig) -> None:
+    """The schedule's settings (``train.schedule``, ``train.cooldown``, ``train.branch_steps``), one line each."""
+    if tc.schedule not in SCHEDULES:
+        raise ConfigError(f"train.schedule={tc.schedule!r} must be one of {', '.join(SCHEDULES)}")
+    if tc.schedule != "wsd":
+        return
+    if not 0 < float(tc.cooldown) <= 1:
+        raise ConfigError(f"train.cooldown={tc.cooldown} must be a share of the steps in (0, 1]")
+    if any(not isinstance(steps, int) or steps < 1 for steps in tc.branch_steps):
+        raise ConfigError(f"train.branch_steps={list(tc.branch_steps)} must hold positive step counts")
+    budgets = [max(1, round(tc.steps * float(f))) for f in [*(tc.budgets or []), *(tc.check_budgets or [])]]
+    for steps in sorted({*lengths(tc), *budgets}):
+        start = decay_start(at_length(tc, steps))
+        if start <= tc.warmup or start >= steps:
+            raise ConfigError(f"train.warmup={tc.warmup} and train.cooldown={tc.cooldown} leave a run of {steps} "
+                              "steps (a branch or a budget) no stable phase or no cool-down: every length needs both "
+                              "(a shorter warm-up, or drop the length)")
+

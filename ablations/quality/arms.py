@@ -18,11 +18,13 @@ import torch
 
 from ablations.config.columns import row_values
 from ablations.config.schema import TrainConfig
+from ablations.quality.branches import at_length, lengths
 from ablations.quality.data import Corpus
 from ablations.quality.distributed import RankLost
 from ablations.quality.extrapolation import buckets, extrapolate
 from ablations.quality.learning_rate import SCANNED, TUNED, ArmRate, arm_rate, with_rate
 from ablations.quality.ledger import Ledger, arm_id, reused
+from ablations.quality.optimizer import decay_start
 from ablations.quality.step_efficiency import efficiency_rows
 from ablations.quality.train import TrainResult, train
 from ablations.quality.train_step import step_flops
@@ -79,34 +81,40 @@ def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans
           ledger: Ledger, rows: Rows, tc: TrainConfig | None = None, extras: bool = True) -> list[dict]:
     """One seed of one arm, from the ledger or trained now; its rows are appended to the point's. ``protocol``: the
     point's training settings; ``tc``: another's (a budget run, the learning-rate check). ``extras``: also the
-    extrapolation's rows (a budget run needs its final loss only)."""
+    extrapolation's rows (a budget run needs its final loss only). Under a wsd schedule with ``branch_steps`` one run
+    trains every length, and each other length's seed goes into the ledger too (``ablations.quality.branches``)."""
     tc = tc if tc is not None else protocol
     aid = arm.id if tc is protocol else arm_id(arm.q, tc, corpus.sha256)
     found = ledger.get(aid, seed)
     if found is None:
-        seeded = Rows(base=dict(arm.base, seed=int(seed), arm=aid, lr=float(tc.lr)))
-        if tc.lr != arm.tc.lr:  # a scan's rate or a budget's own: the arm's source does not describe it
-            seeded.base["lr_source"] = f"{SCANNED if tc.lr_scan else TUNED + ' for this budget'}: lr {tc.lr:g}"
         label = f"quality {arm.base['variant']} seed {seed}" + (
             "" if tc is protocol else f" at {tc.steps} steps" if tc.steps != protocol.steps else f" at lr {tc.lr:g}")
+        steps = lengths(tc)
+        run = at_length(tc, steps[-1])
         try:
             began = time.perf_counter()
-            result = train(arm.q, corpus, tc, int(seed), device, spans, functools.partial(log.info, f"{label} %s"))
-            if result.compile_failed:  # the rows say the steps ran eagerly, and why
-                eager = f"compile failed, trained eagerly: {result.compile_failed}"
-                chosen = seeded.base.get("step_choice")
-                seeded.base.update(compile=None, step_choice=f"{chosen}; {eager}" if chosen else eager)
-            result_rows(seeded, result, tc, spans, arm.note, corpus.unit, extras)
-            efficiency_rows(seeded, result, tc, arm.peak_flops)
-            seeded.add("train_wall_time", time.perf_counter() - began, "s", mode="quality",
-                       note="the whole seed: build, training, every evaluation and the extrapolation")
+            result = train(arm.q, corpus, run, int(seed), device, spans, functools.partial(log.info, f"{label} %s"),
+                           [at_length(tc, s) for s in steps[:-1]])
+            elapsed = time.perf_counter() - began
         except RankLost:
             raise
         except Exception as exc:  # this seed is recorded as failed; the others and the sweep go on
+            seeded = _seeded(arm, seed, tc, aid, protocol)
             arm.status = failed(seeded, rows, f"{type(exc).__name__}: {exc}", label)
             return seeded.rows  # not in the ledger: a rerun tries it again
-        ledger.put(aid, seed, seeded.rows)
-        found = seeded.rows
+        for length, trained in {run.steps: result, **result.branches}.items():
+            at = at_length(tc, length)
+            at_id = aid if length == tc.steps else arm_id(arm.q, at, corpus.sha256)
+            if length != tc.steps and ledger.get(at_id, seed) is not None:
+                continue
+            seeded = _seeded(arm, seed, at, at_id, protocol, own_length=tc is protocol)
+            _seed_rows(seeded, trained, at, spans, arm, corpus.unit, extras,
+                       elapsed if length == run.steps else None, run.steps)
+            ledger.put(at_id, seed, seeded.rows)
+            if length == tc.steps:
+                found = seeded.rows
+        if found is None:  # the run stopped before this length's branch forked: what the ledger holds is its rows
+            found = ledger.get(aid, seed) or []
     else:
         found = reused(found, arm.base)
     rows.rows.extend(found)
@@ -114,6 +122,37 @@ def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans
         if r["metric"] == "val_loss" and r["mode"] == "final" and r.get("status") == "ok" and tc is protocol:
             arm.finals[int(seed)] = float(r["value"])
     return found
+
+
+def _seeded(arm: Arm, seed: int, tc: TrainConfig, aid: str, protocol: TrainConfig, own_length: bool = False) -> Rows:
+    """The rows of one seed of ``arm`` trained as ``tc``: the arm's identity, this seed's, and the rate it trained at.
+    ``own_length``: ``tc`` is one length of the arm's own protocol (a branch standing for another horizon's seed)."""
+    seeded = Rows(base=dict(arm.base, seed=int(seed), arm=aid, lr=float(tc.lr)))
+    if own_length:
+        seeded.base["train_steps"] = int(tc.steps)
+    if tc.lr != arm.tc.lr:  # a scan's rate or a budget's own: the arm's source does not describe it
+        seeded.base["lr_source"] = f"{SCANNED if tc.lr_scan else TUNED + ' for this budget'}: lr {tc.lr:g}"
+    return seeded
+
+
+def _seed_rows(seeded: Rows, result: TrainResult, tc: TrainConfig, spans: torch.Tensor, arm: Arm, unit: str,
+               extras: bool, elapsed: float | None, run_steps: int) -> None:
+    """A trained seed's rows. ``elapsed``: the whole run's wall time; None for a cool-down branch of a run of
+    ``run_steps``, whose wall time is its own cool-down's (the run's row holds the rest)."""
+    if result.compile_failed:  # the rows say the steps ran eagerly, and why
+        eager = f"compile failed, trained eagerly: {result.compile_failed}"
+        chosen = seeded.base.get("step_choice")
+        seeded.base.update(compile=None, step_choice=f"{chosen}; {eager}" if chosen else eager)
+    result_rows(seeded, result, tc, spans, arm.note, unit, extras)
+    efficiency_rows(seeded, result, tc, arm.peak_flops)
+    if elapsed is not None:
+        seeded.add("train_wall_time", elapsed, "s", mode="quality",
+                   note="the whole seed: build, training, every evaluation and the extrapolation"
+                   + (", every cool-down branch included" if result.branches else ""))
+    else:
+        own = sum(result.step_seconds[decay_start(tc):])
+        seeded.add("train_wall_time", own, "s", mode="quality",
+                   note=f"a cool-down branch of a wsd run of {run_steps} steps: its own cool-down's steps only")
 
 
 def failed(seeded: Rows, rows: Rows, error: str, label: str) -> str:

@@ -22,19 +22,20 @@ import pandas as pd
 from ablations.config.schema import RATE_SETTINGS, TrainConfig
 from ablations.quality import distributed
 from ablations.results.durable import make_folder, write_atomic
-from ablations.results.identity import NEUTRAL_ARM_SETTINGS, without_moot_determinism
+from ablations.results.identity import NEUTRAL_ARM_SETTINGS, without_moot_settings
 from components import ArchConfig
 
 SEEDS_DIR = "seeds"
 # Train settings that say how many seeds, not how one seed trains: not part of an arm.
-# Nor do the settings that choose the rate: an arm's ``lr`` is the rate it trains at, wherever it came from.
+# Nor do the settings that choose the rate: an arm's ``lr`` is the rate it trains at, wherever it came from; nor the
+# lengths a wsd run also trains as branches (each branch is its own length's seed).
 NOT_ARM = ("name", "enabled", "seeds", "min_seeds", "max_seeds", "target_mde", "family", "lr_check", "budgets",
-           "budget_seeds", "check_budgets", *RATE_SETTINGS)
+           "budget_seeds", "check_budgets", "branch_steps", *RATE_SETTINGS)
 
 
 def arm_id(arch: ArchConfig, tc: TrainConfig, corpus_sha256: str) -> str:
     """Everything that fixes one seed's numbers: the quality model, the training settings and the corpus."""
-    train = {k: v for k, v in without_moot_determinism(dataclasses.asdict(tc)).items() if k not in NOT_ARM
+    train = {k: v for k, v in without_moot_settings(dataclasses.asdict(tc)).items() if k not in NOT_ARM
              and not (k in NEUTRAL_ARM_SETTINGS and NEUTRAL_ARM_SETTINGS[k] == v)}
     key = json.dumps({"arch": arch.to_dict(), "train": train, "corpus": corpus_sha256}, sort_keys=True,
                      default=str)

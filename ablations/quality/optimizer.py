@@ -1,5 +1,6 @@
-"""The quality run's optimizer: AdamW with weight decay on matrices only, its learning-rate schedule (linear warm-up
-then cosine decay), and the tail average of the weights that the final score reads (``train.average_last``)."""
+"""The quality run's optimizer: AdamW with weight decay on matrices only, its learning-rate schedule (linear warm-up,
+then cosine decay or warmup-stable-decay), and the tail average of the weights that the final score reads
+(``train.average_last``)."""
 
 from __future__ import annotations
 
@@ -32,12 +33,27 @@ class TailAverage:
             p.copy_(total / self.count)
 
 
+SCHEDULES = ("cosine", "wsd")
+
+
+def decay_start(tc: TrainConfig) -> int:
+    """The first step a wsd run decays its rate: before it the run is its stable phase, which every longer wsd run
+    with the same settings shares step for step (where a cool-down branch forks, ``ablations.quality.branches``)."""
+    return int(tc.steps) - round(float(tc.cooldown) * int(tc.steps))
+
+
 def lr_at(step: int, tc: TrainConfig) -> float:
-    """Linear warm-up over ``warmup`` steps, then cosine decay to ``lr * lr_min_ratio`` at the last step."""
+    """Linear warm-up over ``warmup`` steps, then (``schedule``) cosine decay to ``lr * lr_min_ratio`` at the last
+    step, or the rate held until ``decay_start`` and decayed linearly to the same floor over the cool-down."""
     if step < tc.warmup:
         return tc.lr * (step + 1) / tc.warmup
-    progress = (step - tc.warmup) / max(1, tc.steps - tc.warmup)
     floor = tc.lr * tc.lr_min_ratio
+    if tc.schedule == "wsd":
+        start = decay_start(tc)
+        if step < start:
+            return tc.lr
+        return tc.lr + (floor - tc.lr) * (step - start) / max(1, tc.steps - start)
+    progress = (step - tc.warmup) / max(1, tc.steps - tc.warmup)
     return floor + 0.5 * (tc.lr - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
 
 

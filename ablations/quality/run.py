@@ -136,11 +136,15 @@ def _budgets(ref: Arm, seeds: list[int], protocol: TrainConfig, corpus: Corpus, 
     runs = [(float(b), BUDGET_METRICS) for b in protocol.budgets] + [(float(b), CHECK_METRICS)
                                                                     for b in protocol.check_budgets]
     rates = budget_rates(ref, protocol, [f for f, _ in runs if f != 1], corpus, spans, device, ledger, rows)
+    # Under wsd the budgets at one rate are one run's cool-down branches: the first trains them all.
+    lengths = {f: budget_train(ref.tc, f).steps for f in rates}
     for seed in seeds:
         for factor, metrics in sorted(runs, key=lambda run: run[0]):
             if factor == 1:
                 continue  # the seed itself
             tc = with_rate(budget_train(ref.tc, factor), rates[factor])
+            if tc.schedule == "wsd":
+                tc = replace(tc, branch_steps=[n for f, n in lengths.items() if rates[f] == rates[factor]])
             labels = dict(mode="budget", budget=factor, point=ref.base.get("point"))
             for r in train_seed(ref, seed, protocol, corpus, spans, device, ledger, Rows(base={}), tc, extras=False):
                 if r["metric"] in ("val_loss", "train_wall_time") and r.get("mode") in ("final", "quality"):

@@ -31,9 +31,12 @@ SCAN_LABELS = ("budget", "lr_source", "point")
 
 
 def budget_train(tc: TrainConfig, factor: float) -> TrainConfig:
-    """``tc`` at ``factor`` x its steps, a full schedule: warm-up and cosine decay stretched with it, validation only
-    at the start and the end (the curve needs the final loss alone)."""
+    """``tc`` at ``factor`` x its steps, a full schedule, validated only at the start and the end (the curve needs the
+    final loss alone). Cosine: warm-up and decay stretched with it. wsd: the same warm-up, so every budget shares
+    one stable phase and one run trains them all as cool-down branches (``ablations.quality.branches``)."""
     steps = max(1, round(int(tc.steps) * float(factor)))
+    if tc.schedule == "wsd":
+        return replace(tc, steps=steps, eval_interval=steps)
     warmup = min(steps - 1, round(int(tc.warmup) * steps / int(tc.steps)))
     return replace(tc, steps=steps, warmup=warmup, eval_interval=steps, log_interval=min(int(tc.log_interval), steps))
 

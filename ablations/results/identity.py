@@ -40,7 +40,8 @@ NEUTRAL_PROFILE_SETTINGS = {"target_halfwidth": None, "min_rounds": None, "max_r
 # seeds, one global init stream, the final loss on the curve's windows, no learning-rate check).
 # Train settings added after the seed ledger's arms were first named: left out of an arm's id at these values too
 # (ablations.quality.ledger), so a resumed sweep finds its seeds.
-NEUTRAL_ARM_SETTINGS = {"precision": "float32", "attention_core": "same", "compile": False, "deterministic": False}
+NEUTRAL_ARM_SETTINGS = {"precision": "float32", "attention_core": "same", "compile": False, "deterministic": False,
+                        "schedule": "cosine"}
 NEUTRAL_TRAIN_SETTINGS = {"target_mde": None, "min_seeds": None, "max_seeds": None, "common_init": False,
                           "final_eval_batches": None, "lr_check": False, "average_last": 0.0, "budgets": [],
                           "budget_seeds": None, "check_budgets": [], **NEUTRAL_ARM_SETTINGS,
@@ -48,8 +49,9 @@ NEUTRAL_TRAIN_SETTINGS = {"target_mde": None, "min_seeds": None, "max_seeds": No
                           # without confirmation seeds is the scan before them
                           **{name: train_default(name) for name in RATE_SETTINGS}, "lr_scan_confirm_seeds": []}
 # Train settings the run sets from its whole sweep rather than from the point (the family of comparisons its seeds'
-# stopping rule is held to): never part of a point's identity, at any value.
-SWEEP_TRAIN_SETTINGS = ("family",)
+# stopping rule is held to; the lengths a wsd run also trains as branches, which change no result): never part of a
+# point's identity, at any value.
+SWEEP_TRAIN_SETTINGS = ("family", "branch_steps")
 # Data settings added after points were first written, at the value that reads the bytes points without them read
 # (auto is bytes for every file but an llm.c shard, which no such point could have trained on as tokens; the stdlib
 # corpus is what an empty data.path read without data.corpus).
@@ -77,10 +79,12 @@ def _one_rate(train: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in train.items() if k not in ("shared_lr", "tuned_lr")}, "lr": shared}
 
 
-def without_moot_determinism(train: dict[str, Any]) -> dict[str, Any]:
-    """``train`` less ``deterministic`` where the step is eager (``compile`` false): the eager step reruns bit for bit
-    with or without it, so a seed or point is the same either way (``train.deterministic``)."""
-    return {k: v for k, v in train.items() if not (k == "deterministic" and train.get("compile") is False)}
+def without_moot_settings(train: dict[str, Any]) -> dict[str, Any]:
+    """``train`` less the settings that change nothing where they stand: ``deterministic`` where the step is eager
+    (``compile`` false; the eager step reruns bit for bit with or without it, ``train.deterministic``) and
+    ``cooldown`` under the cosine schedule (only wsd cools down), so a seed or point is the same either way."""
+    return {k: v for k, v in train.items() if not (k == "deterministic" and train.get("compile") is False)
+            and not (k == "cooldown" and train.get("schedule", "cosine") == "cosine")}
 
 
 def point_identity(cfg: DictConfig) -> dict[str, Any]:
@@ -89,7 +93,7 @@ def point_identity(cfg: DictConfig) -> dict[str, Any]:
     resolved = OmegaConf.to_container(kept, resolve=True, enum_to_str=True)
     identity = {k: v for k, v in resolved.items() if not (k in NEUTRAL_RUN_SETTINGS and NEUTRAL_RUN_SETTINGS[k] == v)}
     if isinstance(identity.get("train"), dict):
-        identity["train"] = without_moot_determinism(identity["train"])
+        identity["train"] = without_moot_settings(identity["train"])
     for key, neutral in (("profile", NEUTRAL_PROFILE_SETTINGS), ("train", NEUTRAL_TRAIN_SETTINGS),
                          ("data", NEUTRAL_DATA_SETTINGS)):
         if isinstance(identity.get(key), dict):
