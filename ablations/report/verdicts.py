@@ -11,9 +11,9 @@ multiplier), each with its 95% interval and where it was measured. It says no mo
   margin a published "no worse" is held to (``published.no_worse_margin``), else it says how large a harm the
   interval leaves open; a comparison with too few seeds gives its difference with "no interval, no verdict".
 
-Where several sweeps measured a choice, the block reads the first of ``ANSWER_SWEEPS`` that did (each arm at its own
-rate before one shared rate), else the first in the table; the report's tables below name the others. A smoke run's
-block says it gives no verdicts.
+Where several sweeps measured a choice, the block reads the one ``ANSWER_SWEEPS`` prefers: each arm at its own rate
+before one shared rate and, among those, the one trained furthest (most bytes per parameter); else the first in the
+table. The report's tables below name the others. A smoke run's block says it gives no verdicts.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ablations.quality.learning_rate import SCANNED, TUNED
+from ablations.quality.worth import training_bytes_per_param
 from ablations.report.flips import flip_name, flip_order, moved
 from ablations.report.formatting import signed
 from ablations.report.kernel_reading import kernel_note
@@ -32,10 +33,12 @@ from ablations.results.row_arch import arch_from_row
 from ablations.results.summary_schema import FASTER, NO_DIFFERENCE, OVERHEAD, SLOWER
 from components import ArchConfig
 
-# The sweeps whose reading is the answer, most preferred first: every choice on one baseline, each arm at its
-# committed tuned rate (the all sweep run as ``sweep_name=all_tuned`` beside a shared-rate one), at the rate its own
-# scan chose (lr_scan), then at one shared rate (all).
-ANSWER_SWEEPS = ("all_tuned", "lr_scan", "all")
+# The sweeps whose reading is the answer: every choice on one baseline with each arm at its own rate (at its committed
+# tuned rate, the all sweep run as ``sweep_name=all_tuned``; at the rate its own scan chose, ``lr_scan``), the one
+# trained furthest (most bytes per parameter) first, since what a choice buys moves as training goes on; then at one
+# shared rate (all).
+TUNED_ANSWERS = ("all_tuned", "lr_scan")
+ANSWER_SWEEPS = (*TUNED_ANSWERS, "all")
 # The block's length limit: one line per choice.
 MAX_LINES = 8
 # Verdict words of ``ablations.quality.stats.verdict`` (its third, ``NONE``, named once in ``published``).
@@ -184,9 +187,28 @@ def _device(name: object, device: object) -> str:
     return words[0] if words else "GPU"
 
 
-def _preferred(sweeps: list[str], order: list[str]) -> list[str]:
-    return sorted(sweeps, key=lambda s: (ANSWER_SWEEPS.index(s) if s in ANSWER_SWEEPS else len(ANSWER_SWEEPS),
-                                         order.index(s) if s in order else len(order)))
+def _preferred(sweeps: list[str], order: list[str], table: pd.DataFrame) -> list[str]:
+    """``sweeps`` as the answer prefers them: the tuned answers, furthest trained first; the shared-rate one; then
+    the rest in the table's order."""
+    def key(sweep: str) -> tuple[int, float, int]:
+        if sweep in TUNED_ANSWERS:
+            trained = _bytes_per_param(table, sweep)
+            return 0, -(trained if math.isfinite(trained) else 0.0), TUNED_ANSWERS.index(sweep)
+        if sweep in ANSWER_SWEEPS:
+            return 1, 0.0, ANSWER_SWEEPS.index(sweep)
+        return 2, 0.0, order.index(sweep) if sweep in order else len(order)
+    return sorted(sweeps, key=key)
+
+
+def _bytes_per_param(table: pd.DataFrame, sweep: str) -> float:
+    """How far the sweep's GPT-2 arm trained: its training bytes per parameter (``worth.training_bytes_per_param``)
+    at the sweep's widest quality model; NaN where it has no final loss."""
+    final = table[(table["sweep"] == sweep) & (table["variant"] == GPT2) & (table["metric"] == "val_loss")
+                  & (table["mode"] == "final")]
+    if final.empty or "d_model" not in final:
+        return math.nan
+    widest = final[final["d_model"] == pd.to_numeric(final["d_model"], errors="coerce").max()]
+    return training_bytes_per_param(widest) if len(widest) else math.nan
 
 
 def answers(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,
@@ -212,7 +234,7 @@ def answers(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None
     out = []
     for name, where in names.items():
         by_sweep = dict(where)
-        sweeps = _preferred(list(by_sweep), order)
+        sweeps = _preferred(list(by_sweep), order, table)
         timed = [s for s in sweeps if not cmp.empty and ((cmp["sweep"] == s) & (cmp["variant"] == by_sweep[s])).any()]
         train, decode, used = _ratios(cmp, timed, by_sweep, table)
         loss, quality_sweep = _loss(summary, worth, table, sweeps, by_sweep)
@@ -293,8 +315,9 @@ def _loss(summary: pd.DataFrame | None, worth: pd.DataFrame, table: pd.DataFrame
         r = q.iloc[0]
         w = worth[(worth["sweep"] == sweep) & (worth["variant"] == by_sweep[sweep])] if not worth.empty else worth
         k = str(w["k_flops_text"].iloc[0]) if len(w) else None
-        bpp = f", {float(w['bytes_per_param'].iloc[0]):.2g} bytes/param" if len(w) and "bytes_per_param" in w \
-            and pd.notna(w["bytes_per_param"].iloc[0]) else ""
+        trained = (float(w["bytes_per_param"].iloc[0]) if len(w) and "bytes_per_param" in w
+                   and pd.notna(w["bytes_per_param"].iloc[0]) else _bytes_per_param(table, sweep))
+        bpp = f", {trained:.2g} bytes/param" if math.isfinite(trained) else ""
         steps = _steps(table, sweep, by_sweep[sweep])
         where = f"d={int(r['d_model'])}{steps}{bpp}" if pd.notna(r.get("d_model")) else "the quality model"
         where += _rates(table, sweep, by_sweep[sweep])

@@ -164,3 +164,21 @@ def test_a_choice_slower_than_its_work_names_the_component_whose_kernel_costs_it
     ratio = Ratio(1.028, 1.019, 1.032, "CPU", kernel=note)
     phrase = time_phrase("train step", (ratio,))
     assert phrase.startswith("train step slower (CPU 1.028× [1.019, 1.032]; CPU: its norm alone")
+
+
+def test_the_answer_reads_each_arm_at_its_own_rate_in_the_regime_trained_furthest():
+    from tests.report.conftest import quality_rows
+
+    def sweep(name: str, steps: int, rms_loss: float) -> list[dict]:
+        rows = quality_rows("norm", "gpt2", 1.75) + quality_rows("norm", "rmsnorm", rms_loss)
+        return [dict(r, sweep=name, baseline="gpt2", step=steps if r["mode"] == "final" else r.get("step"))
+                for r in rows]
+
+    early, late = sweep("all_tuned", 100, 1.74), sweep("lr_scan", 800, 1.60)
+    for rows in (early + late, late + early):  # whichever the table lists first
+        table = pd.DataFrame(rows)
+        (rms,) = [line for line in _block(table) if line.startswith("- **") and "RMSNorm" in line]
+        assert "lower loss" in rms and "(sweep lr_scan)" in rms  # the furthest-trained reading, 8x the bytes
+        shared = pd.DataFrame(sweep("all", 800, 1.74) + early)
+        (rms,) = [line for line in _block(shared) if line.startswith("- **") and "RMSNorm" in line]
+        assert "(sweep all_tuned)" in rms  # a tuned reading before a shared-rate one, however far that trained
