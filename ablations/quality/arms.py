@@ -87,10 +87,12 @@ def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans
     aid = arm.id if tc is protocol else arm_id(arm.q, tc, corpus.sha256)
     found = ledger.get(aid, seed)
     if found is None:
-        label = f"quality {arm.base['variant']} seed {seed}" + (
-            "" if tc is protocol else f" at {tc.steps} steps" if tc.steps != protocol.steps else f" at lr {tc.lr:g}")
         steps = lengths(tc)
         run = at_length(tc, steps[-1])
+        label = f"quality {arm.base['variant']} seed {seed}" + (
+            f" at {run.steps} steps with cool-down branches at {', '.join(map(str, steps[:-1]))}" if len(steps) > 1
+            else "" if tc is protocol else f" at {tc.steps} steps" if tc.steps != protocol.steps
+            else f" at lr {tc.lr:g}")
         try:
             began = time.perf_counter()
             result = train(arm.q, corpus, run, int(seed), device, spans, functools.partial(log.info, f"{label} %s"),
