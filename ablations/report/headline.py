@@ -93,7 +93,7 @@ def verdict_lines(table: pd.DataFrame) -> list[str]:
     measured, quality, _ = split(table)
     summary = summarize_quality(table)[0] if not quality.empty else None
     found = answers(table, comparison(measured), summary, worth(table) if not quality.empty else pd.DataFrame())
-    return verdict_block(found)[2:]  # the README has its own heading
+    return verdict_block(found, answer_link=False)[2:]  # the README has its own heading, and is the answer
 
 
 def baseline_line(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:

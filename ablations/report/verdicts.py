@@ -48,6 +48,8 @@ BETTER, WORSE = "better", "worse"
 GLOSSARY_PAGE = "blob/main/docs/glossary.md"
 # Where k is read against how far training went: the horizon reference, which every loss verdict's regime is one of.
 HORIZON_PAGE = "blob/main/results/reference/horizon/README.md"
+# Where the reference's answer is: the README's findings, each arm at its own rate in the regime trained furthest.
+ANSWER_PAGE = "blob/main/README.md#what-it-found"
 
 
 def repository_url(page: str) -> str:
@@ -351,9 +353,10 @@ def _steps(table: pd.DataFrame, sweep: str, variant: str) -> str:
     return f", {int(steps.max())} steps" if len(steps) else ""
 
 
-def verdict_block(found: list[Answer], smoke: bool = False) -> list[str]:
+def verdict_block(found: list[Answer], smoke: bool = False, answer_link: bool = True) -> list[str]:
     """The block's lines from ``answers``: a heading, at most ``MAX_LINES`` sentences, and a line naming what the
-    rest holds; none where the run flipped no choice of GPT-2's block."""
+    rest holds; none where the run flipped no choice of GPT-2's block. ``answer_link``: the regime line also says
+    where the reference's answer is (the README's own block is that answer)."""
     if not found:
         return []
     if smoke:
@@ -373,6 +376,9 @@ def verdict_block(found: list[Answer], smoke: bool = False) -> list[str]:
     more = len(found) - MAX_LINES
     tail = [f"{more} more choice(s) in the tables below and in summary.json.", ""] if more > 0 else []
     if regimes:
-        tail += ["A loss verdict holds for its regime: what a choice buys moves with how far training has gone "
-                 f"([k against training length]({repository_url(HORIZON_PAGE)})).", ""]
+        here = f" (here {next(iter(regimes))})" if one else ""
+        tail += [f"A loss verdict holds for its regime{here}: what a choice buys moves with how far training has gone "
+                 f"([k against training length]({repository_url(HORIZON_PAGE)}))"
+                 + (f"; the reference's answer, each arm at its own rate in the regime trained furthest, is in [the "
+                    f"README]({repository_url(ANSWER_PAGE)})." if answer_link else "."), ""]
     return ["## Verdicts", "", intro, "", *lines, "", *tail]

@@ -182,3 +182,17 @@ def test_the_answer_reads_each_arm_at_its_own_rate_in_the_regime_trained_furthes
         shared = pd.DataFrame(sweep("all", 800, 1.74) + early)
         (rms,) = [line for line in _block(shared) if line.startswith("- **") and "RMSNorm" in line]
         assert "(sweep all_tuned)" in rms  # a tuned reading before a shared-rate one, however far that trained
+
+
+def test_a_reports_regime_line_names_its_regime_and_where_the_references_answer_is(synthetic):
+    lines = _block(synthetic(sweeps=("norm", "kv", "pos")))
+    (regime,) = [line for line in lines if line.startswith("A loss verdict holds for its regime")]
+    assert "(here d=" in regime and "README.md#what-it-found" in regime
+    found = answers(*_parts(synthetic(sweeps=("norm", "kv", "pos"))))
+    (own,) = [line for line in verdict_block(found, answer_link=False) if line.startswith("A loss verdict")]
+    assert "what-it-found" not in own  # the README's own block is the answer
+
+
+def _parts(table: pd.DataFrame) -> tuple:
+    measured, quality, _ = split(table)
+    return table, comparison(measured), summarize_quality(table)[0], worth(table)
