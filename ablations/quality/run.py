@@ -160,7 +160,7 @@ def _lr_check(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans:
     for factor in LR_FACTORS:
         if factor == 1:
             continue
-        tc = replace(protocol, lr=float(protocol.lr) * factor)
+        tc = replace(protocol, lr=float(protocol.lr) * factor, branch_steps=[])  # this length alone
         for r in train_seed(arm, seed, protocol, corpus, spans, device, ledger, Rows(base={}), tc):
             if r["metric"] == "val_loss" and r["mode"] == "final":
                 rows.rows.append(dict(r, metric="lr_check_loss", mode="lr_check", point=arm.base["point"]))
