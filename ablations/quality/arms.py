@@ -101,7 +101,7 @@ def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans
         except RankLost:
             raise
         except Exception as exc:  # this seed is recorded as failed; the others and the sweep go on
-            seeded = _seeded(arm, seed, tc, aid, protocol)
+            seeded = _seeded(arm, seed, tc, aid)
             arm.status = failed(seeded, rows, f"{type(exc).__name__}: {exc}", label)
             return seeded.rows  # not in the ledger: a rerun tries it again
         for length, trained in {run.steps: result, **result.branches}.items():
@@ -109,14 +109,12 @@ def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans
             at_id = aid if length == tc.steps else arm_id(arm.q, at, corpus.sha256)
             if length != tc.steps and ledger.get(at_id, seed) is not None:
                 continue
-            seeded = _seeded(arm, seed, at, at_id, protocol, own_length=tc is protocol)
+            seeded = _seeded(arm, seed, at, at_id, own_length=tc is protocol)
             _seed_rows(seeded, trained, at, spans, arm, corpus.unit, extras,
                        elapsed if length == run.steps else None, run.steps)
             ledger.put(at_id, seed, seeded.rows)
             if length == tc.steps:
                 found = seeded.rows
-        if found is None:  # the run stopped before this length's branch forked: what the ledger holds is its rows
-            found = ledger.get(aid, seed) or []
     else:
         found = reused(found, arm.base)
     rows.rows.extend(found)
@@ -126,7 +124,7 @@ def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans
     return found
 
 
-def _seeded(arm: Arm, seed: int, tc: TrainConfig, aid: str, protocol: TrainConfig, own_length: bool = False) -> Rows:
+def _seeded(arm: Arm, seed: int, tc: TrainConfig, aid: str, own_length: bool = False) -> Rows:
     """The rows of one seed of ``arm`` trained as ``tc``: the arm's identity, this seed's, and the rate it trained at.
     ``own_length``: ``tc`` is one length of the arm's own protocol (a branch standing for another horizon's seed)."""
     seeded = Rows(base=dict(arm.base, seed=int(seed), arm=aid, lr=float(tc.lr)))

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ablations.config.schema import TrainConfig
+from ablations.quality.optimizer import decay_start
 
 # What may differ between a run and its branches: the length, and what each records and when.
 RECORDING = ("name", "steps", "eval_interval", "branch_steps")
@@ -54,7 +55,7 @@ def check_branches(tc: TrainConfig, branches: Sequence[TrainConfig]) -> None:
             raise ValueError(f"a branch of {branch.steps} steps differs from its run in {', '.join(differ)}")
         if not 0 < branch.steps < tc.steps:
             raise ValueError(f"a branch of {branch.steps} steps is not shorter than its run's {tc.steps}")
-        cool = branch.steps - (branch.steps - round(branch.cooldown * branch.steps))
+        cool = branch.steps - decay_start(branch)
         if round(branch.steps * float(branch.average_last or 0.0)) > cool:
             raise ValueError(f"a branch of {branch.steps} steps averages its weights over more steps than its "
                              f"cool-down's {cool}")
