@@ -203,7 +203,7 @@ def _fork(run: _Run, tc: TrainConfig) -> _Run:
                          tokens=done.tokens, data_seconds=done.data_seconds, compile_failed=done.compile_failed)
     branch = _Run.start(model, tc, result)
     branch.opt.load_state_dict(copy.deepcopy(run.opt.state_dict()))
-    branch.log = [entry for entry in run.log if entry[0] == "train_loss" or _scores(tc, entry[1])]
+    branch.log = list(run.log)  # its curve keeps only its own scores (``_curve``)
     branch.running, branch.since = run.running, run.since
     return branch
 
