@@ -36,6 +36,7 @@ import torch
 from ablations.config.plan import QualityPlan
 from ablations.config.schema import TrainConfig
 from ablations.quality.arms import Arm, failed, make_arm, params_of, train_seed
+from ablations.quality.branches import at_length, lengths
 from ablations.quality.data import Corpus, CorpusError, open_corpus
 from ablations.quality.distributed import RankLost
 from ablations.quality.inference import paired_test
@@ -136,15 +137,18 @@ def _budgets(ref: Arm, seeds: list[int], protocol: TrainConfig, corpus: Corpus, 
     runs = [(float(b), BUDGET_METRICS) for b in protocol.budgets] + [(float(b), CHECK_METRICS)
                                                                     for b in protocol.check_budgets]
     rates = budget_rates(ref, protocol, [f for f, _ in runs if f != 1], corpus, spans, device, ledger, rows)
-    # Under wsd the budgets at one rate are one run's cool-down branches: the first trains them all.
-    lengths = {f: budget_train(ref.tc, f).steps for f in rates}
+    # Under wsd the budgets at one rate are one run's cool-down branches: the first trains them all, with the budgets
+    # of every other length the arm's own run trains (train.branch_steps: the sweep's other horizons).
+    horizons = [at_length(ref.tc, n) for n in lengths(ref.tc)]
+    budget_lengths = {f: {budget_train(h, f).steps for h in horizons} for f in rates}
     for seed in seeds:
         for factor, metrics in sorted(runs, key=lambda run: run[0]):
             if factor == 1:
                 continue  # the seed itself
             tc = with_rate(budget_train(ref.tc, factor), rates[factor])
             if tc.schedule == "wsd":
-                tc = replace(tc, branch_steps=[n for f, n in lengths.items() if rates[f] == rates[factor]])
+                tc = replace(tc, branch_steps=sorted({n for f, ns in budget_lengths.items() if rates[f] == rates[factor]
+                                                      for n in ns}))
             labels = dict(mode="budget", budget=factor, point=ref.base.get("point"))
             for r in train_seed(ref, seed, protocol, corpus, spans, device, ledger, Rows(base={}), tc, extras=False):
                 if r["metric"] in ("val_loss", "train_wall_time") and r.get("mode") in ("final", "quality"):
