@@ -92,6 +92,11 @@ class Settled:
     longest: bool  # no shorter horizon settled: the longest's k, with the range over horizons
     ranges: dict[str, tuple[float, float]]  # choice -> (lowest, highest) k over the horizons
 
+    def phrase(self) -> str:
+        """Why this horizon, in a clause a verdict's regime can carry."""
+        return ("the longest horizon (k still moving at every shorter one)" if self.longest
+                else "where k has stopped moving (every choice's k within the longest horizon's interval)")
+
     def line(self, labels: dict[str, str] | None = None) -> str:
         spread = "; ".join(f"{(labels or {}).get(v, v)} {lo:.3g}–{hi:.3g}×" for v, (lo, hi) in self.ranges.items())
         why = ("no shorter horizon's k lies within the longest's interval for every choice, so the longest's"

@@ -12,8 +12,10 @@ multiplier), each with its 95% interval and where it was measured. It says no mo
   interval leaves open; a comparison with too few seeds gives its difference with "no interval, no verdict".
 
 Where several sweeps measured a choice, the block reads the one ``ANSWER_SWEEPS`` prefers: each arm at its own rate
-before one shared rate and, among those, the one trained furthest (most bytes per parameter); else the first in the
-table. The report's tables below name the others. A smoke run's block says it gives no verdicts.
+before one shared rate. Among those, the ``horizon`` sweep first, read at the horizon where k has stopped moving
+(``horizon.settled_horizon``: the shortest whose k lies within the longest's interval for every choice), then the
+others by how far they trained (most bytes per parameter first); else the first in the table. The report's tables
+below name the others. A smoke run's block says it gives no verdicts.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ablations.quality import horizon
 from ablations.quality.learning_rate import SCANNED, TUNED
 from ablations.quality.worth import training_bytes_per_param
 from ablations.report.flips import flip_name, flip_order, moved
@@ -33,11 +36,11 @@ from ablations.results.row_arch import arch_from_row
 from ablations.results.summary_schema import FASTER, NO_DIFFERENCE, OVERHEAD, SLOWER
 from components import ArchConfig
 
-# The sweeps whose reading is the answer: every choice on one baseline with each arm at its own rate (at its committed
-# tuned rate, the all sweep run as ``sweep_name=all_tuned``; at the rate its own scan chose, ``lr_scan``), the one
-# trained furthest (most bytes per parameter) first, since what a choice buys moves as training goes on; then at one
-# shared rate (all).
-TUNED_ANSWERS = ("all_tuned", "lr_scan")
+# The sweeps whose reading is the answer: every choice on one baseline with each arm at its own rate (the horizon sweep
+# at its settled horizon; the all sweep run as ``sweep_name=all_tuned`` at the committed tuned rates; ``lr_scan`` at
+# the rate its own scan chose), the horizon's first and the others trained furthest (most bytes per parameter) first,
+# since what a choice buys moves as training goes on; then at one shared rate (all).
+TUNED_ANSWERS = (horizon.SWEEP, "all_tuned", "lr_scan")
 ANSWER_SWEEPS = (*TUNED_ANSWERS, "all")
 # The block's length limit: one line per choice.
 MAX_LINES = 8
@@ -190,16 +193,51 @@ def _device(name: object, device: object) -> str:
 
 
 def _preferred(sweeps: list[str], order: list[str], table: pd.DataFrame) -> list[str]:
-    """``sweeps`` as the answer prefers them: the tuned answers, furthest trained first; the shared-rate one; then
-    the rest in the table's order."""
-    def key(sweep: str) -> tuple[int, float, int]:
-        if sweep in TUNED_ANSWERS:
+    """``sweeps`` as the answer prefers them: the tuned answers (trained at each arm's own rate), the horizon sweep
+    first and the others furthest trained first; the shared-rate one; then the rest in the table's order."""
+    def key(sweep: str) -> tuple[int, int, float, int]:
+        if sweep in TUNED_ANSWERS and _tuned(table, sweep):
             trained = _bytes_per_param(table, sweep)
-            return 0, -(trained if math.isfinite(trained) else 0.0), TUNED_ANSWERS.index(sweep)
-        if sweep in ANSWER_SWEEPS:
-            return 1, 0.0, ANSWER_SWEEPS.index(sweep)
-        return 2, 0.0, order.index(sweep) if sweep in order else len(order)
+            return (0, sweep != horizon.SWEEP, -(trained if math.isfinite(trained) else 0.0),
+                    TUNED_ANSWERS.index(sweep))
+        if sweep in ANSWER_SWEEPS and sweep not in TUNED_ANSWERS:
+            return 1, 0, 0.0, ANSWER_SWEEPS.index(sweep)
+        return 2, 0, 0.0, order.index(sweep) if sweep in order else len(order)
     return sorted(sweeps, key=key)
+
+
+def _tuned(table: pd.DataFrame, sweep: str) -> bool:
+    """Whether the sweep's arms trained at their own rates (tuned or scanned), by its rows' ``lr_source``."""
+    if "lr_source" not in table:
+        return False
+    sources = table.loc[table["sweep"] == sweep, "lr_source"].dropna().astype(str)
+    return bool(sources.str.startswith((SCANNED, TUNED)).any())
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the answers read: the rows, the quality summary and the multipliers, the horizon sweep's restricted to
+    its settled horizon (``settled``, None where it has none)."""
+
+    table: pd.DataFrame
+    summary: pd.DataFrame | None
+    worth: pd.DataFrame
+    settled: horizon.Settled | None
+
+
+def at_settled_horizon(table: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame) -> Reading:
+    """The horizon sweep read at the horizon where k has stopped moving (``horizon.settled_horizon``); every other
+    sweep as it is."""
+    rows = table[table["sweep"] == horizon.SWEEP]
+    settled = (horizon.settled_horizon(worth, horizon.bytes_per_param(rows))
+               if len(rows) and summary is not None and not worth.empty else None)
+    if settled is None:
+        return Reading(table, summary, worth, None)
+
+    def keep(frame: pd.DataFrame) -> pd.DataFrame:
+        steps = pd.to_numeric(frame["train_steps"], errors="coerce")
+        return frame[(frame["sweep"] != horizon.SWEEP) | (steps == settled.steps)]
+    return Reading(keep(table), keep(summary), keep(worth), settled)
 
 
 def _bytes_per_param(table: pd.DataFrame, sweep: str) -> float:
@@ -218,6 +256,8 @@ def answers(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None
     """One answer per flip of GPT-2's block the table measured: Llama-2's changes (alone and together) first, in the
     declarations' order, then the other choices'."""
     order = list(dict.fromkeys(table["sweep"].dropna().astype(str)))
+    reading = at_settled_horizon(table, summary, worth)
+    table, summary, worth = reading.table, reading.summary, reading.worth
     names: dict[str, list[tuple[str, str]]] = {}
     orders: dict[str, int] = {}
     cores: dict[str, bool] = {}
@@ -239,7 +279,7 @@ def answers(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None
         sweeps = _preferred(list(by_sweep), order, table)
         timed = [s for s in sweeps if not cmp.empty and ((cmp["sweep"] == s) & (cmp["variant"] == by_sweep[s])).any()]
         train, decode, used = _ratios(cmp, timed, by_sweep, table)
-        loss, quality_sweep = _loss(summary, worth, table, sweeps, by_sweep)
+        loss, quality_sweep = _loss(summary, worth, table, sweeps, by_sweep, reading.settled)
         out.append(Answer(name, orders[name], tuple(train), tuple(decode), loss, tuple(used), quality_sweep,
                           tuple(by_sweep.items())))
     # Llama-2's own changes first (the block's question), then the choices that came before or after it.
@@ -304,7 +344,7 @@ def _overhead(row: pd.Series) -> str:
 
 
 def _loss(summary: pd.DataFrame | None, worth: pd.DataFrame, table: pd.DataFrame, sweeps: list[str],
-          by_sweep: dict[str, str]) -> tuple[Loss | None, str | None]:
+          by_sweep: dict[str, str], settled: horizon.Settled | None = None) -> tuple[Loss | None, str | None]:
     if summary is None or summary.empty:
         return None, None
     s = summary[(summary["metric"] == "val_loss") & (summary["reference"] == GPT2)]
@@ -323,6 +363,8 @@ def _loss(summary: pd.DataFrame | None, worth: pd.DataFrame, table: pd.DataFrame
         steps = _steps(table, sweep, by_sweep[sweep])
         where = f"d={int(r['d_model'])}{steps}{bpp}" if pd.notna(r.get("d_model")) else "the quality model"
         where += _rates(table, sweep, by_sweep[sweep])
+        if sweep == horizon.SWEEP and settled is not None:
+            where += f", {settled.phrase()}"
         n = int(r["diff_n"]) if pd.notna(r.get("diff_n")) else 0
         unit = str(r["unit"]) if isinstance(r.get("unit"), str) else "nats/byte"
         return Loss(float(r["diff"]), float(r["diff_lo"]), float(r["diff_hi"]), str(r["verdict"]), n, unit, k,

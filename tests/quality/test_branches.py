@@ -83,11 +83,11 @@ def test_a_branch_that_is_not_one_is_refused_naming_why(branch, message):
         check_branches(replace(run, schedule="cosine"), [at_length(run, 20)])
 
 
-POINT = (*WSD, "train.extrapolation=[1]", "train.budgets=[]", "train.seeds=[0]", "train.target_mde=null",
+POINT = (*WSD, "train.extrapolation=[1]", "train.seeds=[0]", "train.target_mde=null",
          "train.min_seeds=null", "train.max_seeds=null")
 
 
-def _point(folder, steps: int, branch_steps: str, monkeypatch) -> tuple[list[dict], list[int]]:
+def _point(folder, steps: int, branch_steps: str, monkeypatch, budgets: str = "[]") -> tuple[list[dict], list[int]]:
     """One point at ``steps`` in the sweep folder ``folder``: its rows and the length of every run it trained."""
     trained: list[int] = []
     real = arms.train
@@ -99,7 +99,8 @@ def _point(folder, steps: int, branch_steps: str, monkeypatch) -> tuple[list[dic
     monkeypatch.setattr(arms, "train", counted)
     torch.set_num_threads(1)
     rows = Rows(base={"sweep": "test", "variant": "v", "seed": 0, "point": f"p{steps}"})
-    cfg = composed(*POINT, f"train.steps={steps}", f"train.branch_steps={branch_steps}")
+    cfg = composed(*POINT, f"train.steps={steps}", f"train.branch_steps={branch_steps}", f"train.budgets={budgets}",
+                   "train.check_budgets=[]")
     assert run_quality(plan_point(cfg).quality, rows, torch.device("cpu"), folder) == "ok"
     return rows.rows, trained
 
@@ -120,6 +121,19 @@ def test_a_sweep_trains_every_length_once_and_each_point_reads_its_own_seed(tmp_
     assert _finals(short) == _finals(alone_short) and _finals(long) == _finals(alone_long)
     walls = [r for r in long + short if r["metric"] == "train_wall_time"]
     assert any("cool-down branch" in r["note"] for r in walls)
+
+
+def test_a_wsd_curve_also_trains_the_budgets_of_the_arms_other_lengths(tmp_path, monkeypatch):
+    """Two horizons one run apart (8 and 16 steps, branch_steps [8, 16]) with a curve at 0.5x and 2x: the first point
+    trains the arm's run and one curve run of 2 x 16 steps, the budgets of both horizons its branches; the second
+    point finds every seed it needs in the ledger."""
+    first, trained = _point(tmp_path / "sweep", 8, "[8,16]", monkeypatch, "[0.5,2.0]")
+    assert trained == [16, 32]
+    second, again = _point(tmp_path / "sweep", 16, "[8,16]", monkeypatch, "[0.5,2.0]")
+    assert again == []
+    losses = [{r["budget"]: r["value"] for r in rows if r["metric"] == "budget_loss"} for rows in (first, second)]
+    assert all(set(curve) == {0.5, 2.0} for curve in losses)
+    assert len({*losses[0].values(), *losses[1].values()}) == 4  # four lengths: 4, 16 and 8, 32 steps
 
 
 def test_wsd_settings_are_checked_at_the_door():

@@ -167,11 +167,13 @@ def test_a_choice_slower_than_its_work_names_the_component_whose_kernel_costs_it
 
 
 def test_the_answer_reads_each_arm_at_its_own_rate_in_the_regime_trained_furthest():
+    from ablations.quality.learning_rate import TUNED
     from tests.report.conftest import quality_rows
 
     def sweep(name: str, steps: int, rms_loss: float) -> list[dict]:
         rows = quality_rows("norm", "gpt2", 1.75) + quality_rows("norm", "rmsnorm", rms_loss)
-        return [dict(r, sweep=name, baseline="gpt2", step=steps if r["mode"] == "final" else r.get("step"))
+        source = {} if name == "all" else {"lr_source": f"{TUNED}: test"}  # the shared-rate sweep has none
+        return [dict(r, sweep=name, baseline="gpt2", step=steps if r["mode"] == "final" else r.get("step"), **source)
                 for r in rows]
 
     early, late = sweep("all_tuned", 100, 1.74), sweep("lr_scan", 800, 1.60)
@@ -196,3 +198,29 @@ def test_a_reports_regime_line_names_its_regime_and_where_the_references_answer_
 def _parts(table: pd.DataFrame) -> tuple:
     measured, quality, _ = split(table)
     return table, comparison(measured), summarize_quality(table)[0], worth(table)
+
+
+def test_the_answer_leads_with_the_horizon_where_k_has_stopped_moving():
+    """A tuned horizon sweep is read at its settled horizon (the shortest whose k lies in the longest's interval),
+    ahead of a tuned sweep trained as far, and its regime says why that horizon."""
+    import numpy as np
+
+    from ablations.quality.learning_rate import TUNED
+    from tests.report.conftest import quality_rows
+
+    def arms(sweep: str, rms_loss: float, steps: int) -> list[dict]:
+        return [dict(r, sweep=sweep, baseline="gpt2", lr_source=f"{TUNED}: test", train_steps=steps,
+                     step=steps if r["mode"] == "final" else r.get("step"))
+                for r in quality_rows("norm", "gpt2", 1.75) + quality_rows("norm", "rmsnorm", rms_loss)]
+
+    rows = [r for steps, rms in ((100, 1.70), (200, 1.60), (400, 1.62)) for r in arms("horizon", rms, steps)]
+    table = pd.DataFrame(rows + arms("all_tuned", 1.74, 200))  # trained as far as the settled horizon
+    measured, _, _ = split(table)
+    w = pd.DataFrame([dict(sweep="horizon", expected=np.nan, variant="rmsnorm", train_steps=steps, k_flops=k,
+                           k_flops_lo=k - 0.1, k_flops_hi=k + 0.1, k_flops_text=f"{k}×")
+                      for steps, k in ((100, 1.3), (200, 1.95), (400, 2.0))])
+    (rms,) = [a for a in answers(table, comparison(measured), summarize_quality(table)[0], w)
+              if "RMSNorm" in a.choice]
+    assert rms.trained_in == "horizon" and rms.loss is not None
+    assert rms.loss.diff == pytest.approx(-0.15, abs=0.03) and rms.loss.k == "1.95×"
+    assert "200 steps" in rms.loss.where and "where k has stopped moving" in rms.loss.where
