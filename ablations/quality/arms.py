@@ -70,7 +70,8 @@ def make_arm(tc: TrainConfig, point_base: dict, measured: ArchConfig, q: ArchCon
                 dtype=tc.precision, compile=True if tc.compile else None,
                 attention_core=tc.attention_core if tc.precision != "float32" else None, step_choice=step_choice,
                 batch=tc.batch, seq_len=tc.context, corpus=corpus.sha256, vocab_size=q.model.vocab_size, arm=aid,
-                train_flops_step=step_flops(q, tc), train_steps=int(tc.steps), lr_source=rate.source)
+                train_flops_step=step_flops(q, tc), train_steps=int(tc.steps), lr_source=rate.source,
+                schedule=tc.schedule)
     note = (f"quality model (train={tc.name}): d={q.model.d_model}, {q.model.n_layers} layers, "
             f"{q.n_kv_heads} KV of {q.model.n_heads} heads (point: {measured.n_kv_heads} of "
             f"{measured.model.n_heads})")

@@ -83,7 +83,7 @@ class Ledger:
 
 # Base keys a seed's ledger rows may lack (written before the column existed) that its arm id implies: the same arm
 # id is the same training, so the reading point's value is the seed's.
-PLAN_KEYS = ("train_steps",)
+PLAN_KEYS = ("train_steps", "schedule")
 # Labels that say which point reads a seed and why its arm trains at its rate: always the reading point's, so a seed
 # another sweep trained (a ledger carried over, ``reuse_scans``) is recorded as this sweep's comparison.
 READER_KEYS = ("sweep", "point", "lr_source")

@@ -362,7 +362,7 @@ def _loss(summary: pd.DataFrame | None, worth: pd.DataFrame, table: pd.DataFrame
         bpp = f", {trained:.2g} bytes/param" if math.isfinite(trained) else ""
         steps = _steps(table, sweep, by_sweep[sweep])
         where = f"d={int(r['d_model'])}{steps}{bpp}" if pd.notna(r.get("d_model")) else "the quality model"
-        where += _rates(table, sweep, by_sweep[sweep])
+        where += _rates(table, sweep, by_sweep[sweep]) + _schedule(table, sweep)
         if sweep == horizon.SWEEP and settled is not None:
             where += f", {settled.phrase()}"
         n = int(r["diff_n"]) if pd.notna(r.get("diff_n")) else 0
@@ -387,6 +387,14 @@ def _rates(table: pd.DataFrame, sweep: str, variant: str) -> str:
         return f", one shared lr {rates[0][0]:g}"
     own_text, base_text = (", ".join(f"{r:g}" for r in arm) for arm in rates)
     return f", each arm its own lr ({own_text}; GPT-2 {base_text})"
+
+
+def _schedule(table: pd.DataFrame, sweep: str) -> str:
+    """The rate's schedule where it is not the default cosine (rows written before the column say nothing)."""
+    if "schedule" not in table:
+        return ""
+    found = set(table.loc[table["sweep"] == sweep, "schedule"].dropna().astype(str)) - {"cosine"}
+    return f", {' and '.join(sorted(found))} schedule" if found else ""
 
 
 def _steps(table: pd.DataFrame, sweep: str, variant: str) -> str:

@@ -31,6 +31,8 @@ COLUMNS = [
     # rate came from (ablations.quality.learning_rate), and on a point's final loss how its seeds ended
     # (ablations.quality.seeds).
     "arm", "lr", "lr_source", "stopped", "looks", "target_mde",
+    # The rate's schedule over the steps (ablations.quality.optimizer.SCHEDULES): cosine, or warmup-stable-decay.
+    "schedule",
     # The compute multiplier (ablations.quality.multiplier): a baseline run's budget, as a multiple of the steps,
     # each arm's training FLOPs per step (the work model's), and the point's steps (its horizon: a budget run's
     # multiple is of these).
