@@ -149,7 +149,9 @@ def _budgets(ref: Arm, seeds: list[int], protocol: TrainConfig, corpus: Corpus, 
             if tc.schedule == "wsd":
                 tc = replace(tc, branch_steps=sorted({n for f, ns in budget_lengths.items() if rates[f] == rates[factor]
                                                       for n in ns}))
-            labels = dict(mode="budget", budget=factor, point=ref.base.get("point"))
+            # A budget is a multiple of this point's steps, whichever point's run trained it (a branch of another
+            # horizon's curve carries that point's steps in the ledger).
+            labels = dict(mode="budget", budget=factor, point=ref.base.get("point"), train_steps=int(protocol.steps))
             for r in train_seed(ref, seed, protocol, corpus, spans, device, ledger, Rows(base={}), tc, extras=False):
                 if r["metric"] in ("val_loss", "train_wall_time") and r.get("mode") in ("final", "quality"):
                     rows.rows.append(dict(r, metric=metrics[r["metric"]], **labels))

@@ -134,6 +134,8 @@ def test_a_wsd_curve_also_trains_the_budgets_of_the_arms_other_lengths(tmp_path,
     losses = [{r["budget"]: r["value"] for r in rows if r["metric"] == "budget_loss"} for rows in (first, second)]
     assert all(set(curve) == {0.5, 2.0} for curve in losses)
     assert len({*losses[0].values(), *losses[1].values()}) == 4  # four lengths: 4, 16 and 8, 32 steps
+    for rows, steps in ((first, 8), (second, 16)):  # each budget a multiple of its own point's steps
+        assert {r["train_steps"] for r in rows if r["metric"] == "budget_loss"} == {steps}
 
 
 def test_wsd_settings_are_checked_at_the_door():
