@@ -102,8 +102,10 @@ class Settled:
         why = ("no shorter horizon's k lies within the longest's interval for every choice, so the longest's"
                if self.longest else "the shortest horizon whose k lies within the longest's 95% interval for every "
                "choice")
-        return (f"**Where k has stopped moving: {self.bytes_per_param:.3g} bytes per parameter**, {why} (k over "
-                f"the horizons: {spread}).")
+        head = (f"**The answer's horizon: {self.bytes_per_param:.3g} bytes per parameter, the longest; k has not "
+                "stopped moving**" if self.longest
+                else f"**Where k has stopped moving: {self.bytes_per_param:.3g} bytes per parameter**")
+        return f"{head}, {why} (k over the horizons: {spread})."
 
 
 def settled_horizon(worth: pd.DataFrame, bpp: pd.Series) -> Settled | None:

@@ -110,6 +110,7 @@ def test_the_headline_horizon_is_the_shortest_whose_k_lies_in_the_longests_inter
     # one choice still moving at the middle horizon: only the longest holds every k
     moving = settled_horizon(_worth({"rope": [1.3, 1.95, 2.0], "swiglu": [1.0, 1.3, 1.5]}), BPP)
     assert moving.steps == 400 and moving.longest and "so the longest's" in moving.line()
+    assert "k has not stopped moving" in moving.line() and "k has not" not in settled.line()
 
 
 def test_no_headline_horizon_without_an_interval_at_the_longest():
