@@ -33,6 +33,7 @@ SWEEP = "all"
 FINDINGS_KNOWN = "docs/findings.md#what-it-found-reference-run-cpu"
 # The folders the README's findings are built from: the reference, its transfer study, the H100 runs.
 README_SOURCES = ("results/reference", "results/reference/all_tuned", "results/reference/lr_scan_horizon",
+                  "results/reference/horizon_tuned",
                   "results/reference/transfer",
                   "results/reference/cuda/norm", "results/reference/cuda/kv")
 # The README's findings table: the headline's columns a reader needs first; docs/findings.md shows every column.

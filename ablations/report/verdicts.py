@@ -49,9 +49,9 @@ BETTER, WORSE = "better", "worse"
 # Where a report links its terms: the docs page generated from ``ablations.report.glossary``, under the repository
 # the package's metadata names (pyproject.toml's [project.urls]).
 GLOSSARY_PAGE = "blob/main/docs/glossary.md"
-# Where k is read against how far training went: the horizon reference, which every loss verdict's regime is one of.
-HORIZON_PAGE = "blob/main/results/reference/horizon/README.md"
-# Where the reference's answer is: the README's findings, each arm at its own rate in the regime trained furthest.
+# Where k is read against how far training went: the horizon reference at each arm's own rate.
+HORIZON_PAGE = "blob/main/results/reference/horizon_tuned/README.md"
+# Where the reference's answer is: the README's findings, each arm at its own rate where k has stopped moving.
 ANSWER_PAGE = "blob/main/README.md#what-it-found"
 
 
@@ -429,6 +429,6 @@ def verdict_block(found: list[Answer], smoke: bool = False, answer_link: bool = 
         here = f" (here {next(iter(regimes))})" if one else ""
         tail += [f"A loss verdict holds for its regime{here}: what a choice buys moves with how far training has gone "
                  f"([k against training length]({repository_url(HORIZON_PAGE)}))"
-                 + (f"; the reference's answer, each arm at its own rate in the regime trained furthest, is in [the "
-                    f"README]({repository_url(ANSWER_PAGE)})." if answer_link else "."), ""]
+                 + (f"; the reference's answer, each arm at its own rate where k has stopped moving (or at the longest "
+                    f"horizon), is in [the README]({repository_url(ANSWER_PAGE)})." if answer_link else "."), ""]
     return ["## Verdicts", "", intro, "", *lines, "", *tail]
