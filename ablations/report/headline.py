@@ -150,18 +150,18 @@ def _shouted(verdict: str) -> str:
     return verdict.upper() if verdict == MISSES else verdict
 
 
-def early_training_line(table: pd.DataFrame, sweep: str = SWEEP) -> str:
-    """What the findings table's quality columns read: the sweep's own regime, named as early training where the
-    answer above reads another."""
-    rows = _rows(table, sweep)
-    rows = rows[rows["sweep"] == sweep]
+def early_training_line(table: pd.DataFrame, verdicts: list[str], sweep: str = SWEEP) -> str:
+    """What the findings table's quality columns read: the sweep's own regime, named as early training only where
+    the ``verdicts`` above read another."""
+    rows = table[table["sweep"] == sweep]
     measured, quality, _ = split(rows)
     if quality.empty:
         return ""
     summary = summarize_quality(rows)[0]
     found = answers(rows, comparison(measured), summary, worth(rows))
     regimes = list(dict.fromkeys(a.loss.where for a in found if a.loss is not None))
-    if not regimes:
+    said = "\n".join(verdicts)
+    if not regimes or all(regime in said for regime in regimes):
         return ""
     return (f"**Early training**: the table's Δ loss and compute multiplier are the `{sweep}` sweep's, at "
             f"{'; '.join(regimes)}; what a choice buys moves as training goes on, and the verdicts above read it "
@@ -172,8 +172,9 @@ def readme_text(table: pd.DataFrame, sweep: str = SWEEP) -> str:
     """What the README's "What it found" holds between its markers: the verdicts, the regime of the table below, the
     known answers in a sentence, the findings table."""
     multipliers = multipliers_of(table, sweep)
-    early = early_training_line(table, sweep)
-    return "\n".join([*verdict_lines(table), *([early, ""] if early else []),
+    verdicts = verdict_lines(table)
+    early = early_training_line(table, verdicts, sweep)
+    return "\n".join([*verdicts, *([early, ""] if early else []),
                       known_answers_sentence(table, sweep, multipliers), "", readme_table(table, sweep, multipliers)])
 
 
