@@ -162,11 +162,13 @@ def _budgets(ref: Arm, seeds: list[int], protocol: TrainConfig, corpus: Corpus, 
 def _lr_check(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans: torch.Tensor, device: torch.device,
               ledger: Ledger, rows: Rows) -> None:
     """One seed at ``LR_FACTORS`` x the arm's own rate: whether that rate suits this arm (the report flags one
-    whose best rate is another). The factor 1 run is the seed itself."""
+    whose best rate is another). The factor 1 run is the seed itself. Each check trains as the seed did: under wsd
+    one run with the arm's other lengths as branches, so a sweep's other horizons read their check from the ledger."""
     for factor in LR_FACTORS:
         if factor == 1:
             continue
-        tc = replace(protocol, lr=float(protocol.lr) * factor, branch_steps=[])  # this length alone
+        tc = replace(protocol, lr=float(protocol.lr) * factor)
         for r in train_seed(arm, seed, protocol, corpus, spans, device, ledger, Rows(base={}), tc):
             if r["metric"] == "val_loss" and r["mode"] == "final":
-                rows.rows.append(dict(r, metric="lr_check_loss", mode="lr_check", point=arm.base["point"]))
+                rows.rows.append(dict(r, metric="lr_check_loss", mode="lr_check", point=arm.base["point"],
+                                      train_steps=int(protocol.steps)))  # a branch's run carries its origin's steps

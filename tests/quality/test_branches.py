@@ -87,7 +87,8 @@ POINT = (*WSD, "train.extrapolation=[1]", "train.seeds=[0]", "train.target_mde=n
          "train.min_seeds=null", "train.max_seeds=null")
 
 
-def _point(folder, steps: int, branch_steps: str, monkeypatch, budgets: str = "[]") -> tuple[list[dict], list[int]]:
+def _point(folder, steps: int, branch_steps: str, monkeypatch, budgets: str = "[]",
+           *extra: str) -> tuple[list[dict], list[int]]:
     """One point at ``steps`` in the sweep folder ``folder``: its rows and the length of every run it trained."""
     trained: list[int] = []
     real = arms.train
@@ -100,7 +101,7 @@ def _point(folder, steps: int, branch_steps: str, monkeypatch, budgets: str = "[
     torch.set_num_threads(1)
     rows = Rows(base={"sweep": "test", "variant": "v", "seed": 0, "point": f"p{steps}"})
     cfg = composed(*POINT, f"train.steps={steps}", f"train.branch_steps={branch_steps}", f"train.budgets={budgets}",
-                   "train.check_budgets=[]")
+                   "train.check_budgets=[]", *extra)
     assert run_quality(plan_point(cfg).quality, rows, torch.device("cpu"), folder) == "ok"
     return rows.rows, trained
 
@@ -136,6 +137,18 @@ def test_a_wsd_curve_also_trains_the_budgets_of_the_arms_other_lengths(tmp_path,
     assert len({*losses[0].values(), *losses[1].values()}) == 4  # four lengths: 4, 16 and 8, 32 steps
     for rows, steps in ((first, 8), (second, 16)):  # each budget a multiple of its own point's steps
         assert {r["train_steps"] for r in rows if r["metric"] == "budget_loss"} == {steps}
+
+
+def test_a_wsd_learning_rate_check_trains_as_the_seed_did_so_the_other_lengths_read_theirs(tmp_path, monkeypatch):
+    first, trained = _point(tmp_path / "sweep", 8, "[8,16]", monkeypatch, "[]", "train.lr_check=true")
+    assert trained == [16, 16, 16]  # the seed and its two checks, each one run with the 8-step length a branch
+    second, again = _point(tmp_path / "sweep", 16, "[8,16]", monkeypatch, "[]", "train.lr_check=true")
+    assert again == []
+    for rows, steps in ((first, 8), (second, 16)):
+        checks = [r for r in rows if r["metric"] == "lr_check_loss"]
+        assert len(checks) == 2 and {r["train_steps"] for r in checks} == {steps}
+    assert {r["value"] for r in first if r["metric"] == "lr_check_loss"}.isdisjoint(
+        r["value"] for r in second if r["metric"] == "lr_check_loss")
 
 
 def test_wsd_settings_are_checked_at_the_door():
