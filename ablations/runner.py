@@ -14,13 +14,22 @@ from typing import Any
 
 import torch
 from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ablations.config.checks import check_run, resolve_device, resolve_dtype
 from ablations.config.columns import row_values
-from ablations.config.errors import Fault
-from ablations.config.plan import Machine, Output, Pair, Plan, QualityPlan, TimingPlan, logger_of, settings_of
+from ablations.config.errors import Fault, os_error_line
+from ablations.config.plan import (
+    Machine,
+    Output,
+    Pair,
+    Plan,
+    QualityPlan,
+    TimingPlan,
+    logger_of,
+    settings_of,
+    with_family,
+)
 from ablations.config.read_arch import baseline_from
 from ablations.measure.graphs import check_graphs
 from ablations.measure.intervals import precision_of
@@ -35,6 +44,7 @@ from ablations.results.identity import point_identity
 from ablations.results.provenance import provenance
 from ablations.results.rows import Rows
 from ablations.results.store import config_hash, point_done, point_path, write_point
+from ablations.results.sweep_record import read_sweep_record
 from ablations.results.variant_labels import variant_label
 from ablations.track import check_logger
 from ablations.track.plan import save_point_config
@@ -46,10 +56,27 @@ log = logging.getLogger("ablations")
 
 
 def run_job(cfg: DictConfig) -> str:
-    """One sweep point: measure the block against its baseline, train both quality models, write the rows once.
-    Returns ``ok``, ``failed`` or ``skipped`` (measured before)."""
-    # The config stops here. Under torchrun rank 0's folder is every rank's (its clock named the folder).
-    plan = plan_point(cfg, distributed.from_writer(output_folder(cfg)))
+    """A point a launcher started in its own process (joblib, submitit): its config as Hydra composed it there, its
+    family from the sweep's record beside the points (``ablations.results.sweep_record``). Returns ``run_plan``'s."""
+    # Under torchrun rank 0's folder is every rank's (its clock named the folder).
+    folder = distributed.from_writer(output_folder(cfg))
+    plan = plan_point(cfg, folder)
+    record = read_sweep_record(folder)
+    return run_plan(plan if record is None else with_family(plan, record.family))
+
+
+def run_point(plan: Plan) -> str:
+    """``run_plan`` as the sweep runs it: a fault of the environment (a full disk, a corpus gone) stops the run with
+    one line, since every later point would meet it too."""
+    try:
+        return run_plan(plan)
+    except OSError as exc:
+        raise Fault(os_error_line(exc)) from None
+
+
+def run_plan(plan: Plan) -> str:
+    """One sweep point, checked: measure the block against its baseline, train both quality models, write the rows
+    once. Returns ``ok``, ``failed`` or ``skipped`` (measured before)."""
     torch.set_num_threads(plan.machine.threads)
     if plan.timing is not None and not plan.timing.timed:
         log.warning("%s", plan.timing.untimed)
@@ -74,7 +101,6 @@ def run_job(cfg: DictConfig) -> str:
         status = train_quality(plan.quality, rows, plan.machine.device, out.folder) or status
     if distributed.is_writer():
         write_point(rows.rows, out.point)
-    # A single run's table, summary and folder line come from the callback (``SweepCallback.on_job_end``).
     return status
 
 
@@ -90,7 +116,7 @@ def plan_point(cfg: DictConfig, folder: Path | None = None) -> Plan:
     device = resolve_device(cfg)
     check_graphs(profile.graphs, device)
     machine = Machine(device, resolve_dtype(cfg, device), cfg.threads or os.cpu_count() or 1, bool(cfg.compile),
-                      launcher_name())
+                      launcher_name(cfg))
     matched = bool(cfg.match_params)
     pair = Pair(variant_label(arch, matched), arch, str(cfg.baseline.name), baseline_from(cfg, arch), matched)
     timing = TimingPlan(pair, machine, profile, int(cfg.seed),
@@ -164,17 +190,16 @@ def untimed_because(launcher: str, allow_parallel_timing: bool) -> str:
 
 
 def output_folder(cfg: DictConfig) -> Path:
-    """Where the running job's points and table go: ``out=`` if given, else Hydra's sweep folder (or run folder)."""
-    if cfg.get("out"):
-        return Path(cfg.out)
-    hc = HydraConfig.get()
-    return Path(hc.sweep.dir if hc.mode == RunMode.MULTIRUN else hc.runtime.output_dir)
+    """Where the running job's points and table go: ``out=`` if given, else Hydra's sweep folder."""
+    return Path(cfg.out) if cfg.get("out") else Path(HydraConfig.get().sweep.dir)
 
 
-def launcher_name() -> str:
-    if not HydraConfig.initialized():
-        return "basic"
-    return HydraConfig.get().runtime.choices.get("hydra/launcher", "basic") or "basic"
+def launcher_name(cfg: DictConfig) -> str:
+    """The Hydra launcher that runs the point: its config's choice, else the running job's; ``basic`` outside Hydra."""
+    chosen = OmegaConf.select(cfg, "hydra.runtime.choices")
+    if chosen is None and HydraConfig.initialized():
+        chosen = HydraConfig.get().runtime.choices
+    return str((chosen or {}).get("hydra/launcher") or "basic")
 
 
 def check_point(cfg: DictConfig) -> ArchConfig:

@@ -196,16 +196,16 @@ def test_a_neutral_setting_at_its_default_stays_out_of_the_identity(monkeypatch)
 
 
 def test_a_sweep_into_a_folder_with_points_of_another_configuration_is_refused(tmp_path):
-    from ablations.cli import prevalidate
+    from ablations.cli import plan_run
     from ablations.config.errors import UsageError
 
     points = tmp_path / "points"
     points.mkdir()
     args = ["+sweep=norm", "profile=smoke", f"hydra.sweep.dir={tmp_path}"]
-    assert prevalidate(args) == 2
+    assert len(plan_run(args)) == 2
     (points / "gpt2-000000000000.csv").write_text("sweep\n")
     with pytest.raises(UsageError) as exit_info:
-        prevalidate(args)
+        plan_run(args)
     assert exit_info.value.code == 2
     err = exit_info.value.message
     assert err.count("\n") == 0 and "1 point file(s) of another configuration" in err and "gpt2-000000000000" in err

@@ -16,10 +16,11 @@ from scripts.structure import cycles
 
 ROOT = Path(__file__).resolve().parent.parent / "ablations"
 
-# The top level of ``ablations``: the entry points (``__main__``, ``cli``, ``commands``, ``step_profile``, and
-# ``callbacks``, which Hydra calls at the sweep's end) and the runner. With each stage's ``__main__`` they are the
-# entry layer, which may import any stage.
-TOP_LEVEL = {"__init__", "__main__", "cli", "commands", "callbacks", "runner", "step_profile"}
+# The top level of ``ablations``: the entry points (``__main__``, ``cli``, ``commands``, ``step_profile``) and the
+# runner. With each stage's ``__main__`` and the ``sweep`` package (which composes, runs and ends a sweep through the
+# runner) they are the entry layer, which may import any stage.
+TOP_LEVEL = {"__init__", "__main__", "cli", "commands", "runner", "step_profile"}
+ENTRY_PACKAGES = {"sweep"}
 # What each stage may import from ``ablations`` (itself always).
 ALLOWED = {
     "config": set(),
@@ -53,7 +54,7 @@ def stage(module: str, importing: bool = True) -> str:
     """``ablations.measure.point`` -> ``measure``; top-level modules are the ``entry`` layer, and so is every
     ``__main__`` (a command) when it is the one importing."""
     parts = module.split(".")
-    if importing and parts[-1] == "__main__":
+    if importing and parts[-1] == "__main__" or len(parts) > 2 and parts[1] in ENTRY_PACKAGES:
         return "entry"
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in ALLOWED) else "entry"
 
@@ -134,8 +135,8 @@ def test_the_checks_catch_a_cycle_and_forbidden_imports(broken_tree: Path):
 # The composed Hydra config stops at the door: the runner resolves it into typed plans (``ablations.config.plan``),
 # and only these modules read it: the entry points, the config package's rules and plan, a point's identity (its
 # hash is of the resolved config), and the predictor, which composes its own.
-DOOR = {"ablations.cli", "ablations.runner", "ablations.callbacks", "ablations.config.checks",
-        "ablations.config.read_arch", "ablations.config.plan", "ablations.results.identity",
+DOOR = {"ablations.cli", "ablations.runner", "ablations.sweep.compose", "ablations.sweep.run",
+        "ablations.config.checks", "ablations.config.read_arch", "ablations.config.plan", "ablations.results.identity",
         "ablations.predict.__main__", "ablations.predict.quality_seed"}
 
 

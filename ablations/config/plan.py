@@ -9,7 +9,7 @@
     │             ``train.enabled=false``)
     └── output    the folder, the point's file, the tracker (``Output``)
 
-    SweepEnd      what the sweep's end does: the table, REPORT.md, the tracker (``ablations.callbacks.finish``)
+    SweepEnd      what the sweep's end does: the table, REPORT.md, the tracker (``ablations.sweep.end.finish``)
 
 The profile, training and data settings are the schema's own dataclasses (``ablations.config.schema``), filled by
 OmegaConf from the composed config (``OmegaConf.to_object``), so a stage reads ``plan.quality.train.steps`` with a
@@ -19,7 +19,7 @@ type an editor can follow.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,24 @@ class SweepEnd:
     figures: bool = True
     logger: LoggerConfig | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+
+
+def sweep_end(cfg: DictConfig, folder: Path) -> SweepEnd:
+    """What the end of the sweep ``cfg`` composes writes into ``folder``: its table, report and tracker."""
+    logger = logger_of(cfg)
+    return SweepEnd(folder, str(cfg.get("sweep_name", "adhoc")), bool(cfg.get("figures", True)), logger,
+                    settings_of(cfg) if logger is not None else {})
+
+
+def with_family(plan: Plan, family: int) -> Plan:
+    """The point's plan with its seeds held to its sweep's ``family`` of comparisons (``ablations.quality.seeds``)."""
+    if plan.quality is None:
+        return plan
+    settings = plan.output.settings  # a tracker logs the family the point's seeds were held to
+    if "train" in settings:
+        settings = {**settings, "train": {**settings["train"], "family": family}}
+    return replace(plan, quality=replace(plan.quality, train=replace(plan.quality.train, family=family)),
+                   output=replace(plan.output, settings=settings))
 
 
 def settings_of(cfg: DictConfig) -> dict[str, Any]:

@@ -4,6 +4,8 @@ path (``ablations.config.searchpath``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hydra.core.config_store import ConfigStore
 
 from ablations.config.generated import register_generated
@@ -25,6 +27,15 @@ def share_config_store() -> None:
     ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
 
 
+@dataclass
+class SweeperConfig:
+    """``hydra/sweeper=blockbench`` (``conf/config.yaml``): every run composed once, then run
+    (``ablations.sweep.run``). ``params``: a sweep's own axes, as Hydra's basic sweeper takes them."""
+
+    _target_: str = "hydra_plugins.blockbench_sweeper.BlockbenchSweeper"
+    params: dict[str, str] | None = None
+
+
 def register_configs() -> None:
     """Store the schemas at the top of the ConfigStore, not in their groups: a group's schema would be listed
     (and selectable) as one of its options, e.g. ``model=model_schema`` in ``--help``. A group's config
@@ -39,3 +50,4 @@ def register_configs() -> None:
     for group, node in groups.items():
         cs.store(name=f"{group}_schema", node=node)
     register_generated(cs)
+    cs.store(group="hydra/sweeper", name="blockbench", node=SweeperConfig)

@@ -1,6 +1,6 @@
 """REPORT.md from a sweep folder's table: the sections in order, rendered as Markdown.
 
-``build_report(folder)`` runs at the end of every sweep (``ablations.callbacks.finish``) and on demand
+``build_report(folder)`` runs at the end of every sweep (``ablations.sweep.end.finish``) and on demand
 (``python -m ablations.report``). The report opens with the verdict block (``ablations.report.verdicts``), then
 holds the setup, the claims table, per sweep the variants against the baseline (speed, then size and work, then
 quality when training ran), the figures, and the full-size models of ``ablations.report.sizes``. Nothing in it is

@@ -1,7 +1,7 @@
 """Tracking, an optional extra (``pip install -e ".[track]"``): ``+logger=mlflow`` or ``+logger=tensorboard`` logs a
 finished sweep from its results table (``plan``), offline; ``results.csv`` stays the source of truth.
 
-Logging reads the folder once the sweep has finished (``ablations.callbacks.finish``), not from the points as they
+Logging reads the folder once the sweep has finished (``ablations.sweep.end.finish``), not from the points as they
 run: under a parallel launcher the points' processes would contend for one SQLite store, and a table-first log is
 the same whatever launched the points (a resumed sweep's skipped points included).
 """

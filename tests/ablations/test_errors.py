@@ -27,6 +27,7 @@ from ablations.config.schema import ProfileConfig, TrainConfig
 from ablations.results import durable
 from ablations.results.store import point_done
 from ablations.results.table import POINTS_DIR
+from ablations.sweep import run as sweep_run
 from blockbench import choices
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,10 +50,10 @@ QUICK = ["+sweep=norm", "profile=smoke", "model=tiny", "threads=1", "measure=fal
 def cli_result(capsys, monkeypatch):
     """(exit status, stderr lines) of ``python -m ablations ARGV``, which must stop before any work."""
 
-    def started() -> None:
-        raise AssertionError("the input was not refused: Hydra was about to run it")
+    def started(folder: Path) -> None:
+        raise AssertionError("the input was not refused: the sweep was about to run it")
 
-    monkeypatch.setattr(cli, "hydra_main", started)
+    monkeypatch.setattr(sweep_run, "make_folder", started)  # the sweep's first write, after every check
     monkeypatch.setattr(sys, "argv", list(sys.argv))  # main() hands its arguments to Hydra through sys.argv
     return lambda argv: _stopped(argv, capsys)
 
@@ -148,12 +149,12 @@ def test_bad_input_is_one_line_and_exit_2(args, line, tmp, cli_result):
     (["attn=gqa", "+sweep=kv"], 5),
 ])
 def test_adding_a_group_or_a_hydra_key_stays_allowed(args, points):
-    assert cli.prevalidate(args) == points
+    assert len(cli.plan_run(args)) == points
 
 
 def test_the_folder_check_leaves_nothing_behind(tmp_path):
     folder = tmp_path / "a" / "b" / "sweep"
-    assert cli.prevalidate(["+sweep=norm", f"hydra.sweep.dir={folder}"]) == 2
+    assert len(cli.plan_run(["+sweep=norm", f"hydra.sweep.dir={folder}"])) == 2
     assert list(tmp_path.iterdir()) == []  # the run creates its own folder; the check removed what it made
 
 
@@ -260,7 +261,7 @@ FAULTS = {
 
 
 # Extended: a figure and the table are written through the same write_atomic, and stopped by the same handler in
-# the sweep's end (ablations.callbacks.finish), as REPORT.md, whose fault stays here.
+# the sweep's end (ablations.sweep.end.finish), as REPORT.md, whose fault stays here.
 EXTENDED_FAULTS = {"figure", "table"}
 
 
@@ -279,10 +280,10 @@ def test_a_fault_during_the_run_is_one_line_and_exit_1(fault, line, points, tmp_
 
 
 def test_a_report_that_fails_is_one_line_exit_1_and_keeps_the_table(tmp_path, monkeypatch, capsys):
-    # A bug in the report (not the disk): Hydra would make the callback's exception a warning and exit 0.
-    from ablations import callbacks
+    # A bug in the report (not the disk): one line and exit 1, the table kept.
     from ablations.report import markdown
     from ablations.results.store import write_point
+    from ablations.sweep.end import finish
 
     write_point([{"point": "gpt2", "variant": "gpt2", "status": "ok"}], tmp_path / POINTS_DIR / "gpt2-0123456789ab.csv")
 
@@ -291,7 +292,7 @@ def test_a_report_that_fails_is_one_line_exit_1_and_keeps_the_table(tmp_path, mo
 
     monkeypatch.setattr(markdown, "build_report", broken)
     with pytest.raises(Fault) as stop:
-        callbacks.finish(SweepEnd(tmp_path), ["ok"])
+        finish(SweepEnd(tmp_path), ["ok"])
     assert stop.value.code == 1 and stop.value.message == (
         f"the report could not be built (ValueError: no column 'x' in the table); the measurements "
         f"are in {tmp_path / 'results.csv'}: rebuild with blockbench report {tmp_path}")

@@ -1,7 +1,7 @@
 """A launcher that runs points side by side (joblib, submitit) gets no timing, and the sweep still collects.
 
-In-process: one point run as a joblib job would run it, then the end of the sweep as the parent process sees it, with
-no job callbacks of its own (they fired in the workers). The joblib sweep itself, in processes, is
+In-process: one point run as a joblib job would run it, then the end of the sweep reading each point's outcome from
+its file where a launcher returned none. The joblib sweep itself, in processes, is
 ``test_parallel_launcher_skips_timing_and_still_collects`` in the extended tier (tests/ablations/test_sweeps.py).
 """
 
@@ -12,8 +12,9 @@ import logging
 import pandas as pd
 import pytest
 
-from ablations import callbacks, runner
+from ablations import runner
 from ablations.config.plan import SweepEnd
+from ablations.sweep.end import finish
 from tests.ablations.jobs import job_config
 
 TIMED = {"latency", "latency_ratio", "decode_latency", "prefill_latency", "throughput"}
@@ -53,8 +54,8 @@ def test_the_parent_of_a_parallel_sweep_reads_each_points_outcome_from_its_file(
         cfg = job_config(tmp_path, "hydra/launcher=joblib", f"variant={variant}", num=num)
         as_job(cfg)
         runner.run_job(cfg)
-    # The parent saw no job end (joblib's workers ran the callbacks), so it has no statuses of its own.
-    callbacks.finish(SweepEnd(tmp_path, figures=False), [])
+    # No outcomes came back: the end reads each point's from its file.
+    finish(SweepEnd(tmp_path, figures=False), [])
     err = capsys.readouterr().err
     assert "2 point(s): 2 ok, 0 failed, 0 skipped" in err
     assert set(pd.read_csv(tmp_path / "results.csv")["variant"]) == {"gpt2", "rmsnorm"}

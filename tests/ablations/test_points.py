@@ -16,11 +16,12 @@ import re
 import pandas as pd
 import pytest
 
-from ablations import callbacks, runner
+from ablations import runner
 from ablations.cli import hydra_main
 from ablations.config.errors import Fault
 from ablations.config.plan import SweepEnd
 from ablations.results.store import point_done
+from ablations.sweep.end import finish
 from tests.ablations.jobs import job_config
 
 
@@ -33,7 +34,7 @@ def test_a_point_that_fails_is_recorded_and_the_sweep_goes_on_to_exit_1(tmp_path
         statuses.append(hydra_main(cfg))
     assert statuses == ["failed", "ok"]
     with pytest.raises(SystemExit) as stop:
-        callbacks.finish(SweepEnd(tmp_path, figures=False), statuses)
+        finish(SweepEnd(tmp_path, figures=False), statuses)
     assert stop.value.code == 1
     out, err = capsys.readouterr()
     assert "2 point(s): 1 ok, 1 failed" in err

@@ -21,6 +21,7 @@ from ablations.predict import calibrate, full_size_tables
 from ablations.report import roofline
 from ablations.results import durable
 from ablations.roofline.hardware import load_hardware
+from ablations.sweep import run as sweep_run
 
 ONE_LINE = "blockbench {command}: error: {key}: {problem}"
 
@@ -113,7 +114,7 @@ MODEL = {"defaults": ["/model_schema@_here_"], "d_model": 96, "n_layers": 2, "n_
 
 def test_a_user_model_entry_resolves_for_the_run_and_predict(home, monkeypatch, capsys):
     put(home, "model", "mymodel", MODEL)
-    assert cli.prevalidate(["model=mymodel", "profile=smoke", "+sweep=norm"]) == 2  # the main app's every point
+    assert len(cli.plan_run(["model=mymodel", "profile=smoke", "+sweep=norm"])) == 2  # the main app's every point
     monkeypatch.setattr(sys, "argv", list(sys.argv))  # main() hands its arguments to Hydra through sys.argv
     assert cli.main(["model=mymodel", "--cfg", "job"]) == 0  # @hydra.main's own composition prints the config
     assert yaml.safe_load(capsys.readouterr().out)["model"]["d_model"] == 96
@@ -152,7 +153,7 @@ def test_a_bad_folder_is_one_line_for_every_command(kind, home, monkeypatch, cap
     problem = bad_home(kind, home, monkeypatch)
     commands = {"predict": lambda: predict.main([]), "calibrate": lambda: calibrate.main([]),
                 "run": lambda: cli.main(["profile=smoke"])}
-    monkeypatch.setattr(cli, "hydra_main", lambda: pytest.fail("the run started"))
+    monkeypatch.setattr(sweep_run, "make_folder", lambda folder: pytest.fail("the run started"))
     for name, run in commands.items():
         assert run() == 2
         assert capsys.readouterr().err.splitlines() == [ONE_LINE.format(command=name, key=key, problem=problem)]

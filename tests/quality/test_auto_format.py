@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ablations.cli import prevalidate
+from ablations.cli import plan_run
 from ablations.config.errors import UsageError
 from ablations.quality.corpus_files import stdlib_files
 from ablations.quality.data import data_format
@@ -25,7 +25,7 @@ ADVICE = ("for nanoGPT's uint16 token ids set data.format=nanogpt with data.val_
 
 def refusal(path: Path, *args: str) -> str:
     with pytest.raises(UsageError) as exit_info:
-        prevalidate([*SMOKE, f"data.path={path}", *args])
+        plan_run([*SMOKE, f"data.path={path}", *args])
     assert exit_info.value.code == 2
     line = exit_info.value.message
     assert line.count("\n") == 0, line
@@ -33,7 +33,7 @@ def refusal(path: Path, *args: str) -> str:
 
 
 def accepted(path: Path, *args: str) -> None:
-    assert prevalidate([*SMOKE, f"data.path={path}", *args]) == 1
+    assert len(plan_run([*SMOKE, f"data.path={path}", *args])) == 1
 
 
 def test_a_nanogpt_train_bin_without_its_format_is_refused_in_one_line(tmp_path):

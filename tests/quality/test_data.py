@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ablations.cli import prevalidate
+from ablations.cli import plan_run
 from ablations.config.errors import UsageError
 from ablations.quality import tokens
 from ablations.quality.corpus_files import stdlib_files
@@ -31,7 +31,7 @@ def test_stdlib_corpus_is_sorted_hashed_and_split():
 
 def _error(args: list[str], capsys) -> str:
     with pytest.raises(UsageError) as exit_info:
-        prevalidate(args)
+        plan_run(args)
     assert exit_info.value.code == 2
     err = exit_info.value.message
     assert err.count("\n") == 0 and err.startswith("data.path="), err
@@ -77,7 +77,7 @@ def test_a_directory_is_not_a_text_file(tmp_path, capsys):
 
 
 def test_quality_off_skips_the_data_check(tmp_path):
-    assert prevalidate([f"data.path={tmp_path / 'nope.txt'}", "train.enabled=false"]) == 1
+    assert len(plan_run([f"data.path={tmp_path / 'nope.txt'}", "train.enabled=false"])) == 1
 
 
 def test_cli_refuses_before_any_work(tmp_path):

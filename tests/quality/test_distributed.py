@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from ablations.cli import prevalidate
+from ablations.cli import plan_run
 from ablations.config.errors import UsageError
 from ablations.quality import distributed
 from ablations.quality.data import load_corpus
@@ -74,7 +74,7 @@ def test_outside_torchrun_everything_is_the_single_process():
 def test_a_batch_that_does_not_divide_among_the_ranks_is_one_line(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "3")
     with pytest.raises(UsageError) as info:
-        prevalidate(["profile=smoke", "model=tiny"])
+        plan_run(["profile=smoke", "model=tiny"])
     assert info.value.message == ("train.batch=8 must divide evenly among the 3 torchrun processes (each rank "
                                   "trains an equal shard of the global batch)")
 

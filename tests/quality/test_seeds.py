@@ -217,26 +217,23 @@ def test_baseline_rows_from_the_ledger_equal_the_trained_ones(tmp_path, counted)
     assert copied and all(math.isclose(copied[k], mine[k]) for k in copied)
 
 
-# A sweep's family is counted by the same check that composes it: tests/ablations/test_config.py checks it for every
-# sweep file (FAMILIES there) while it composes each; here a single run, and how it reaches every point.
+# A sweep's family is counted where it is composed: tests/ablations/test_config.py checks it for every sweep file
+# (FAMILIES there); here a single run, and how it reaches every point: in the plan, or from the sweep's record.
 @pytest.mark.parametrize(("argv", "family"), [(["norm=rmsnorm"], 1), (["+sweep=all"], 8)])
-def test_the_run_counts_the_family_and_hands_it_to_every_point_in_its_config(argv, family, monkeypatch):
-    import logging
-    import sys
+def test_the_run_counts_the_family_and_every_point_is_held_to_it(argv, family, tmp_path, monkeypatch):
+    from ablations import cli, runner
+    from ablations.results.sweep_record import SweepRecord, write_sweep_record
 
-    from ablations import cli
-
-    run = cli.check_every_point(argv)
-    assert run.family == family
-    handed = []
-    monkeypatch.setattr(cli, "hydra_main", lambda: handed.append(list(sys.argv[1:])))
-    monkeypatch.setattr(cli, "skip_the_basic_sweepers_second_check", lambda: None)
-    # What the run's start sets for the process, put back after the test.
-    monkeypatch.setattr(sys, "argv", ["blockbench"])
-    monkeypatch.setattr(logging, "raiseExceptions", logging.raiseExceptions)
-    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
-    cli.main(argv)
-    assert handed == [[*argv, f"train.family={family}", f"hydra.callbacks.collect.expected_points={run.points}"]]
+    sweep = cli.plan_run(argv)
+    assert sweep.family == family and sweep.record.family == family
+    assert {job.plan.quality.train.family for job in sweep.jobs} == {family}
+    # A point a launcher runs in another process composes its own config and reads the family from the record.
+    launched = []
+    monkeypatch.setattr(runner, "run_plan", lambda plan: launched.append(plan) or "ok")
+    monkeypatch.setattr(runner, "output_folder", lambda cfg: tmp_path)
+    write_sweep_record(tmp_path, SweepRecord("norm", 2, family))
+    assert runner.run_job(composed("norm=rmsnorm")) == "ok"
+    assert launched[0].quality.train.family == family
     cfg = composed("norm=rmsnorm", f"train.family={family}")
     trains = plan_point(cfg).quality.train, plan_point(composed("norm=rmsnorm")).quality.train
     assert family_size(trains[0]) == family and family_size(trains[1]) == 1
@@ -247,9 +244,10 @@ def test_the_run_counts_the_family_and_hands_it_to_every_point_in_its_config(arg
 
 def test_a_sequential_sweep_end_to_end(tmp_path, as_job, monkeypatch):
     """A norm sweep with a target, point by point as the command line runs it (tests/ablations/jobs.py), its rows and
-    its report. The sweep's family of one comparison is what the run's start passes (``train.family``)."""
-    from ablations.callbacks import finish, sweep_end
+    its report. The sweep's family of one comparison is what the sweep's plan holds (``train.family`` here)."""
     from ablations.cli import hydra_main
+    from ablations.config.plan import SweepEnd
+    from ablations.sweep.end import finish
     from tests.ablations.jobs import job_config
 
     out = tmp_path / "sweep"
@@ -258,7 +256,7 @@ def test_a_sequential_sweep_end_to_end(tmp_path, as_job, monkeypatch):
                          "figures=false", "train.family=1", *SEQUENTIAL, num=num)
         as_job(cfg)
         assert hydra_main(cfg) == "ok"
-    finish(sweep_end(cfg, out), ["ok", "ok"])
+    finish(SweepEnd(out, "norm", figures=False), ["ok", "ok"])
     table = pd.read_csv(out / "results.csv")
     final = table[(table["metric"] == "val_loss") & (table["mode"] == "final")]
     rms = final[final["variant"] == "rmsnorm"]

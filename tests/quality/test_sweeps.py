@@ -7,11 +7,8 @@ import sys
 
 import pandas as pd
 import pytest
-from hydra import initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
-from hydra.types import RunMode
 
-from ablations.cli import CONF_DIR, expand_jobs, prevalidate
+from ablations.cli import plan_run
 from ablations.config.errors import UsageError
 from ablations.quality.arch import map_kv_heads
 from ablations.quality.stats import _rung, summarize
@@ -38,15 +35,7 @@ LEAVE_ONE_OUT = ["llama2", "llama2-learned", "llama2-layernorm", "llama2-gelu", 
 
 
 def labels(sweep: str) -> list[str]:
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            loader = GlobalHydra.instance().config_loader()
-            primary = loader.load_configuration("config", [f"+sweep={sweep}"], run_mode=RunMode.MULTIRUN)
-            cfgs = [loader.load_sweep_config(primary, job) for job in expand_jobs(loader, primary, [], False)]
-            return [variant_label(check_run(cfg), bool(cfg.match_params)) for cfg in cfgs]
-    finally:
-        GlobalHydra.instance().clear()
+    return [job.plan.pair.variant for job in plan_run([f"+sweep={sweep}"]).jobs]
 
 
 @pytest.mark.parametrize("sweep,expected", [("ladder", LADDER), ("leave_one_out", LEAVE_ONE_OUT),
@@ -149,7 +138,7 @@ def test_learned_table_is_exactly_the_training_context():
 ])
 def test_bad_training_settings_are_one_line(args, expected):
     with pytest.raises(UsageError) as exit_info:
-        prevalidate(args)
+        plan_run(args)
     err = exit_info.value.message
     assert err.count("\n") == 0 and expected in err, err
 

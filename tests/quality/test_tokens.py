@@ -13,8 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from ablations.callbacks import finish
-from ablations.cli import hydra_main, prevalidate
+from ablations.cli import hydra_main, plan_run
 from ablations.config.errors import UsageError
 from ablations.config.plan import SweepEnd
 from ablations.quality.__main__ import report as quality_report
@@ -23,6 +22,7 @@ from ablations.quality.tokens import GPT2_VOCAB, LLMC_HEADER_INTS, LLMC_MAGIC, L
 from ablations.quality.windows import windows
 from ablations.results.identity import point_identity
 from ablations.runner import plan_point
+from ablations.sweep.end import finish
 from components import build_lm, count_parameters
 from tests.ablations.jobs import job_config
 from tests.quality.helpers import composed, quality_rows
@@ -54,7 +54,7 @@ def pair(tmp_path: Path, fmt: str) -> list[str]:
 
 def _error(args: list[str]) -> str:
     with pytest.raises(UsageError) as exit_info:
-        prevalidate(["profile=smoke", "model=tiny", *args])
+        plan_run(["profile=smoke", "model=tiny", *args])
     assert exit_info.value.code == 2
     assert exit_info.value.message.count("\n") == 0, exit_info.value.message
     return exit_info.value.message

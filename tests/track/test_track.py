@@ -11,10 +11,9 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from ablations.callbacks import sweep_end
-from ablations.cli import prevalidate
+from ablations.cli import plan_run
 from ablations.config.errors import UsageError
-from ablations.config.plan import settings_of
+from ablations.config.plan import settings_of, sweep_end
 from ablations.results.identity import point_identity
 from ablations.results.store import COLUMNS
 from ablations.track import check_logger, log_sweep
@@ -68,7 +67,7 @@ def test_a_tracker_that_is_not_installed_is_one_line_before_any_work(monkeypatch
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else real(name, *a))
     with pytest.raises(UsageError) as info:
-        prevalidate(["profile=smoke", "+logger=mlflow"])
+        plan_run(["profile=smoke", "+logger=mlflow"])
     assert info.value.message == ('logger=mlflow needs the mlflow package, which is not installed here: '
                                   'pip install -e ".[track]"')
     check_logger(None)  # no logger: nothing asked
@@ -84,7 +83,7 @@ def test_each_declared_tracker_has_its_config_and_writer_and_nothing_else_does()
     for name, tracker in TRACKERS.items():
         assert callable(importlib.import_module(tracker.module).log_config), name
     with pytest.raises(UsageError) as info:
-        prevalidate(["profile=smoke", "+logger=wandb"])
+        plan_run(["profile=smoke", "+logger=wandb"])
     assert "\n" not in info.value.message and "mlflow" in info.value.message and "tensorboard" in info.value.message
 
 
