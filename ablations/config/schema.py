@@ -141,7 +141,7 @@ class TrainConfig:
     common_init: bool = False
     # Score the mean of the weights over this last fraction of the steps (tail averaging); 0: the last step's.
     average_last: float = 0.0
-    # One seed also trained at 0.5x and 2x lr: the report flags a variant whose best rate is not the shared one.
+    # One seed also trained at 0.5x and 2x the arm's own rate: the report flags a variant whose best rate is another.
     lr_check: bool = False
     # The learning-rate scan (``ablations.quality.lr_scan``): before its evaluation seeds, each arm of the point is
     # trained on lr_scan_seeds at shared_lr x each lr_scan_grid factor, the grid extended an octave at a time (at

@@ -108,8 +108,9 @@ verdict under Holm-Bonferroni and the effect it could have detected."""
     lr_check = lr_check_table(q)
     if lr_check is not None:
         lines += ["Learning-rate check (`train.lr_check`): the final validation loss of one seed at half, once and "
-                  "twice the shared rate. ‡ marks a variant whose best rate is not the shared one: its comparison "
-                  "at the shared rate may understate it.", "", markdown_table(lr_check), ""]
+                  "twice each arm's own rate (`lr_source` in the rows says where that rate came from). ‡ marks a "
+                  "variant whose best rate is another: its comparison at its own rate may understate it.", "",
+                  markdown_table(lr_check), ""]
     scanned = scan_table(q)
     if scanned is not None:
         lines += ["Learning-rate scan (`train.lr_scan`, `ablations.quality.lr_scan`): each arm's mean final loss over "

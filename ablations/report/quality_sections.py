@@ -109,28 +109,30 @@ def _sequential_sentence(s: pd.DataFrame) -> str:
 
 
 def lr_check_table(q: pd.DataFrame) -> pd.DataFrame | None:
-    """Each variant's final loss on one seed at 0.5x, 1x and 2x the shared rate (``train.lr_check``), and a flag
-    where its best rate is not the shared one: a flip measured at the baseline's tuned rate alone is not fair."""
+    """Each variant's final loss on one seed at 0.5x, 1x and 2x its own rate (``train.lr_check``), per length where the
+    sweep trains several, and a flag where its best rate is another: its comparison may understate it."""
     check = q[q["metric"] == "lr_check_loss"]
     if check.empty or "lr" not in q:
         return None
+    keys = ["variant", "train_steps"] if "train_steps" in check and check["train_steps"].nunique() > 1 else ["variant"]
     out = []
-    for variant, variant_check in check.groupby("variant", sort=False):
+    for key, variant_check in check.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
         seed = variant_check["seed"].iloc[0]
-        own = q[(q["variant"] == variant) & (q["metric"] == "val_loss") & (q["mode"] == "final")
-                & (q["seed"] == seed)]
-        shared = pd.to_numeric(own["lr"], errors="coerce").dropna()
-        if shared.empty:
+        own = q[(q["metric"] == "val_loss") & (q["mode"] == "final") & (q["seed"] == seed)]
+        for name, value in zip(keys, key, strict=True):
+            own = own[own[name] == value]
+        rate = pd.to_numeric(own["lr"], errors="coerce").dropna()
+        if rate.empty:
             continue
-        lr0 = float(shared.iloc[0])
+        lr0 = float(rate.iloc[0])
         losses = {lr0: float(own["value"].iloc[0]),
                   **{float(r): float(v) for r, v in zip(variant_check["lr"], variant_check["value"], strict=True)}}
         finite = {r: v for r, v in losses.items() if pd.notna(v)}
         best = min(finite, key=finite.get) if finite else np.nan
-        row = {"variant": variant, "seed": int(seed)}
+        row = {"variant": key[0], **({"steps": int(key[1])} if len(keys) > 1 else {}), "seed": int(seed)}
         row.update({f"lr × {r / lr0:g}": f"{v:.4f}" if pd.notna(v) else "diverged" for r, v in sorted(losses.items())})
-        row["best rate"] = "—" if pd.isna(best) else ("the shared one" if best == lr0 else
-                                                      f"‡ {best / lr0:g} × the shared rate")
+        row["best rate"] = "—" if pd.isna(best) else ("its own" if best == lr0 else f"‡ {best / lr0:g} × its own")
         out.append(row)
     return pd.DataFrame(out) if out else None
 

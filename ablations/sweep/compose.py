@@ -18,6 +18,7 @@ from ablations.config.errors import UsageError
 from ablations.config.plan import Plan, SweepEnd, sweep_end, with_family
 from ablations.config.run_config import RunConfig
 from ablations.config.schema import BaselineConfig, DataConfig, LoggerConfig, ModelSizes, ProfileConfig, TrainConfig
+from ablations.quality import distributed
 from ablations.results.durable import probe_folder
 from ablations.results.sweep_record import SweepRecord
 from ablations.runner import plan_point
@@ -96,7 +97,8 @@ def compose_sweep(loader: object, primary: DictConfig, arguments: list[str]) -> 
         raise
     except Exception as exc:  # Hydra, OmegaConf and our ConfigError all describe the user's input
         raise UsageError(one_line(exc)) from None
-    check_folders(primary, jobs)
+    if distributed.is_writer():  # under torchrun rank 0 writes: a probe by another rank would race its first files
+        check_folders(primary, jobs)
     from ablations.quality.seeds import family_of
 
     name = str(primary.sweep_name)

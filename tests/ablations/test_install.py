@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a build reads: the project's metadata, its packages and conf/ (copied, so the build leaves nothing here).
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "ablations", "blockbench", "components", "conf")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "ablations", "blockbench", "components", "conf",
+           "hydra_plugins")
 
 
 def setuptools_builds_here() -> bool:

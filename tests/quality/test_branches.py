@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 import torch
 
@@ -17,6 +18,7 @@ from ablations.quality.ledger import arm_id
 from ablations.quality.optimizer import decay_start, lr_at
 from ablations.quality.run import run_quality
 from ablations.quality.train import train
+from ablations.report.quality_sections import lr_check_table
 from ablations.results.rows import Rows
 from ablations.runner import plan_point
 from components import ArchConfig
@@ -149,6 +151,8 @@ def test_a_wsd_learning_rate_check_trains_as_the_seed_did_so_the_other_lengths_r
         assert len(checks) == 2 and {r["train_steps"] for r in checks} == {steps}
     assert {r["value"] for r in first if r["metric"] == "lr_check_loss"}.isdisjoint(
         r["value"] for r in second if r["metric"] == "lr_check_loss")
+    shown = lr_check_table(pd.DataFrame(first + second))  # one row per length, each against its own seed's loss
+    assert list(shown["steps"]) == [8, 16] and list(shown.columns[3:6]) == ["lr × 0.5", "lr × 1", "lr × 2"]
 
 
 def test_wsd_settings_are_checked_at_the_door():

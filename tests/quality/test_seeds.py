@@ -280,7 +280,7 @@ def test_the_learning_rate_check_trains_one_seed_at_half_and_twice_the_rate_and_
     assert list(shown.columns[2:5]) == ["lr × 0.5", "lr × 1", "lr × 2"]
     losses = {r: float(shown.iloc[0][f"lr × {r}"]) for r in ("0.5", "1", "2")}
     best = min(losses, key=losses.get)
-    assert shown.iloc[0]["best rate"] == ("the shared one" if best == "1" else f"‡ {best} × the shared rate")
+    assert shown.iloc[0]["best rate"] == ("its own" if best == "1" else f"‡ {best} × its own")
 
 
 def test_tail_averaging_scores_the_mean_of_the_last_weights():
