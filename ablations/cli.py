@@ -24,7 +24,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ablations.config.errors import Fault, UsageError, command, os_error_line
 from ablations.config.paths import conf_dir
-from ablations.config.store import register_configs
+from ablations.config.register import register_configs
 from ablations.sweep.compose import Sweep, compose_sweep, one_line
 from components.config import ConfigError
 

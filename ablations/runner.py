@@ -32,7 +32,7 @@ from ablations.config.plan import (
 )
 from ablations.config.read_arch import baseline_from
 from ablations.measure.graphs import check_graphs
-from ablations.measure.intervals import precision_of
+from ablations.measure.intervals import rounds_rule_of
 from ablations.measure.point import measure_point
 from ablations.measure.quality_step import measure_quality_step
 from ablations.quality import distributed
@@ -47,7 +47,7 @@ from ablations.results.store import config_hash, point_done, point_path, write_p
 from ablations.results.sweep_record import read_sweep_record
 from ablations.results.variant_labels import variant_label
 from ablations.track import check_logger
-from ablations.track.plan import save_point_config
+from ablations.track.runs import save_point_config
 from blockbench import choices
 from components import ArchConfig
 from components.config import ConfigError
@@ -110,7 +110,7 @@ def plan_point(cfg: DictConfig, folder: Path | None = None) -> Plan:
     goes (``run_job``: the job's ``output_folder``); by default ``out=``, else the working folder."""
     arch = check_run(cfg)
     profile, train, data = (OmegaConf.to_object(cfg[key]) for key in ("profile", "train", "data"))
-    precision_of(profile)  # the rounds rule's settings, refused here before any work
+    rounds_rule_of(profile)  # the rounds rule's settings, refused here before any work
     logger = logger_of(cfg)
     check_logger(logger)
     device = resolve_device(cfg)

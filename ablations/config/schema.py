@@ -40,7 +40,7 @@ class ProfileConfig:
     decode_contexts: list[int] = field(default_factory=lambda: [512, 1024, 2048, 4096])
     decode_batch_sizes: list[int] = field(default_factory=lambda: [1, 4])
     decode_rounds: int = 16
-    # Sequential rounds (``ablations.measure.intervals.Precision``): with a target, every paired measurement runs
+    # Sequential rounds (``ablations.measure.intervals.RoundsRule``): with a target, every paired measurement runs
     # from ``min_rounds`` until its ratio's 95% interval is within ±target of it (0.02: ±2%), or ``max_rounds``
     # are spent; the looks in between are planned and widened so the interval keeps its coverage. Null: the fixed
     # ``rounds`` and ``decode_rounds`` above.

@@ -20,7 +20,7 @@ from torch import nn
 
 from ablations.config.checks import Shape
 from ablations.measure.ceilings import Ceilings
-from ablations.measure.intervals import Precision
+from ablations.measure.intervals import RoundsRule
 from ablations.measure.paired_rows import add_paired
 from ablations.measure.timing import PairedTiming
 from ablations.quality.precision import missing_compiler
@@ -76,7 +76,7 @@ Pair = Callable[[Callable[[], object], Callable[[], object]], PairedTiming]
 
 
 def measure_components(rows: Rows, arch: ArchConfig, baseline: ArchConfig, shape: Shape, device: torch.device,
-                       dtype: torch.dtype, pair: Pair, rule: Precision, ceilings: Ceilings | None) -> None:
+                       dtype: torch.dtype, pair: Pair, rule: RoundsRule, ceilings: Ceilings | None) -> None:
     """Rows (``component`` naming the group) for every swapped component at ``shape``: the paired timing as a point's
     (``component_latency_ratio`` and its ``component_ratio_interval``), both sides' bytes and FLOPs as ratios, the
     variant's fraction of the memory bandwidth, and, where the variant asks no more of the machine and still
@@ -106,7 +106,7 @@ def measure_components(rows: Rows, arch: ArchConfig, baseline: ArchConfig, shape
         rows.rows.extend(labelled.rows)
 
 
-def _compiled_pair(rows: Rows, part: Component, x: torch.Tensor, grad: torch.Tensor, pair: Pair, rule: Precision,
+def _compiled_pair(rows: Rows, part: Component, x: torch.Tensor, grad: torch.Tensor, pair: Pair, rule: RoundsRule,
                    shape: Shape, device: torch.device) -> None:
     """The pairing again with both sides through ``torch.compile``: what the choice costs on a fused path."""
     missing = missing_compiler(device)

@@ -6,7 +6,7 @@ process spoiled moves it by at most one rank.
 
 Stopping early on what the rounds show (optional stopping) breaks a fixed-sample interval: look after every
 round and stop the first time it is narrow enough, and the intervals that stopped are the ones that happened
-to come out narrow, which cover less often than they say. ``Precision`` keeps the stated coverage by looking
+to come out narrow, which cover less often than they say. ``RoundsRule`` keeps the stated coverage by looking
 only at a few planned round counts (``looks``: the minimum, then half as many again each time, up to the
 budget) and holding each look's interval at ``1 - alpha / looks`` (Bonferroni over the looks): the chance
 that the interval misses at *any* look is then at most ``alpha``, so the one reported, wherever the run
@@ -82,7 +82,7 @@ def fewest_rounds(confidence: float) -> int:
 
 
 @dataclass(frozen=True)
-class Precision:
+class RoundsRule:
     """Run paired rounds until the ratio's interval is within ``target_halfwidth`` (relative) of its median, or
     ``max_rounds`` are spent, never fewer than ``min_rounds``; the interval holds ``confidence`` under that
     stopping (see the module docstring). ``min_rounds == max_rounds``: exactly that many, one look. With no
@@ -139,7 +139,7 @@ class Precision:
 SCOPES = ("headline", "every")
 
 
-def precision_of(p: ProfileConfig, fixed_rounds: int | None = None, headline: bool = True) -> Precision:
+def rounds_rule_of(p: ProfileConfig, fixed_rounds: int | None = None, headline: bool = True) -> RoundsRule:
     """The rounds rule of a profile for one paired measurement.
 
     Sequential when ``profile.target_halfwidth`` is set (``min_rounds`` and ``max_rounds`` then required) and the
@@ -158,12 +158,12 @@ def precision_of(p: ProfileConfig, fixed_rounds: int | None = None, headline: bo
         if low is not None or high is not None:
             raise ConfigError("profile.min_rounds and profile.max_rounds apply with profile.target_halfwidth "
                               "(e.g. 0.02); set it, or leave both null for the fixed profile.rounds")
-        return Precision(rounds, rounds)
+        return RoundsRule(rounds, rounds)
     if low is None or high is None:
         raise ConfigError(f"profile.target_halfwidth={target} needs profile.min_rounds and profile.max_rounds "
                           "(e.g. 8 and 48)")
-    precision = Precision(int(low), int(high), target_halfwidth=float(target))
-    problem = precision.problem()
+    rule = RoundsRule(int(low), int(high), target_halfwidth=float(target))
+    problem = rule.problem()
     if problem:
         raise ConfigError(f"profile.{problem}")
-    return precision if headline or scope == "every" else Precision(rounds, rounds)
+    return rule if headline or scope == "every" else RoundsRule(rounds, rounds)

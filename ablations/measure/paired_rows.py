@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ablations.config.checks import Shape
-from ablations.measure.intervals import Precision
+from ablations.measure.intervals import RoundsRule
 from ablations.measure.timing import PairedTiming, time_paired
 from ablations.results.rows import Rows, Summary
 
 
-def paired_with(rule: Precision, fn_a: Callable[[], object], fn_b: Callable[[], object],
+def paired_with(rule: RoundsRule, fn_a: Callable[[], object], fn_b: Callable[[], object],
                 **timed: object) -> PairedTiming:
     """``time_paired`` under ``rule``: its budget as the rounds, stopping at a look once the ratio's interval is
     narrow enough (fixed rounds when the rule has one look)."""
@@ -20,13 +20,13 @@ def paired_with(rule: Precision, fn_a: Callable[[], object], fn_b: Callable[[], 
 
 
 def add_paired(rows: Rows, prefix: str, mode: str, shape: Shape, paired: PairedTiming, tokens: int,
-               rule: Precision | None = None) -> Summary:
+               rule: RoundsRule | None = None) -> Summary:
     """Rows for one paired timing: latency of both, the ratio (the headline) with its quartiles, the ratio's 95%
     interval (``{prefix}ratio_interval``: its relative half-width as the value, the bounds as lo/hi, the rounds
     used as n, and in ``note`` whether it stopped on its target, its round budget, or ran fixed rounds), and
     tokens/s."""
     a, b, ratio = Summary.of(paired.a), Summary.of(paired.b), Summary.of(paired.ratios)
-    rule = rule or Precision(len(paired.ratios), len(paired.ratios))
+    rule = rule or RoundsRule(len(paired.ratios), len(paired.ratios))
     if len(paired.ratios) >= 2:
         iv = rule.interval(paired.ratios)
         rows.add(f"{prefix}ratio_interval", iv.halfwidth, "fraction", mode=mode, shape=shape,

@@ -24,7 +24,7 @@ from ablations.measure.backends import sdpa_backends
 from ablations.measure.ceilings import Ceilings, run_ceilings
 from ablations.measure.components_alone import measure_components
 from ablations.measure.headline_shapes import headline_decode, headline_shape
-from ablations.measure.intervals import precision_of
+from ablations.measure.intervals import rounds_rule_of
 from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
 from ablations.measure.op_count import dispatched_ops
 from ablations.measure.paired_rows import add_paired, paired_with
@@ -134,7 +134,7 @@ def measure_point(plan: TimingPlan, rows: Rows) -> None:
                             seconds = first_forward[1] if mode == "forward" else time_call(make(variant, x), device)[1]
                             rows.add("first_call_time", seconds, "s", mode=mode, shape=shape,
                                      note="includes torch.compile for this shape")
-                        rule = precision_of(p, headline=shape == headline)
+                        rule = rounds_rule_of(p, headline=shape == headline)
                         paired = paired_with(rule, make(variant, x), make(baseline, x),
                                              **{k: v for k, v in timed.items() if k != "rounds"})
                         latency[mode] = add_paired(rows, "", mode, shape, paired, tokens, rule)
@@ -144,7 +144,7 @@ def measure_point(plan: TimingPlan, rows: Rows) -> None:
                 tick(f"{mode} {shape}")
             if timing and p.components and shape == headline:
                 with phase(rows, "components", shape):
-                    rule = precision_of(p, headline=True)
+                    rule = rounds_rule_of(p, headline=True)
                     kept = {k: v for k, v in timed.items() if k != "rounds"}
                     measure_components(rows, variant.arch, baseline.arch, shape, device, dtype,
                                        lambda a, b, rule=rule, kept=kept: paired_with(rule, a, b, **kept), rule,
@@ -258,7 +258,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     if record_backends:
         add_backend_rows(rows, "decode", sdpa_backends(eager_step(0)))
     timed = dict(min_run_time=p.min_run_time, warmup=p.warmup, device=device, prepare=fresh_memory)
-    rule = precision_of(p, p.decode_rounds, headline=headline)
+    rule = rounds_rule_of(p, p.decode_rounds, headline=headline)
     with phase(rows, "decode", shape):
         paired = paired_with(rule, step(0), step(1), **{**timed, "prepare": fresh_graphs if graphed else fresh_memory})
     decoded = Rows(base={**rows.base, "graphs": graphed})  # every decode timing row says how the step ran
@@ -280,7 +280,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
             add_backend_rows(rows, "prefill", sdpa_backends(prefill(0)))
         # A prefill is many times a decode step's work and steadier, and no headline reads it: the fixed rounds of
         # the forward shapes.
-        rule = precision_of(p, headline=False)
+        rule = rounds_rule_of(p, headline=False)
         with phase(rows, "prefill", shape):
             paired = paired_with(rule, prefill(0), prefill(1), **timed)
         latency = add_paired(rows, "prefill_", "prefill", shape, paired, batch * context, rule)

@@ -21,7 +21,7 @@ import torch
 
 from ablations.config.checks import Shape
 from ablations.config.plan import QualityPlan, TimingPlan
-from ablations.measure.intervals import precision_of
+from ablations.measure.intervals import rounds_rule_of
 from ablations.measure.point import add_paired, paired_with, phase
 from ablations.measure.step_split import SPLIT, SPLIT_CALLS, split_of
 from ablations.measure.timing import time_call
@@ -65,7 +65,7 @@ def measure_quality_step(timing: TimingPlan, quality: QualityPlan, rows: Rows) -
         if tc.compile:
             step_rows.add("first_call_time", first[0], "s", mode=MODE, shape=shape,
                           note="includes torch.compile of the quality model's training forward")
-        rule = precision_of(p, headline=True)
+        rule = rounds_rule_of(p, headline=True)
         paired = paired_with(rule, step_a, step_b, min_run_time=p.min_run_time, warmup=p.warmup, device=device)
         add_paired(step_rows, f"{MODE}_", MODE, shape, paired, shape.batch * shape.seq, rule)
         for part, share in split_of(step_a, device).items():

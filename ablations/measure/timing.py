@@ -128,7 +128,7 @@ def time_paired(
     ``clock`` is what a second is: wall time (the harness), or ``time.thread_time``, the CPU time of this
     thread, which time spent descheduled by another process does not reach (one torch thread only).
     ``until(ratios)``, when given, is asked after every round and ends the run early when it says so: ``rounds``
-    is then the budget (``ablations.measure.intervals.Precision.done`` is the rule that keeps the interval's
+    is then the budget (``ablations.measure.intervals.RoundsRule.done`` is the rule that keeps the interval's
     coverage under such stopping).
     """
     if prepare is not None:

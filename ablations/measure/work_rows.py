@@ -18,7 +18,7 @@ from ablations.config.checks import Shape
 from ablations.measure.ceilings import Ceilings
 from ablations.results.rows import Rows, Summary
 from ablations.roofline.calls import kernel_calls
-from ablations.roofline.model import roofline_bound, roofline_time
+from ablations.roofline.time_model import roofline_bound, roofline_time
 from ablations.roofline.work import mode_work
 from components import ArchConfig
 

@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ablations.config.errors import UsageError, command
 from ablations.config.paths import conf_dir, conf_names
-from ablations.config.store import register_configs
+from ablations.config.register import register_configs
 from ablations.predict.scenarios import Scenario, predicted
 from ablations.predict.table import ELEMENT_BYTES, markdown, prediction_table
 from ablations.roofline.hardware import Hardware

@@ -21,15 +21,15 @@ from omegaconf.errors import OmegaConfBaseException
 from ablations.config.checks import check_run
 from ablations.config.errors import UsageError, command
 from ablations.config.paths import conf_dir, conf_entry, conf_names
+from ablations.config.register import register_configs
 from ablations.config.schema import TrainConfig
-from ablations.config.store import register_configs
 from ablations.predict.table import ELEMENT_BYTES, fmt_seconds
 from ablations.quality.arch import quality_arch
 from ablations.quality.data import vocab_of
 from ablations.quality.validation import final_batches
 from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware
-from ablations.roofline.model import predict
+from ablations.roofline.time_model import predict
 from ablations.roofline.work import mode_work
 from components import ArchConfig
 from components.config import ConfigError

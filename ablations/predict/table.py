@@ -14,7 +14,7 @@ import pandas as pd
 from ablations.predict.scenarios import Scenario
 from ablations.report.formatting import fmt_bytes, fmt_count, markdown_table
 from ablations.roofline.hardware import Hardware
-from ablations.roofline.model import predict_mode
+from ablations.roofline.time_model import predict_mode
 from ablations.roofline.work import ELEMENT_BYTES, kv_bytes_per_token, kv_cache_bytes, largest_batch, mode_work
 from components import ArchConfig
 

@@ -9,7 +9,7 @@ import math
 def planned_looks(first: int, last: int, whole: int = 1) -> list[int]:
     """The counts at which a sequential rule may look: ``first``, then about half as many again each time (rounded
     up to a multiple of ``whole``), ending at ``last``. Few looks cost little width under Bonferroni; the timing
-    rounds (``Precision``) and the quality seeds (``ablations.quality.seeds``) share this schedule."""
+    rounds (``RoundsRule``) and the quality seeds (``ablations.quality.seeds``) share this schedule."""
     if first >= last:
         return [last]
     out = [first]

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from ablations.config.errors import UsageError, command, prog
-from ablations.measure.intervals import Precision
+from ablations.measure.intervals import RoundsRule
 from ablations.regress.cases import CASE_SETS
 from ablations.regress.check import DEFAULT_OUT, run_check
 from ablations.regress.history import run_history
@@ -98,7 +98,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if args.rounds < 6:
         raise UsageError(f"--rounds={args.rounds} must be at least 6 (a 95% interval of a median needs 6 rounds)")
     if args.min_rounds is not None:
-        problem = Precision(args.min_rounds, args.rounds).problem()
+        problem = RoundsRule(args.min_rounds, args.rounds).problem()
         if problem:
             raise UsageError(f"--min-rounds={args.min_rounds}: {problem.split(' ', 1)[1]}")
     if args.min_run_time <= 0 or args.warmup < 0 or args.threads < 1:

@@ -8,7 +8,7 @@ import statistics
 
 import torch
 
-from ablations.measure.intervals import Precision
+from ablations.measure.intervals import RoundsRule
 from ablations.regress import comparable, paired
 from ablations.regress.architecture import arch, split_overrides
 from ablations.regress.cases import Case
@@ -74,7 +74,7 @@ def measure(case: Case, base: Tree, head: Tree, args: argparse.Namespace,
     return row, {"base": timed.b, "head": timed.a}
 
 
-def rounds_rule(args: argparse.Namespace, confidence: float) -> Precision:
+def rounds_rule(args: argparse.Namespace, confidence: float) -> RoundsRule:
     """The case's rounds: exactly ``--rounds``, or sequential from ``--min-rounds`` with the looks' intervals held
     at the case's Bonferroni level. The stopping test is ``decided`` (the verdict), not a width."""
-    return Precision(args.rounds if args.min_rounds is None else args.min_rounds, args.rounds, confidence=confidence)
+    return RoundsRule(args.rounds if args.min_rounds is None else args.min_rounds, args.rounds, confidence=confidence)

@@ -16,7 +16,7 @@ from ablations.config.paths import conf_dir
 from ablations.report.flip_sets import flips_at_size
 from ablations.report.flips import flip_name
 from ablations.roofline.hardware import Hardware
-from ablations.roofline.model import predict_mode
+from ablations.roofline.time_model import predict_mode
 from ablations.roofline.work import ELEMENT_BYTES
 from components import ModelConfig
 

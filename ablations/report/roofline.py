@@ -2,7 +2,7 @@
 the calibrated model's predictions against what was measured.
 
 ``points`` turns the long rows into one row per sweep, case, mode and shape. ``validation`` predicts every
-point with ``ablations.roofline.model.predict`` on this machine's calibration (the ``hardware`` entry
+point with ``ablations.roofline.time_model.predict`` on this machine's calibration (the ``hardware`` entry
 ``this_machine``, which ``blockbench calibrate`` writes into the user's folder: its ceilings and efficiencies, not the
 run's), and sets the predicted ratio and time against the measured ones.
 """
@@ -19,7 +19,7 @@ from ablations.report.tables import baseline_name
 from ablations.results.row_arch import arch_from_row, baseline_of_row
 from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware, load_hardware
-from ablations.roofline.model import predict
+from ablations.roofline.time_model import predict
 from ablations.roofline.work import mode_work
 from components import ArchConfig
 
@@ -219,7 +219,7 @@ def validation_section(measured: pd.DataFrame) -> tuple[list[str], pd.DataFrame]
     if v.empty:
         return [f"No measured CPU {hw.dtype} points to validate the performance model against.", ""], v
     lines = [
-        f"Every measured point predicted by `ablations.roofline.model.predict` with this machine's calibration "
+        f"Every measured point predicted by `ablations.roofline.time_model.predict` with this machine's calibration "
         f"({hw.source}): each part of the model (matrix products, attention, norms) at its own bound"
         f"{'' if hw.attention_overlapped else ' (attention: its products and its cache reads one after the other)'}"
         f", plus per-call overhead. Error = predicted / measured − 1. Ratios are paired measurements (the "

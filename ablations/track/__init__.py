@@ -1,5 +1,5 @@
 """Tracking, an optional extra (``pip install -e ".[track]"``): ``+logger=mlflow`` or ``+logger=tensorboard`` logs a
-finished sweep from its results table (``plan``), offline; ``results.csv`` stays the source of truth.
+finished sweep from its results table (``runs``), offline; ``results.csv`` stays the source of truth.
 
 Logging reads the folder once the sweep has finished (``ablations.sweep.end.finish``), not from the points as they
 run: under a parallel launcher the points' processes would contend for one SQLite store, and a table-first log is
@@ -40,9 +40,9 @@ def artifacts(folder: Path) -> list[Path]:
 def log_sweep(end: SweepEnd) -> str:
     """Log the finished sweep in ``end.folder`` to the tracker ``end.logger`` names; returns where it went."""
     from ablations.results.table import load
-    from ablations.track.plan import sweep_plan
+    from ablations.track.runs import sweep_runs
 
     assert end.logger is not None, "log_sweep needs a logger"
-    plan = sweep_plan(end.folder, load(end.folder), end.sweep, end.settings, artifacts(end.folder))
+    sweep_run = sweep_runs(end.folder, load(end.folder), end.sweep, end.settings, artifacts(end.folder))
     writer = importlib.import_module(TRACKERS[str(end.logger.name)].module)  # the tracker's package only now
-    return writer.log_config(plan, end.folder, end.logger, end.sweep)
+    return writer.log_config(sweep_run, end.folder, end.logger, end.sweep)

@@ -1,4 +1,4 @@
-"""The plan (``ablations.track.plan``) into MLflow: an experiment per sweep name, the sweep's run with its point runs
+"""The runs (``ablations.track.runs``) into MLflow: an experiment per sweep name, the sweep's run with its point runs
 nested under it and each point's seed runs under the point (``mlflow.parentRunId``), so ``mlflow ui`` lists a sweep
 as one row that opens into its points, each opening into its seeds.
 
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from ablations.config.schema import LoggerConfig
-from ablations.track.plan import Run
+from ablations.track.runs import Run
 
 PARENT = "mlflow.parentRunId"
 # MLflow's log_batch limits per call.
@@ -25,16 +25,16 @@ def default_uri(folder: Path) -> str:
     return f"sqlite:///{(folder / 'mlflow.db').resolve()}"
 
 
-def log_config(plan: Run, folder: Path, logger: LoggerConfig, sweep_name: str) -> str:
-    """``+logger=mlflow``: log ``plan`` to ``logger.tracking_uri`` (empty: a SQLite store in the sweep folder),
+def log_config(sweep_run: Run, folder: Path, logger: LoggerConfig, sweep_name: str) -> str:
+    """``+logger=mlflow``: log ``sweep_run`` to ``logger.tracking_uri`` (empty: a SQLite store in the sweep folder),
     experiment ``logger.experiment`` (empty: the sweep's name); returns the store's URI."""
     uri = str(logger.tracking_uri) or default_uri(folder)
-    log(plan, folder, uri, str(logger.experiment or sweep_name))
+    log(sweep_run, folder, uri, str(logger.experiment or sweep_name))
     return uri
 
 
-def log(plan: Run, folder: Path, tracking_uri: str, experiment: str) -> str:
-    """Log ``plan``; returns the sweep run's id."""
+def log(sweep_run: Run, folder: Path, tracking_uri: str, experiment: str) -> str:
+    """Log ``sweep_run``; returns the sweep run's id."""
     from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
 
@@ -45,13 +45,14 @@ def log(plan: Run, folder: Path, tracking_uri: str, experiment: str) -> str:
         exp_id = client.create_experiment(experiment, artifact_location=(folder / "mlartifacts").resolve().as_uri())
     else:
         exp_id = found.experiment_id
-    key = plan.tags["blockbench.folder"].replace("'", "\\'")
+    key = sweep_run.tags["blockbench.folder"].replace("'", "\\'")
     for old in client.search_runs([exp_id], filter_string=f"tags.`blockbench.folder` = '{key}'"):
         client.delete_run(old.info.run_id)
     now = int(time.time() * 1000)
 
     def write(run: Run, parent: str | None) -> str:
-        tags = {**run.tags, "blockbench.folder": plan.tags["blockbench.folder"], **({PARENT: parent} if parent else {})}
+        origin = sweep_run.tags["blockbench.folder"]
+        tags = {**run.tags, "blockbench.folder": origin, **({PARENT: parent} if parent else {})}
         run_id = client.create_run(exp_id, run_name=run.name, tags=tags).info.run_id
         params = [Param(k[:250], v[:6000]) for k, v in run.params.items()]
         for i in range(0, len(params), MAX_PARAMS):
@@ -66,4 +67,4 @@ def log(plan: Run, folder: Path, tracking_uri: str, experiment: str) -> str:
         client.set_terminated(run_id)
         return run_id
 
-    return write(plan, None)
+    return write(sweep_run, None)

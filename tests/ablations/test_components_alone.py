@@ -8,7 +8,7 @@ import torch
 
 from ablations.config.checks import Shape
 from ablations.measure.components_alone import build, component_work, forward_backward, measure_components, swapped
-from ablations.measure.intervals import Precision
+from ablations.measure.intervals import RoundsRule
 from ablations.measure.timing import PairedTiming
 from ablations.results.rows import Rows
 from components import ArchConfig, FFNConfig, NormConfig
@@ -29,7 +29,7 @@ def _pair(ratio: float):
 
 def _components(arch: ArchConfig, base: ArchConfig, ratio: float) -> list[dict]:
     rows = Rows(base={"variant": "v"})
-    measure_components(rows, arch, base, SHAPE, torch.device("cpu"), torch.float32, _pair(ratio), Precision(3, 3),
+    measure_components(rows, arch, base, SHAPE, torch.device("cpu"), torch.float32, _pair(ratio), RoundsRule(3, 3),
                        None)
     return rows.rows
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from ablations.config.schema import ProfileConfig
-from ablations.measure.intervals import Precision, fewest_rounds, median_interval, precision_of
+from ablations.measure.intervals import RoundsRule, fewest_rounds, median_interval, rounds_rule_of
 from ablations.measure.timing import time_paired
 from components.config import ConfigError
 
@@ -28,61 +28,61 @@ def draw_rounds(rng: np.random.Generator, n: int) -> list[float]:
     return (TRUE_MEDIAN * np.exp(0.04 * (rng.exponential(1.0, n) - np.log(2)))).tolist()
 
 
-def run_rule(precision: Precision, rng: np.random.Generator, level: float | None = None) -> tuple[bool, int]:
+def run_rule(rule: RoundsRule, rng: np.random.Generator, level: float | None = None) -> tuple[bool, int]:
     """One sequential measurement: (whether the final interval covers the true median, rounds used). ``level``
     overrides the per-look level (the plain rule: every look at the nominal 95%)."""
-    rounds = draw_rounds(rng, precision.max_rounds)
-    for n in precision.looks:
-        iv = median_interval(rounds[:n], level or precision.look_confidence)
-        if iv.halfwidth <= precision.target_halfwidth or n == precision.max_rounds:
+    rounds = draw_rounds(rng, rule.max_rounds)
+    for n in rule.looks:
+        iv = median_interval(rounds[:n], level or rule.look_confidence)
+        if iv.halfwidth <= rule.target_halfwidth or n == rule.max_rounds:
             return iv.lo <= TRUE_MEDIAN <= iv.hi, n
     raise AssertionError("the last look is the budget")
 
 
 def test_coverage_holds_under_optional_stopping():
     # A target these rounds reach near the budget: where stopping on a narrow interval bites most.
-    precision = Precision(min_rounds=8, max_rounds=48, target_halfwidth=0.01)
-    assert precision.looks == [8, 12, 18, 28, 42, 48] and precision.problem() is None
+    rule = RoundsRule(min_rounds=8, max_rounds=48, target_halfwidth=0.01)
+    assert rule.looks == [8, 12, 18, 28, 42, 48] and rule.problem() is None
     trials = 3000  # a binomial standard error of 0.4 points at 95%
     rng = np.random.default_rng(1)
-    covered = sum(run_rule(precision, rng)[0] for _ in range(trials)) / trials
+    covered = sum(run_rule(rule, rng)[0] for _ in range(trials)) / trials
     assert covered >= 0.95, covered
     # The same rounds, every look at the nominal 95% and stopping on the first narrow one: short of 95% by more
     # than three standard errors (93.4% with this seed).
     rng = np.random.default_rng(1)
-    plain = sum(run_rule(precision, rng, level=0.95)[0] for _ in range(trials)) / trials
+    plain = sum(run_rule(rule, rng, level=0.95)[0] for _ in range(trials)) / trials
     assert plain < 0.95 - 3 * 0.004, plain
 
 
 def test_a_reachable_target_stops_early():
-    precision = Precision(min_rounds=8, max_rounds=48, target_halfwidth=0.03)
+    rule = RoundsRule(min_rounds=8, max_rounds=48, target_halfwidth=0.03)
     rng = np.random.default_rng(2)
-    used = [run_rule(precision, rng)[1] for _ in range(500)]
-    assert np.mean(used) < 0.6 * precision.max_rounds and min(used) == precision.min_rounds
+    used = [run_rule(rule, rng)[1] for _ in range(500)]
+    assert np.mean(used) < 0.6 * rule.max_rounds and min(used) == rule.min_rounds
 
 
 def test_looks_and_settings():
-    assert Precision(min_rounds=8, max_rounds=8, target_halfwidth=0.02).looks == [8]
-    assert Precision(min_rounds=16, max_rounds=16).looks == [16]  # fixed rounds: one look at 95%
-    assert Precision(min_rounds=16, max_rounds=16).look_confidence == pytest.approx(0.95)
-    assert Precision(min_rounds=8, max_rounds=16).looks == [8, 12, 16]  # no target: looks for the caller's test
-    assert all(n % 2 == 0 for n in Precision(min_rounds=6, max_rounds=40, target_halfwidth=0.02).looks)
+    assert RoundsRule(min_rounds=8, max_rounds=8, target_halfwidth=0.02).looks == [8]
+    assert RoundsRule(min_rounds=16, max_rounds=16).looks == [16]  # fixed rounds: one look at 95%
+    assert RoundsRule(min_rounds=16, max_rounds=16).look_confidence == pytest.approx(0.95)
+    assert RoundsRule(min_rounds=8, max_rounds=16).looks == [8, 12, 16]  # no target: looks for the caller's test
+    assert all(n % 2 == 0 for n in RoundsRule(min_rounds=6, max_rounds=40, target_halfwidth=0.02).looks)
     assert fewest_rounds(0.95) == 6
-    too_few = Precision(min_rounds=6, max_rounds=64, target_halfwidth=0.02)
+    too_few = RoundsRule(min_rounds=6, max_rounds=64, target_halfwidth=0.02)
     assert "min_rounds=6 is too few for a 95% interval held over" in too_few.problem()
-    assert "must be a fraction" in Precision(8, 16, target_halfwidth=2.0).problem()
-    assert "is more than max_rounds" in Precision(20, 16, target_halfwidth=0.02).problem()
+    assert "must be a fraction" in RoundsRule(8, 16, target_halfwidth=2.0).problem()
+    assert "is more than max_rounds" in RoundsRule(20, 16, target_halfwidth=0.02).problem()
 
 
 def test_done_and_stopped_on():
-    p = Precision(min_rounds=8, max_rounds=18, target_halfwidth=0.05)
+    p = RoundsRule(min_rounds=8, max_rounds=18, target_halfwidth=0.05)
     tight = [1.0, 1.01, 0.99, 1.0, 1.005, 0.995, 1.0, 1.002]
     wide = [1.0, 1.3, 0.7, 1.0, 1.2, 0.8, 1.1, 0.9]
     assert p.done(tight) and p.stopped_on(tight) == "target"
     assert not p.done(wide)
     assert not p.done(tight + [1.0])  # nine rounds is not a look
     assert p.done(wide * 3) and p.stopped_on((wide * 3)[:18]) == "budget"
-    assert Precision(8, 8, target_halfwidth=0.05).stopped_on(tight) == "fixed"
+    assert RoundsRule(8, 8, target_halfwidth=0.05).stopped_on(tight) == "fixed"
 
 
 @pytest.mark.parametrize("profile,message", [
@@ -94,13 +94,13 @@ def test_done_and_stopped_on():
 def test_profile_settings_are_checked(profile, message):
     base = {"rounds": 8, "target_halfwidth": None, "min_rounds": None, "max_rounds": None}
     with pytest.raises(ConfigError, match=re.escape(message)):
-        precision_of(ProfileConfig(name="test", **{**base, **profile}))
+        rounds_rule_of(ProfileConfig(name="test", **{**base, **profile}))
 
 
 def test_profile_rule():
-    fixed = precision_of(ProfileConfig(name="test", rounds=8), fixed_rounds=16)
+    fixed = rounds_rule_of(ProfileConfig(name="test", rounds=8), fixed_rounds=16)
     assert fixed.looks == [16] and fixed.stopped_on([1.0] * 16) == "fixed"
-    seq = precision_of(ProfileConfig(name="test", rounds=8, target_halfwidth=0.02, min_rounds=8, max_rounds=48))
+    seq = rounds_rule_of(ProfileConfig(name="test", rounds=8, target_halfwidth=0.02, min_rounds=8, max_rounds=48))
     assert seq.looks[0] == 8 and seq.max_rounds == 48 and seq.target_halfwidth == 0.02
 
 
@@ -113,13 +113,13 @@ def test_paired_timing_stops_when_asked():
 def test_the_target_holds_at_the_headline_unless_the_scope_is_every():
     settings = {"rounds": 8, "target_halfwidth": 0.03, "min_rounds": 8, "max_rounds": 48}
     headline_scope = ProfileConfig(name="test", **{**settings, "precision_scope": "headline"})
-    assert precision_of(headline_scope, headline=True).target_halfwidth == 0.03
-    other = precision_of(headline_scope, fixed_rounds=16, headline=False)
+    assert rounds_rule_of(headline_scope, headline=True).target_halfwidth == 0.03
+    other = rounds_rule_of(headline_scope, fixed_rounds=16, headline=False)
     assert other.looks == [16] and other.target_halfwidth is None
     every = ProfileConfig(name="test", **{**settings, "precision_scope": "every"})
-    assert precision_of(every, headline=False).max_rounds == 48
+    assert rounds_rule_of(every, headline=False).max_rounds == 48
     with pytest.raises(ConfigError, match=re.escape("profile.precision_scope=some is not one of headline, every")):
-        precision_of(ProfileConfig(name="test", **{**settings, "precision_scope": "some"}))
+        rounds_rule_of(ProfileConfig(name="test", **{**settings, "precision_scope": "some"}))
 
 
 def test_a_point_spends_its_target_on_the_headline_shape_and_decode_only(monkeypatch):

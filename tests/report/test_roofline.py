@@ -10,7 +10,7 @@ from ablations.report.tables import add_case
 from ablations.results.store import COLUMNS
 from ablations.roofline.calls import kernel_calls
 from ablations.roofline.hardware import Hardware
-from ablations.roofline.model import predict
+from ablations.roofline.time_model import predict
 from ablations.roofline.work import mode_work
 from components import ArchConfig, AttnConfig, ModelConfig
 

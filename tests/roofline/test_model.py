@@ -9,7 +9,7 @@ import torch
 
 from ablations.roofline import calls
 from ablations.roofline.hardware import Hardware
-from ablations.roofline.model import predict, roofline_bound, roofline_time
+from ablations.roofline.time_model import predict, roofline_bound, roofline_time
 from ablations.roofline.work import Work
 from blockbench import Work as Elements
 from components import ArchConfig, AttnConfig, ModelConfig, PosConfig

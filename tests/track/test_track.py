@@ -17,7 +17,7 @@ from ablations.config.plan import settings_of, sweep_end
 from ablations.results.identity import point_identity
 from ablations.results.store import COLUMNS
 from ablations.track import check_logger, log_sweep
-from ablations.track.plan import flatten, measurement_metrics, seed_metrics, sweep_plan
+from ablations.track.runs import flatten, measurement_metrics, seed_metrics, sweep_runs
 from tests.conftest import SweepRun, shared_sweep_fixture
 from tests.quality.helpers import composed
 
@@ -38,7 +38,7 @@ def test_the_plan_nests_seeds_under_their_point_and_names_each_measurement():
              seq_len=64, position=16, value=2.5),
         _row(point="p1", variant="rmsnorm", seed=0, arm="a-rmsnorm", metric="val_loss", mode="final", value=1.0),
     ]
-    plan = sweep_plan(Path("sweep"), pd.DataFrame(rows, columns=COLUMNS), None, {}, [])
+    plan = sweep_runs(Path("sweep"), pd.DataFrame(rows, columns=COLUMNS), None, {}, [])
     (point,) = plan.children
     assert point.tags["blockbench.variant"] == "rmsnorm"
     assert sorted((m.key, m.value) for m in point.metrics) == [("2048x2048_2048x2048/matmul_peak", 1e12),

@@ -1,4 +1,4 @@
-"""What a finished sweep logs, read from its results table: the same plan for every tracker.
+"""What a finished sweep logs, read from its results table: the same runs for every tracker.
 
 The sweep's run carries its config, ``REPORT.md``, the figures and ``results.csv``; under it one run per point
 (its flattened config as parameters, its measurement rows as metrics: timings, ratios, FLOPs, memory) and under
@@ -119,7 +119,7 @@ def _point_configs(folder: Path) -> dict[str, dict[str, str]]:
     return configs
 
 
-def sweep_plan(folder: Path, table: pd.DataFrame, sweep: str | None, settings: dict[str, Any],
+def sweep_runs(folder: Path, table: pd.DataFrame, sweep: str | None, settings: dict[str, Any],
                artifacts: list[Path]) -> Run:
     """The runs to log for the sweep ``sweep`` (None: named by its folder's parent) in ``folder`` whose table is
     ``table``, with ``settings`` as the sweep's parameters."""
