@@ -50,12 +50,13 @@ def test_blockbench_uses_no_private_hydra_api():
 
 
 @pytest.mark.slow
-def test_a_joblib_sweep_runs_its_points_in_workers_and_reports_from_their_rows(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "ablations", "-m", "norm=layernorm,rmsnorm", "hydra/launcher=joblib",
-                           *QUICK, f"hydra.sweep.dir={tmp_path}"], capture_output=True, text=True, timeout=300,
+@pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
+def test_a_launched_sweep_runs_its_points_in_workers_and_reports_from_their_rows(launcher, tmp_path):
+    argv = ["-m", "norm=layernorm,rmsnorm", f"hydra/launcher={launcher}", *QUICK, f"hydra.sweep.dir={tmp_path}"]
+    proc = subprocess.run([sys.executable, "-m", "ablations", *argv], capture_output=True, text=True, timeout=300,
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "2 point(s): 2 ok, 0 failed" in proc.stderr
     table = pd.read_csv(tmp_path / "results.csv")
-    assert set(table["variant"]) == {"gpt2", "rmsnorm"} and set(table["launcher"]) == {"joblib"}
+    assert set(table["variant"]) == {"gpt2", "rmsnorm"} and set(table["launcher"]) == {launcher}
     assert (tmp_path / "REPORT.md").is_file() and proc.stdout.strip().splitlines()[-1] == str(tmp_path.resolve())
