@@ -116,7 +116,7 @@ def lr_check_table(q: pd.DataFrame) -> pd.DataFrame | None:
         return None
     keys = ["variant", "train_steps"] if "train_steps" in check and check["train_steps"].nunique() > 1 else ["variant"]
     out = []
-    for key, variant_check in check.groupby(keys, sort=False):
+    for key, variant_check in check.groupby(keys):
         key = key if isinstance(key, tuple) else (key,)
         seed = variant_check["seed"].iloc[0]
         own = q[(q["metric"] == "val_loss") & (q["mode"] == "final") & (q["seed"] == seed)]

@@ -18,7 +18,7 @@ BASELINE = "gpt2"
 # Rows of the training runs (ablations.quality); everything else is a measurement of the block.
 QUALITY_METRICS = ("train_loss", "val_loss", "train_bpb", "val_bpb", "train_tokens_per_s", "train_wall_time",
                    "extrap_loss", "loss_by_position", "corpus_bytes", "budget_loss", "check_loss", "budget_wall_time")
-QUALITY_MODES = ("curve", "final", "quality", "data", "extrapolation", "budget", "lr_scan")
+QUALITY_MODES = ("curve", "final", "quality", "data", "extrapolation", "budget", "lr_scan", "lr_check")
 # Settings that can differ between points of one sweep (an ad-hoc grid over dtype, say); when one does,
 # the variant's label names it so two points never merge into one line. Not the five choices (nor tied
 # embeddings): the variant's name already says those, and its baseline is the GPT-2 block of the same case.

@@ -267,6 +267,7 @@ def test_a_sequential_sweep_end_to_end(tmp_path, as_job, monkeypatch):
 
 def test_the_learning_rate_check_trains_one_seed_at_half_and_twice_the_rate_and_the_report_flags_it(tmp_path):
     from ablations.report.quality_sections import lr_check_table
+    from ablations.report.tables import CASE_COLUMNS, split
 
     torch.set_num_threads(1)
     cfg = composed("train.steps=6", "train.eval_interval=6", "train.extrapolation=[1]", "train.lr_check=true")
@@ -278,6 +279,8 @@ def test_the_learning_rate_check_trains_one_seed_at_half_and_twice_the_rate_and_
     assert sorted(check["lr"]) == pytest.approx([lr / 2, 2 * lr]) and set(check["seed"]) == {0}
     shown = lr_check_table(table)
     assert list(shown.columns[2:5]) == ["lr × 0.5", "lr × 1", "lr × 2"]
+    whole = table.assign(status="ok", **{c: "cpu" for c in CASE_COLUMNS if c not in table})
+    assert lr_check_table(split(whole)[1]).equals(shown)  # the report's quality rows hold them
     losses = {r: float(shown.iloc[0][f"lr × {r}"]) for r in ("0.5", "1", "2")}
     best = min(losses, key=losses.get)
     assert shown.iloc[0]["best rate"] == ("its own" if best == "1" else f"‡ {best} × its own")
