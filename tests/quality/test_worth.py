@@ -137,3 +137,24 @@ def test_a_one_seed_known_answer_cannot_hold_and_the_report_says_why(tmp_path):
     head = text.split("## ")[0]
     assert "not trusted" in head and "have one seed, no interval to judge" in head and "miss the" not in head
     assert "no interval (1 seed)" in text
+
+
+def test_the_report_reads_every_mode_the_quality_runs_write_as_quality_rows():
+    """Every ``mode=`` a module of ``ablations.quality`` writes into a row is one the report keeps among its training
+    rows (``report.tables.QUALITY_MODES``): a missing one is dropped from the report without a word, as the
+    learning-rate check's ``lr_check`` rows once were."""
+    import ast
+    from pathlib import Path
+
+    from ablations.report.tables import QUALITY_MODES
+
+    def named(call: ast.Call) -> str:
+        return getattr(call.func, "attr", None) or getattr(call.func, "id", "")
+
+    files = (Path(__file__).parents[2] / "ablations" / "quality").rglob("*.py")
+    written = {kw.value.value for path in files for call in ast.walk(ast.parse(path.read_text()))
+               if isinstance(call, ast.Call) and named(call) not in ("memmap", "open")  # a file's mode, not a row's
+               for kw in call.keywords
+               if kw.arg == "mode" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)}
+    assert {"final", "lr_check", "budget"} <= written  # the parse finds the writers
+    assert written <= set(QUALITY_MODES), sorted(written - set(QUALITY_MODES))
