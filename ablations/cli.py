@@ -58,7 +58,13 @@ def plan_run(argv: list[str]) -> Sweep | None:
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)
 def hydra_main(cfg: DictConfig) -> str:
     """A point a launcher runs in its own process; the sweep's own process runs its points from their plans."""
+    from hydra.core.hydra_config import HydraConfig
+
     from ablations.runner import run_job
+
+    if HydraConfig.get().mode == RunMode.RUN:  # Hydra ran the task itself: no sweep would check, collect or report
+        raise UsageError("hydra.mode=RUN: blockbench runs every point through its sweeper, a single point as a sweep "
+                         "of one (hydra.mode=MULTIRUN, the default); leave hydra.mode unset")
 
     try:
         return run_job(cfg)

@@ -44,6 +44,14 @@ def test_every_point_is_composed_once_and_run_from_its_plan(tmp_path, monkeypatc
     assert (tmp_path / "multirun.yaml").is_file()
 
 
+def test_hydras_run_mode_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    assert cli.main([*QUICK, "hydra.mode=RUN", f"hydra.run.dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("blockbench run: error: hydra.mode=RUN: ") and "Traceback" not in "".join(err)
+    assert not (tmp_path / "points").exists()  # refused before the point ran
+
+
 def test_blockbench_uses_no_private_hydra_api():
     sources = [*(ROOT / "ablations").rglob("*.py"), *(ROOT / "hydra_plugins").rglob("*.py")]
     assert [str(p) for p in sources if "hydra._internal" in p.read_text()] == []
