@@ -159,6 +159,9 @@ class TrainConfig:
     # The choice keeps a margin from the edge of stability: each rate scored by its worst mean loss with the
     # lr_scan_margin rates tried above it (0: the lowest mean; ablations.quality.lr_scan.guarded).
     lr_scan_margin: int = 1
+    # Where each arm's scan starts: grid (shared_lr x lr_scan_grid) or tuned (a rescan at a longer horizon: half, once
+    # and twice the rate train.tuned_lr carries for the regime, extended and refined as a grid is).
+    lr_scan_from: str = "grid"
     # The compute multiplier (ablations.quality.multiplier): the baseline also trained at each of these multiples of
     # steps, each a full schedule, on its first budget_seeds seeds (null: every seed the point used); [] turns it off.
     budgets: list[float] = field(default_factory=list)
@@ -195,7 +198,7 @@ class TrainConfig:
 
 # The settings that choose an arm's rate rather than say how one seed trains at it (the rate itself is ``lr``).
 RATE_SETTINGS = ("shared_lr", "tuned_lr", "lr_scan", "lr_scan_seeds", "lr_scan_grid", "lr_scan_extend",
-                 "lr_scan_confirm_seeds", "lr_scan_leaders", "lr_scan_margin")
+                 "lr_scan_confirm_seeds", "lr_scan_leaders", "lr_scan_margin", "lr_scan_from")
 
 
 def train_default(name: str) -> typing.Any:

@@ -17,6 +17,11 @@ plain lowest mean. The scan refines a half-octave either side of the guarded cho
 ``train.lr_scan_leaders`` best by it are scored again on the ``train.lr_scan_confirm_seeds`` as well (each leader with
 its neighbours above), and the best of them is chosen.
 
+**A rescan starts from the rate chosen before** (``train.lr_scan_from=tuned``): a regime whose rates were carried
+from a neighbouring regime's scan (the horizons past the scanned one) starts each arm at half, once and twice its
+carried rate instead of the grid, and extends and refines from there as a grid scan does. The grid at the neighbouring
+regime has already bracketed the best; the rescan asks only whether training longer moved it.
+
 The scan seeds (``train.lr_scan_seeds`` and the confirmation seeds) are never evaluation seeds (``check_scan``): the
 rate is chosen on one set of seeds and the comparison judged on another, so the choice cannot fit the noise it is
 judged by.
@@ -35,6 +40,14 @@ from components.config import ConfigError
 HALF_OCTAVE = math.sqrt(2.0)
 # The smallest span of the initial grid, as largest over smallest rate.
 MIN_SPAN = 16.0
+# Where a scan starts (``train.lr_scan_from``): the grid, or an octave either side of the arm's tuned rate, the rescan
+# of a regime whose rates were carried from a neighbouring one's scan (the grid there bracketed them first).
+SCAN_STARTS = ("grid", "tuned")
+
+
+def start_rates(tc: TrainConfig, tuned_rate: float) -> list[float] | None:
+    """The rates an arm's scan starts from: None for the grid; half, once and twice ``tuned_rate`` under ``tuned``."""
+    return None if tc.lr_scan_from == "grid" else [tuned_rate / 2, tuned_rate, tuned_rate * 2]
 
 
 def rounded(rate: float) -> float:
@@ -64,6 +77,8 @@ class Scan:
     margin: int = 0
     # How many leading rates the confirmation seeds scored again (each with its ``margin`` neighbours above).
     leaders: int = 0
+    # The rates the scan started from where not a grid (``start``): a rescan around a rate chosen before.
+    started: tuple[float, ...] = ()
 
     def line(self) -> str:
         rates = sorted(self.losses)
@@ -71,7 +86,8 @@ class Scan:
         confirmed = f", the {self.leaders} best confirmed on more seeds" if self.confirmed else ""
         rule = (f"; each rate scored by its worst with the {self.margin} tried above it" if self.margin
                 else "; the lowest mean")
-        return (f"best {self.best:g} of {len(rates)} rates ({rates[0]:g} to {rates[-1]:g}, grid extended "
+        start = f" from {', '.join(f'{r:g}' for r in self.started)}" if self.started else ""
+        return (f"best {self.best:g} of {len(rates)} rates{start} ({rates[0]:g} to {rates[-1]:g}, grid extended "
                 f"{self.extended}x, refined a half-octave either side{confirmed}{rule}){edge}")
 
 
@@ -126,8 +142,9 @@ def scan(mean_loss: Callable[[float], float], shared: float, grid: Sequence[floa
                     confirmed[rate] = value if math.isfinite(value) else math.inf
         checked = guarded(confirmed, margin, within=rates)
         best = _best({r: checked[r] for r in sorted(scores, key=lambda r: (scores[r], r))[:leaders]})
+    started = tuple(sorted(on_lattice(r, shared) for r in start)) if start is not None else ()
     return Scan(dict(sorted(losses.items())), best, extended, lowest in (min(losses), max(losses)), confirmed,
-                margin, leaders if confirm is not None else 0)
+                margin, leaders if confirm is not None else 0, started)
 
 
 def guarded(losses: dict[float, float], margin: int, within: Sequence[float] | None = None) -> dict[float, float]:
@@ -169,6 +186,11 @@ def check_scan(tc: TrainConfig) -> None:
     if tc.lr_scan_margin < 0:
         raise ConfigError(f"train.lr_scan_margin={tc.lr_scan_margin} must be >= 0 (the rates above a rate its score "
                           "also takes; 0: the lowest mean)")
+    if tc.lr_scan_from not in SCAN_STARTS:
+        raise ConfigError(f"train.lr_scan_from={tc.lr_scan_from!r} must be one of {', '.join(SCAN_STARTS)}")
+    if tc.lr_scan_from == "tuned" and not (tc.tuned_lr or {}).get(tc.name):
+        raise ConfigError(f"train.lr_scan_from=tuned at train={tc.name}: train.tuned_lr has no rates for {tc.name} to "
+                          "start from; use train.lr_scan_from=grid")
     if tc.lr_scan_leaders < 1:
         raise ConfigError(f"train.lr_scan_leaders={tc.lr_scan_leaders} must be >= 1 (the rates confirmed)")
     scan_seeds = [int(s) for s in [*tc.lr_scan_seeds, *tc.lr_scan_confirm_seeds]]

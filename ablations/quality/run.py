@@ -42,6 +42,7 @@ from ablations.quality.distributed import RankLost
 from ablations.quality.inference import paired_test
 from ablations.quality.learning_rate import SCANNED, ArmRate, with_rate
 from ablations.quality.ledger import Ledger, arm_id
+from ablations.quality.lr_scan import start_rates
 from ablations.quality.seeds import BASELINE, STOPS, family_size, seed_rule
 from ablations.quality.tuning import budget_rates, budget_train, scan_arm
 from ablations.quality.validation import validation_spans
@@ -88,7 +89,7 @@ def _run_seeds(plan: QualityPlan, rows: Rows, device: torch.device, ledger: Ledg
     paired = ref.id != own.id
     if tc.lr_scan:  # each arm at its own best rate, chosen on the scan seeds before any evaluation seed
         for arm in (own, ref) if paired else (own,):
-            best = scan_arm(arm, 1.0, None, corpus, spans, device, ledger, rows)
+            best = scan_arm(arm, 1.0, start_rates(tc, arm.rate.lr), corpus, spans, device, ledger, rows)
             arm.rate = ArmRate(best.best, f"{SCANNED}: {best.line()}")
             arm.tc = with_rate(arm.tc, best.best)
             arm.id = arm_id(arm.q, arm.tc, corpus.sha256)
