@@ -226,17 +226,22 @@ class Reading:
 
 
 def at_settled_horizon(table: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame) -> Reading:
-    """The horizon sweep read at the horizon where k has stopped moving (``horizon.settled_horizon``); every other
-    sweep as it is."""
+    """The horizon sweep read at one length: where k has stopped moving (``horizon.settled_horizon``), or, without
+    the baseline's curve to say where, the longest it trained (a verdict never pools Δs of several lengths); every
+    other sweep as it is."""
     rows = table[table["sweep"] == horizon.SWEEP]
     settled = (horizon.settled_horizon(worth, horizon.bytes_per_param(rows))
                if len(rows) and summary is not None and not worth.empty else None)
-    if settled is None:
+    lengths = pd.to_numeric(rows["train_steps"], errors="coerce").dropna() if "train_steps" in rows else pd.Series()
+    if settled is None and lengths.nunique() < 2:
         return Reading(table, summary, worth, None)
+    steps = settled.steps if settled is not None else float(lengths.max())
 
-    def keep(frame: pd.DataFrame) -> pd.DataFrame:
-        steps = pd.to_numeric(frame["train_steps"], errors="coerce")
-        return frame[(frame["sweep"] != horizon.SWEEP) | (steps == settled.steps)]
+    def keep(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+        if frame is None or "train_steps" not in frame:
+            return frame
+        at = pd.to_numeric(frame["train_steps"], errors="coerce")
+        return frame[(frame["sweep"] != horizon.SWEEP) | (at == steps)]
     return Reading(keep(table), keep(summary), keep(worth), settled)
 
 

@@ -17,7 +17,15 @@ from ablations.config.paths import conf_dir
 from ablations.config.read_arch import arch_from
 from ablations.config.schema import TrainConfig, TunedRates
 from ablations.quality.learning_rate import SHARED, TUNED, UNTUNED, arm_rate, budget_rate
-from ablations.quality.lr_scan import HALF_OCTAVE, check_scan, guarded, rounded, scan
+from ablations.quality.lr_scan import (
+    HALF_OCTAVE,
+    check_scan,
+    guarded,
+    on_lattice,
+    rounded,
+    scan,
+    start_rates,
+)
 from ablations.results.variant_labels import variant_label
 from ablations.runner import plan_point
 from components import ArchConfig, ConfigError, llama2_block
@@ -94,6 +102,31 @@ def test_the_scan_refuses_seeds_it_would_be_judged_on_a_shared_rate_and_a_narrow
                      (replace(ok, lr_scan_margin=-1), "train.lr_scan_margin"),
                      (replace(ok, lr_scan_confirm_seeds=[100]), "train.lr_scan_seeds")):
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            check_scan(bad)
+
+
+@pytest.mark.parametrize(("carried", "best"), [(5.66e-3, 1.6e-2), (2e-3, 2e-3), (8e-3, 2.5e-3)])
+def test_a_rescan_from_the_carried_rate_brackets_a_best_that_moved_and_keeps_one_that_did_not(carried, best):
+    """``train.lr_scan_from=tuned``: half, once and twice the carried rate, extended while the best sits on an edge."""
+    tc = replace(_tuned({"untied": carried}, "horizon_xxl"), shared_lr=2e-3, lr_scan=True, lr_scan_from="tuned",
+                 seeds=[0, 1, 2])
+    check_scan(tc)
+    start = start_rates(tc, arm_rate(tc, "untied").lr)
+    assert start == [carried / 2, carried, carried * 2]
+    calls: list[float] = []
+    found = scan(u_shaped(best, calls), tc.shared_lr, tc.lr_scan_grid, max_extend=3, start=start)
+    assert not found.on_edge and min(found.losses) < found.best < max(found.losses)
+    assert abs(math.log2(found.best / best)) <= 0.25 + 1e-9
+    assert found.started == tuple(sorted(on_lattice(r, 2e-3) for r in start)) and "from" in found.line()
+    assert len(calls) == len(set(calls)) and len(calls) <= 3 + 3 + 2  # the start, the extensions, the refinement
+    assert start_rates(replace(tc, lr_scan_from="grid"), carried) is None  # the grid's scan is unchanged
+
+
+def test_a_rescan_needs_rates_to_start_from_and_a_known_start():
+    ok = replace(_tuned({"gpt2": 8e-3}, "horizon_xxl"), lr_scan=True, lr_scan_from="tuned", seeds=[0, 1, 2])
+    for bad, words in ((replace(ok, name="horizon_s"), "train.tuned_lr has no rates for horizon_s"),
+                       (replace(ok, lr_scan_from="best"), "train.lr_scan_from='best' must be one of grid, tuned")):
+        with pytest.raises(ConfigError, match=words):
             check_scan(bad)
 
 

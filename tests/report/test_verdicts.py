@@ -224,3 +224,22 @@ def test_the_answer_leads_with_the_horizon_where_k_has_stopped_moving():
     assert rms.trained_in == "horizon" and rms.loss is not None
     assert rms.loss.diff == pytest.approx(-0.15, abs=0.03) and rms.loss.k == "1.95×"
     assert "200 steps" in rms.loss.where and "where k has stopped moving" in rms.loss.where
+
+
+def test_a_horizon_sweep_without_its_curve_is_read_at_its_longest_length_never_pooled():
+    """No baseline curve, so no settled horizon: the verdict reads the longest length alone, not every length's
+    seeds pooled under one line (the learning-rate check's horizon sweep trains two lengths and no curve)."""
+    from ablations.quality.learning_rate import TUNED
+    from tests.report.conftest import quality_rows
+
+    def arms(rms_loss: float, steps: int) -> list[dict]:
+        return [dict(r, sweep="horizon", baseline="gpt2", lr_source=f"{TUNED}: test", train_steps=steps,
+                     step=steps if r["mode"] == "final" else r.get("step"))
+                for r in quality_rows("norm", "gpt2", 1.75) + quality_rows("norm", "rmsnorm", rms_loss)]
+
+    table = pd.DataFrame(arms(1.55, 100) + arms(1.80, 200))
+    measured, _, _ = split(table)
+    (rms,) = [a for a in answers(table, comparison(measured), summarize_quality(table)[0], pd.DataFrame())
+              if "RMSNorm" in a.choice]
+    assert rms.loss is not None and rms.loss.diff == pytest.approx(0.05, abs=0.03)  # 200 steps' Δ alone
+    assert "200 steps" in rms.loss.where
