@@ -15,6 +15,7 @@ from ablations.config.errors import Fault, UsageError, command, os_error_line, p
 from ablations.report.markdown import build_report
 from ablations.report.tables import ReportError, combine, load_table
 from ablations.results.durable import write_atomic
+from ablations.results.report_inputs import missing, read_report_inputs, write_report_inputs
 from ablations.results.table import TABLE
 
 
@@ -34,12 +35,16 @@ def main(argv: list[str] | None = None) -> int:
         tables = [load_table(f) for f in args.folders]
     except ReportError as exc:
         raise UsageError(str(exc)) from None
+    inputs = read_report_inputs(args.folders)
+    if inputs is None:
+        raise UsageError(missing(args.folders))
     out = args.out or args.folders[0]
     table = combine(tables)
     try:
         if args.out and all(args.out.resolve() != f.resolve() for f in args.folders):
             write_atomic(out / TABLE, lambda f: table.to_csv(f, index=False))
-        report = build_report(out, table, sources=args.folders, draw_figures=args.figures)
+            write_report_inputs(out, inputs)  # the new folder rebuilds on its own
+        report = build_report(out, table, sources=args.folders, draw_figures=args.figures, inputs=inputs)
     except OSError as exc:  # a full disk, a read-only folder: the earlier report, if any, stays whole
         raise Fault(os_error_line(exc)) from None
     print(report.resolve())

@@ -23,9 +23,9 @@ import pandas as pd
 from ablations.report.flips import flip_name, flip_order
 from ablations.report.formatting import markdown_table, signed
 from ablations.report.known_answers import known_answer_table, regime_line
-from ablations.report.predicted import train_step_ratios
-from ablations.report.published import GPT2, agreement, no_worse_margin, published_loss
+from ablations.report.published import GPT2, agreement, published_loss
 from ablations.report.timing_sections import headline_cells
+from ablations.results.report_inputs import ReportInputs
 from ablations.results.row_arch import arch_from_row
 
 
@@ -47,9 +47,10 @@ def _label(row: pd.Series, baseline: str) -> str:
 
 
 def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
-               transfer: pd.Series | None = None, withhold: bool = False) -> pd.DataFrame:
+               inputs: ReportInputs, transfer: pd.Series | None = None, withhold: bool = False) -> pd.DataFrame:
     """One row per variant compared with its baseline, sweep by sweep in the table's order, each sweep's rows in the
-    declarations' order (Llama-2's block last); empty when the run compared no variant with its baseline."""
+    declarations' order (Llama-2's block last); empty when the run compared no variant with its baseline.
+    ``inputs``: the full-size step ratios and the published "no worse" margin recorded beside the rows."""
     quality = pd.DataFrame() if summary is None else summary[
         (summary["metric"] == "val_loss") & summary["reference"].isin(summary["variant"].unique())]
     keys: list[tuple[str, str]] = []
@@ -66,7 +67,7 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
     keys = list(dict.fromkeys(keys))
     if not keys:
         return pd.DataFrame()
-    predicted = train_step_ratios() if not worth.empty else {}
+    predicted = inputs.train_step_ratios if not worth.empty else {}
     rows = []
     for sweep, variant in keys:
         variant_cmp = cmp[(cmp["sweep"] == sweep) & (cmp["variant"] == variant)] if not cmp.empty else cmp
@@ -101,7 +102,8 @@ def buys_frame(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | N
             "transfer": _transfer(transfer, variant),
             "published": published or "—",
             "agrees": "withheld" if withhold else agreement(published, qr["verdict"] if qr is not None else None,
-                                                            qr["diff_hi"] if qr is not None else None),
+                                                            qr["diff_hi"] if qr is not None else None,
+                                                            inputs.no_worse_margin),
         })
     frame = pd.DataFrame(rows)
     sweeps = {s: i for i, s in enumerate(dict.fromkeys(frame["sweep"]))}
@@ -188,21 +190,21 @@ def _transfer(counts: pd.Series | None, variant: str) -> str:
 
 
 def buys_section(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,
-                 worth: pd.DataFrame, withhold: bool = False) -> tuple[list[str], pd.DataFrame]:
+                 worth: pd.DataFrame, inputs: ReportInputs, withhold: bool = False) -> tuple[list[str], pd.DataFrame]:
     """What each choice buys, the multiplier's known answers, and the transfer and horizon studies, with the table's
     frame (``buys_frame``, its transfer column filled), which the report's top tier reads too. With ``withhold`` (a
     smoke run) the verdict words and the agreement are left out: the numbers stay."""
     from ablations.report.transfer_section import transfer_lines
 
-    transfer, per = transfer_lines(summary, table, worth)
+    transfer, per = transfer_lines(summary, table, worth, inputs.no_worse_margin)
     if summary is not None:
         from ablations.report.horizon_section import horizon_lines
         transfer += horizon_lines(summary, table, worth)
-    frame = buys_frame(table, cmp, summary, worth, per, withhold)
-    return _section(frame, transfer, worth), frame
+    frame = buys_frame(table, cmp, summary, worth, inputs, per, withhold)
+    return _section(frame, transfer, worth, inputs.no_worse_margin), frame
 
 
-def _section(frame: pd.DataFrame, transfer: list[str], worth: pd.DataFrame) -> list[str]:
+def _section(frame: pd.DataFrame, transfer: list[str], worth: pd.DataFrame, margin: float) -> list[str]:
     body = buys_table(frame)
     known = known_answer_table(worth)
     if body is None and not transfer and known is None:
@@ -218,7 +220,7 @@ def _section(frame: pd.DataFrame, transfer: list[str], worth: pd.DataFrame) -> l
                   "here; the same k over the roofline's train-step ratio for Llama-2-7B on one H100 SXM (k measured "
                   "at the quality model's size and assumed to carry over: a scenario, labelled so). "
                   "Published: what the sources the choice's claim cites say of the loss; a published \"no worse\" "
-                  f"agrees only where Δ's upper end rules out a harm above {no_worse_margin():g} nats per token.", "",
+                  f"agrees only where Δ's upper end rules out a harm above {margin:g} nats per token.", "",
                   body, ""]
     if known is not None:
         lines += ["The multiplier's known answers, each a reading whose true multiple is known: *knot left out*, "

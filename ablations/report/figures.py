@@ -31,8 +31,9 @@ from ablations.report.timing_figures import (
 from ablations.report.verdicts import ANSWER_SWEEPS
 from ablations.report.worth_figures import by_horizon, cost_quality, multipliers
 from ablations.results.durable import write_atomic
+from ablations.roofline.hardware import Hardware
 
-Builder = Callable[[pd.DataFrame], "Figure | str"]
+Builder = Callable[..., "Figure | str"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Kind:
     title: str
     source: str
     build: Builder
+    # The builder also takes the machine's calibration recorded beside the rows (the performance model's figure).
+    calibrated: bool = False
 
     @property
     def note(self) -> str:
@@ -57,7 +60,7 @@ FIGURES: list[Kind] = [
          decode_ratio_vs_context),
     Kind("roofline", "Measured ratio against roofline ratio, every timed point", "measured", measured_vs_roofline),
     Kind("prediction", "Performance model against measurement: ratios and absolute times", "measured",
-         predicted_vs_measured),
+         predicted_vs_measured, calibrated=True),
     Kind("training-curves", "Training curves over seeds", "quality", training_curves),
     Kind("extrapolation", "Loss against evaluation length", "quality", extrapolation),
     Kind("loss-by-position", "Loss by position", "quality", loss_by_position),
@@ -96,8 +99,9 @@ def drawing_order(sweeps: list[str], measured: pd.DataFrame, quality: pd.DataFra
 
 def draw_all(folder: Path, sweeps: list[str], measured: pd.DataFrame, quality: pd.DataFrame,
              cmp: pd.DataFrame, summary: pd.DataFrame | None = None,
-             worth: pd.DataFrame | None = None) -> dict[str, list[str]]:
+             worth: pd.DataFrame | None = None, hardware: Hardware | None = None) -> dict[str, list[str]]:
     """Every figure of every sweep into ``folder``; per sweep, the markdown lines (images or skip notes).
+    ``hardware``: the calibration recorded beside the rows, for the figures that take it.
 
     Stale figures of an earlier build are removed, so the folder holds exactly what REPORT.md shows.
     """
@@ -112,7 +116,8 @@ def draw_all(folder: Path, sweeps: list[str], measured: pd.DataFrame, quality: p
             for kind in FIGURES:
                 frame = frames[kind.source]
                 data = frame[frame["sweep"] == sweep] if not frame.empty else frame
-                result = kind.build(data) if not data.empty else ABSENT[kind.source]
+                extra = (hardware,) if kind.calibrated else ()
+                result = kind.build(data, *extra) if not data.empty else ABSENT[kind.source]
                 name = f"{sweep}-{kind.stem}"
                 if isinstance(result, str):
                     skipped.append(f"- *{kind.title}: skipped, {result}.*")

@@ -27,6 +27,7 @@ from ablations.report.tables import BASELINE, ReportError, load_table, split
 from ablations.report.timing_sections import headline_cells
 from ablations.report.transfer_section import transfer_lines
 from ablations.report.verdicts import answers, verdict_block
+from ablations.results.report_inputs import ReportInputs, missing, read_report_inputs
 
 SWEEP = "all"
 # Where the README sends a reader for the known answers listed one by one.
@@ -52,8 +53,10 @@ def multipliers_of(table: pd.DataFrame, sweep: str = SWEEP) -> pd.DataFrame:
     return worth(rows) if not split(rows)[1].empty else pd.DataFrame()
 
 
-def headline_frame(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The headline's rows, formatted (``buys.buys_frame`` restricted to ``sweep``)."""
+def headline_frame(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP,
+                   multipliers: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The headline's rows, formatted (``buys.buys_frame`` restricted to ``sweep``); ``inputs``: those recorded
+    beside the rows (``read_report_inputs``)."""
     rows = _rows(table, sweep)
     measured, quality, _ = split(rows[rows["sweep"] == sweep])
     if measured.empty:
@@ -67,35 +70,38 @@ def headline_frame(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.Data
     summary = summarize_quality(rows)[0] if not split(rows)[1].empty else None
     if multipliers is None:
         multipliers = multipliers_of(table, sweep)
-    _, verdicts = transfer_lines(summary, rows, multipliers)
-    frame = buys_frame(rows, cmp, summary, multipliers, verdicts)
+    _, verdicts = transfer_lines(summary, rows, multipliers, inputs.no_worse_margin)
+    frame = buys_frame(rows, cmp, summary, multipliers, inputs, verdicts)
     frame = frame[frame["sweep"] == sweep]
     if frame.empty:
         raise ReportError(f"sweep {sweep!r} compares no variant with {BASELINE}")
     return frame.drop(columns=["sweep", "variant", "order"])
 
 
-def headline_table(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
+def headline_table(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP,
+                   multipliers: pd.DataFrame | None = None) -> str:
     """The markdown table: cost (parameters, FLOPs, train-step and decode ratios, KV bytes per token) and quality
     (Δ loss, compute multiplier, time to loss measured and the full-size scenario, transfer, the published verdict)
     per flip. ``multipliers``: ``multipliers_of(table, sweep)``, when the caller has it already."""
-    return markdown_table(headline_frame(table, sweep, multipliers))
+    return markdown_table(headline_frame(table, inputs, sweep, multipliers))
 
 
-def readme_table(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
+def readme_table(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP,
+                 multipliers: pd.DataFrame | None = None) -> str:
     """The README's findings table: ``README_COLUMNS`` of the headline, the multiplier without its annotations
     (docs/findings.md shows the whole table)."""
-    frame = headline_frame(table, sweep, multipliers)[list(README_COLUMNS)].copy()
+    frame = headline_frame(table, inputs, sweep, multipliers)[list(README_COLUMNS)].copy()
     frame["compute multiplier [CI]"] = frame["compute multiplier [CI]"].str.replace(r" \(.*$", "", regex=True)
     return markdown_table(frame)
 
 
-def verdict_lines(table: pd.DataFrame) -> list[str]:
+def verdict_lines(table: pd.DataFrame, inputs: ReportInputs) -> list[str]:
     """The verdict block (``ablations.report.verdicts``) of every sweep in ``table``, as the README shows it."""
     measured, quality, _ = split(table)
     summary = summarize_quality(table)[0] if not quality.empty else None
     found = answers(table, comparison(measured), summary, worth(table) if not quality.empty else pd.DataFrame())
-    return verdict_block(found, answer_link=False)[2:]  # the README has its own heading, and is the answer
+    # The README has its own heading, and is the answer.
+    return verdict_block(found, inputs.no_worse_margin, answer_link=False)[2:]
 
 
 def baseline_line(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
@@ -168,14 +174,15 @@ def early_training_line(table: pd.DataFrame, verdicts: list[str], sweep: str = S
             "further.")
 
 
-def readme_text(table: pd.DataFrame, sweep: str = SWEEP) -> str:
+def readme_text(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP) -> str:
     """What the README's "What it found" holds between its markers: the verdicts, the regime of the table below, the
     known answers in a sentence, the findings table."""
     multipliers = multipliers_of(table, sweep)
-    verdicts = verdict_lines(table)
+    verdicts = verdict_lines(table, inputs)
     early = early_training_line(table, verdicts, sweep)
     return "\n".join([*verdicts, *([early, ""] if early else []),
-                      known_answers_sentence(table, sweep, multipliers), "", readme_table(table, sweep, multipliers)])
+                      known_answers_sentence(table, sweep, multipliers), "",
+                      readme_table(table, inputs, sweep, multipliers)])
 
 
 # The README's findings lie between these two lines; ``--readme --write`` replaces what is between them.
@@ -191,8 +198,12 @@ def with_findings(readme: str, findings: str) -> str:
     return f"{head}{README_START}\n{findings}\n{README_END}{rest.split(README_END, 1)[1]}"
 
 
-def load_sources(folders: list[Path]) -> pd.DataFrame:
-    return pd.concat([load_table(f) for f in folders], ignore_index=True)
+def load_sources(folders: list[Path]) -> tuple[pd.DataFrame, ReportInputs]:
+    """The folders' rows in one table, and the inputs recorded beside the first that holds them."""
+    inputs = read_report_inputs(folders)
+    if inputs is None:
+        raise ReportError(missing(folders))
+    return pd.concat([load_table(f) for f in folders], ignore_index=True), inputs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(__file__).resolve().parents[2]
     try:
         if args.readme:
-            findings = readme_text(load_sources([root / f for f in README_SOURCES]), args.sweep)
+            findings = readme_text(*load_sources([root / f for f in README_SOURCES]), args.sweep)
             if args.write:
                 readme = root / "README.md"
                 readme.write_text(with_findings(readme.read_text(), findings))
@@ -217,9 +228,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not args.folders:
             parser.error("give the folders, or --readme")
-        table = load_sources(args.folders)
+        table, inputs = load_sources(args.folders)
         multipliers = multipliers_of(table, args.sweep)
-        print(headline_table(table, args.sweep, multipliers))
+        print(headline_table(table, inputs, args.sweep, multipliers))
         print(f"\nKnown answers: {baseline_line(table, args.sweep, multipliers)}")
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -33,13 +33,14 @@ from ablations.report.quality_sections import (
     trend_table,
     val_loss_table,
 )
-from ablations.report.roofline import roofline_section, validation_section
+from ablations.report.roofline import calibration, roofline_section, validation_section
 from ablations.report.step_efficiency import step_section
 from ablations.report.summary_json import summary_of, write_summary
-from ablations.report.tables import SETUP_COLUMNS, baseline_name, combine, load_table, split
+from ablations.report.tables import SETUP_COLUMNS, ReportError, baseline_name, combine, load_table, split
 from ablations.report.timing_sections import shapes_table, speed_table, variants_table, work_table
 from ablations.report.verdicts import answers, verdict_block
 from ablations.results.durable import write_atomic
+from ablations.results.report_inputs import ReportInputs, missing, read_report_inputs
 from blockbench import choices
 from components import LLAMA2_TIES_EMBEDDINGS, ModelConfig, embeddings_text
 
@@ -216,8 +217,9 @@ HOW_TO_READ = [
 
 
 def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[Path] | None = None,
-                 draw_figures: bool = True) -> Path:
-    """Write ``folder/REPORT.md`` and ``folder/figures/`` from ``folder/results.csv`` (or ``table``); without
+                 draw_figures: bool = True, inputs: ReportInputs | None = None) -> Path:
+    """Write ``folder/REPORT.md`` and ``folder/figures/`` from ``folder/results.csv`` (or ``table``) and the inputs
+    recorded beside it (``inputs``, else the first of ``sources`` that holds ``report_inputs.json``); without
     ``draw_figures`` (a sweep's ``figures=false``) the report says where its figures would be and ``figures/`` keeps
     no stale ones."""
     # Imported here: the meta-device models (and matplotlib, when drawing) cost seconds that loading a table does not.
@@ -227,6 +229,9 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     folder = Path(folder)
     table = load_table(folder) if table is None else combine([table])
     sources = sources or [folder]
+    inputs = inputs or read_report_inputs(sources)
+    if inputs is None:
+        raise ReportError(missing(sources))
     measured, quality, bad = split(table)
     cmp = comparison(measured)
     summary = summarize_quality(table) if not quality.empty else (None, "")
@@ -236,7 +241,8 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     if draw_figures:
         from ablations.report import figures
 
-        drawn = figures.draw_all(folder / FIGURES, sweeps, measured, quality, cmp, summary[0], worth)
+        drawn = figures.draw_all(folder / FIGURES, sweeps, measured, quality, cmp, summary[0], worth,
+                                 calibration(inputs))
     else:
         remove_stale(folder / FIGURES)
         undrawn = [f"*Not drawn in this build (figures=false, --no-figures): `blockbench report {folder}` draws them.*"]
@@ -247,11 +253,11 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     lines = [title + (f" ({SMOKE_LINE})" if smoke else ""), ""]
     found = answers(table, cmp, summary[0], worth)
     # The top tier: the verdicts, one table per question, each arm at its own rate against one shared rate.
-    lines += verdict_block(found, smoke)
+    lines += verdict_block(found, inputs.no_worse_margin, smoke)
     if smoke:
         lines += [SMOKE_NOTE, ""]
     lines += trust_lines(worth)
-    buys, frame = buys_section(table, cmp, summary[0], worth, withhold=smoke)
+    buys, frame = buys_section(table, cmp, summary[0], worth, inputs, withhold=smoke)
     lines += answer_tables(found, frame)
     lines += tuned_section(summary[0], worth, smoke, flip_labels(table))
     # Then every sweep in detail; then how it was measured.
@@ -263,7 +269,7 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
         lines += sweep_section(sweep, measured[measured["sweep"] == sweep], sweep_cmp,
                                quality[quality["sweep"] == sweep], summary, drawn.get(sweep, []))
     if not measured.empty:
-        lines += ["## Performance model against measurement", ""] + validation_section(measured)[0]
+        lines += ["## Performance model against measurement", ""] + validation_section(measured, inputs)[0]
     lines += failures_section(bad)
     lines += ["## Appendix: method and setup", ""] + HOW_TO_READ + setup_section(table, sources)
     lines += claims_section(claims.claims_table(table, cmp, summary[0], sizes), smoke)

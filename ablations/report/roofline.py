@@ -16,9 +16,10 @@ from ablations.config.columns import row_columns
 from ablations.measure.calibration import MACHINE
 from ablations.report.formatting import fmt_pct, fmt_ratio_with, fmt_util, fmt_x, markdown_table
 from ablations.report.tables import baseline_name
+from ablations.results.report_inputs import ReportInputs
 from ablations.results.row_arch import arch_from_row, baseline_of_row
 from ablations.roofline.calls import kernel_calls
-from ablations.roofline.hardware import Hardware, load_hardware
+from ablations.roofline.hardware import Hardware
 from ablations.roofline.time_model import predict
 from ablations.roofline.work import mode_work
 from components import ArchConfig
@@ -68,8 +69,9 @@ def arch_of(r: pd.Series) -> ArchConfig:
     return arch_from_row(r)
 
 
-def calibration() -> Hardware | None:
-    return load_hardware(CALIBRATION)
+def calibration(inputs: ReportInputs) -> Hardware | None:
+    """The calibration of the machine that ran the sweep, as recorded beside its rows."""
+    return Hardware.from_dict(inputs.calibration) if inputs.calibration is not None else None
 
 
 def no_calibration() -> str:
@@ -209,9 +211,9 @@ def drift_text(pts: pd.DataFrame) -> str:
             f"up to {100 * drift.max():.0f}% between points, over {len(drift)} shapes)")
 
 
-def validation_section(measured: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
+def validation_section(measured: pd.DataFrame, inputs: ReportInputs) -> tuple[list[str], pd.DataFrame]:
     """The prediction against every measured point, and the frame for the figure."""
-    hw = calibration()
+    hw = calibration(inputs)
     pts = points(measured)
     if hw is None:
         return [f"{no_calibration()}.", ""], pd.DataFrame()

@@ -16,6 +16,7 @@ from matplotlib.lines import Line2D
 from ablations.report.axes import log_axis, log_ratio, loglog
 from ablations.report.figure_style import MARKERS, PALETTE, case_order, new_figure, palette, place_legend
 from ablations.report.tables import baseline_name, with_intervals
+from ablations.roofline.hardware import Hardware
 
 
 def ratio_bars(cmp: pd.DataFrame) -> Figure | str:
@@ -192,11 +193,11 @@ def measured_vs_roofline(s: pd.DataFrame) -> Figure | str:
                      line="measured = roofline")
 
 
-def predicted_vs_measured(s: pd.DataFrame) -> Figure | str:
-    """The calibrated model's ratio and absolute time against the measured ones, every point."""
-    from ablations.report.roofline import calibration, no_calibration, points, validation
+def predicted_vs_measured(s: pd.DataFrame, hw: Hardware | None) -> Figure | str:
+    """The calibrated model's ratio and absolute time against the measured ones, every point (``hw``: the
+    calibration recorded beside the rows)."""
+    from ablations.report.roofline import no_calibration, points, validation
 
-    hw = calibration()
     if hw is None:
         return no_calibration()
     p = points(s)

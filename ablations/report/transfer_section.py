@@ -3,6 +3,7 @@ multiplier at every rung and text, sign agreement, and decision accuracy as Data
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pandas as pd
@@ -47,9 +48,10 @@ def _rung_lines(finals: pd.DataFrame) -> list[str]:
     return ["The rungs, as the baseline's rows say each trained (a byte a token):", "", markdown_table(shown), ""]
 
 
-def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
-                   worth: pd.DataFrame) -> tuple[list[str], pd.Series | None]:
-    """The transfer sweep's section and its per-choice verdict counts, when the run has one."""
+def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame, worth: pd.DataFrame,
+                   margin: float) -> tuple[list[str], pd.Series | None]:
+    """The transfer sweep's section and its per-choice verdict counts, when the run has one (``margin``: the harm
+    a published "no worse" may hide, ``ReportInputs.no_worse_margin``)."""
     from ablations.quality import transfer
     from ablations.quality.worth import seed_readings
 
@@ -63,7 +65,7 @@ def transfer_lines(summary: pd.DataFrame | None, table: pd.DataFrame,
         first = rows[rows["variant"] == variant].iloc[0]
         published[variant] = published_loss(first, str(first.get("baseline") or GPT2))
     per = transfer.per_choice(cells, seed_readings(rows), worth[worth["sweep"] == transfer.SWEEP] if not worth.empty
-                              else worth, names, published, agreement)
+                              else worth, names, published, functools.partial(agreement, margin=margin))
     rate, n = transfer.consistency_rate(cells)
     texts = ", ".join(f"{names.get(k, str(k)[:8])} (`{str(k)[:12]}`)" for k in cells["corpus"].unique())
     widths = ", ".join(str(int(d)) for d in sorted(cells["d_model"].unique()))

@@ -8,8 +8,9 @@ multiplier), each with its 95% interval and where it was measured. It says no mo
 - a time ratio whose interval holds 1 is "no measurable difference"; one wholly below 1 is "faster", above "slower";
 - a loss difference is "lower" or "higher" only on the statistics' verdict (``ablations.quality.stats``: Holm-adjusted
   paired test); a difference not detected is **bounded** ("within ±m") only where its whole interval lies within the
-  margin a published "no worse" is held to (``published.no_worse_margin``), else it says how large a harm the
-  interval leaves open; a comparison with too few seeds gives its difference with "no interval, no verdict".
+  margin a published "no worse" is held to (``ReportInputs.no_worse_margin``, recorded beside the rows), else it
+  says how large a harm the interval leaves open; a comparison with too few seeds gives its difference with "no
+  interval, no verdict".
 
 Where several sweeps measured a choice, the block reads the one ``ANSWER_SWEEPS`` prefers: each arm at its own rate
 before one shared rate. Among those, the ``horizon`` sweep first, read at the horizon where k has stopped moving
@@ -31,7 +32,7 @@ from ablations.quality.worth import training_bytes_per_param
 from ablations.report.flips import flip_name, flip_order, moved
 from ablations.report.formatting import signed
 from ablations.report.kernel_reading import kernel_note
-from ablations.report.published import GPT2, NONE, no_worse_margin
+from ablations.report.published import GPT2, NONE
 from ablations.results.row_arch import arch_from_row
 from ablations.results.summary_schema import FASTER, NO_DIFFERENCE, OVERHEAD, SLOWER
 from components import ArchConfig
@@ -408,15 +409,15 @@ def _steps(table: pd.DataFrame, sweep: str, variant: str) -> str:
     return f", {int(steps.max())} steps" if len(steps) else ""
 
 
-def verdict_block(found: list[Answer], smoke: bool = False, answer_link: bool = True) -> list[str]:
+def verdict_block(found: list[Answer], margin: float, smoke: bool = False, answer_link: bool = True) -> list[str]:
     """The block's lines from ``answers``: a heading, at most ``MAX_LINES`` sentences, and a line naming what the
-    rest holds; none where the run flipped no choice of GPT-2's block. ``answer_link``: the regime line also says
-    where the reference's answer is (the README's own block is that answer)."""
+    rest holds; none where the run flipped no choice of GPT-2's block. ``margin``: the harm a published "no worse"
+    may hide (``ReportInputs.no_worse_margin``). ``answer_link``: the regime line also says where the reference's
+    answer is (the README's own block is that answer)."""
     if not found:
         return []
     if smoke:
         return ["## Verdicts", "", SMOKE_BLOCK, ""]
-    margin = no_worse_margin()
     shown = found[:MAX_LINES]
     regimes = {a.loss.where for a in shown if a.loss is not None}
     units = {a.loss.unit for a in shown if a.loss is not None}

@@ -20,10 +20,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from ablations.quality import distributed
 from ablations.results.durable import make_folder
+from ablations.results.report_inputs import write_report_inputs
 from ablations.results.sweep_record import write_sweep_record
 from ablations.runner import launcher_name
 from ablations.sweep.compose import Sweep, compose_sweep
 from ablations.sweep.end import finish
+from ablations.sweep.report_inputs import report_inputs
 
 log = logging.getLogger("ablations")
 
@@ -36,6 +38,7 @@ def run_sweep(hydra_context: HydraContext, task_function: Callable[[DictConfig],
         make_folder(sweep.folder)
         OmegaConf.save(primary, sweep.folder / "multirun.yaml")
         write_sweep_record(sweep.folder, sweep.record)
+        write_report_inputs(sweep.folder, report_inputs())
     if launcher_name(primary) == "basic":
         returns = run_in_process(sweep, hydra_context)
     else:

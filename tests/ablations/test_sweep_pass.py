@@ -13,8 +13,10 @@ import pytest
 from hydra._internal.config_loader_impl import ConfigLoaderImpl  # counted here, never used by blockbench
 
 from ablations import cli
+from ablations.results.report_inputs import read_report_inputs
 from ablations.results.sweep_record import read_sweep_record
 from ablations.sweep import run as sweep_run
+from ablations.sweep.report_inputs import report_inputs
 from tests.ablations.jobs import QUICK_POINT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +43,7 @@ def test_every_point_is_composed_once_and_run_from_its_plan(tmp_path, monkeypatc
     assert [job.config.hydra.job.num for job in sweep.jobs] == [0, 1, 2, 3]
     assert {job.plan.quality.train.family for job in sweep.jobs} == {sweep.family}
     assert read_sweep_record(tmp_path) == sweep.record  # written before the first point, for launched points
+    assert read_report_inputs([tmp_path]) == report_inputs()  # and what its report prints that no row holds
     assert (tmp_path / "multirun.yaml").is_file()
 
 

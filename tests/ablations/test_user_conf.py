@@ -22,6 +22,7 @@ from ablations.report import roofline
 from ablations.results import durable
 from ablations.roofline.hardware import load_hardware
 from ablations.sweep import run as sweep_run
+from ablations.sweep.report_inputs import report_inputs
 
 ONE_LINE = "blockbench {command}: error: {key}: {problem}"
 
@@ -86,7 +87,7 @@ def test_calibrate_writes_the_user_folder_and_never_the_package(home, no_measuri
     assert out.read_text().startswith("# This machine, measured by python -m ablations.predict.calibrate")
     # Every reader now takes the user's calibration over the package's (the reference machine's), and says so.
     assert load_hardware("this_machine").peak_flops == 1.25e12
-    assert roofline.calibration().source == "made up by the test"
+    assert report_inputs().calibration["source"] == "made up by the test"  # what a sweep records for its report
     assert full_size_tables.device("this_machine").source == "made up by the test"  # Hydra's, as predict composes it
     assert capsys.readouterr().err == (f"blockbench: note: hardware/this_machine.yaml in {home} replaces the "
                                        "package's of the same name (the user's folder wins)\n")
@@ -94,7 +95,7 @@ def test_calibrate_writes_the_user_folder_and_never_the_package(home, no_measuri
 
 def test_without_a_user_entry_the_package_serves(home):
     assert not home.exists() and load_hardware("this_machine").dtype == "float32"  # the shipped reference machine
-    assert roofline.calibration() == load_hardware("this_machine")
+    assert roofline.calibration(report_inputs()) == load_hardware("this_machine")
 
 
 def test_a_user_hardware_entry_resolves_in_every_command(home, capsys):

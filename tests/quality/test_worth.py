@@ -14,6 +14,7 @@ from ablations.quality.worth import BETWEEN, LEFT_OUT, UNJUDGED, known_answers, 
 from ablations.results.rows import Rows
 from ablations.runner import plan_point
 from tests.quality.helpers import composed
+from tests.report.conftest import recorded_inputs
 
 CURVE = ("train.budgets=[0.5,2,4]", "train.check_budgets=[1.5]", "train.seeds=[0,1,2,3]")
 
@@ -78,7 +79,7 @@ def test_the_report_opens_with_what_each_choice_buys_and_its_calibration(tmp_pat
 
     table = _table().reindex(columns=COLUMNS)
     table["sweep"], table["status"] = "norm", table["status"].fillna("ok")
-    text = build_report(tmp_path, table, draw_figures=False).read_text()
+    text = build_report(tmp_path, table, draw_figures=False, inputs=recorded_inputs()).read_text()
     sections = [line for line in text.splitlines() if line.startswith("## ")]
     # The answer's tier first (verdicts, cost, quality), then the details open with what each choice buys.
     assert sections.index("## What each choice buys") == sections.index("## Details") + 1
@@ -108,7 +109,7 @@ def test_a_failing_known_answer_changes_the_reports_first_lines(tmp_path):
     checks = table["metric"] == "check_loss"
     table.loc[checks, "value"] = table.loc[checks, "seed"].map(at_four.groupby(level=0).first()).to_numpy()
     assert not untrusted(worth(table)).empty
-    head = build_report(tmp_path, table, draw_figures=False).read_text().split("## ")[0]
+    head = build_report(tmp_path, table, draw_figures=False, inputs=recorded_inputs()).read_text().split("## ")[0]
     assert "The compute multipliers in this report are not trusted" in head and "1.5×" in head
 
 
@@ -133,7 +134,7 @@ def test_a_one_seed_known_answer_cannot_hold_and_the_report_says_why(tmp_path):
     assert not known.empty and known["calibrated"].isna().all()
     assert known["calibrated"].map(known_verdict).eq(UNJUDGED).all()
     assert len(untrusted(worth(table))) == len(known)
-    text = build_report(tmp_path, table, draw_figures=False).read_text()
+    text = build_report(tmp_path, table, draw_figures=False, inputs=recorded_inputs()).read_text()
     head = text.split("## ")[0]
     assert "not trusted" in head and "have one seed, no interval to judge" in head and "miss the" not in head
     assert "no interval (1 seed)" in text

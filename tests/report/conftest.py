@@ -166,3 +166,11 @@ def make_table(ratios: dict[str, tuple[float, float, float]] | None = None, qual
 def synthetic() -> Callable[..., pd.DataFrame]:
     """``synthetic(ratios=..., quality=..., sweeps=...)`` -> a long-form table."""
     return make_table
+
+
+def recorded_inputs():
+    """The inputs a sweep of this checkout records beside its rows (``ablations.sweep.report_inputs``): what a test
+    that builds a report from rows of its own passes as a sweep would have written them."""
+    from ablations.sweep.report_inputs import report_inputs
+
+    return report_inputs()

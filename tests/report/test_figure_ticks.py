@@ -26,7 +26,9 @@ from ablations.report import figures
 from ablations.report.comparison import comparison
 from ablations.report.figure_style import STYLE
 from ablations.report.quality_sections import summarize_quality
+from ablations.report.roofline import calibration
 from ablations.report.tables import load_table, split
+from ablations.results.report_inputs import read_report_inputs
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {"reference": REPO / "results" / "reference", "roofline": REPO / "results" / "reference" / "roofline",
@@ -82,7 +84,7 @@ def build(table: str, sweep: str, stem: str) -> Figure | str:
     if data.empty:
         return figures.ABSENT[kind.source]
     with matplotlib.rc_context(STYLE):
-        fig = kind.build(data)
+        fig = kind.build(data, *((calibration(read_report_inputs([TABLES[table]])),) if kind.calibrated else ()))
         if isinstance(fig, Figure):
             FigureCanvasAgg(fig).draw()  # lays it out (constrained) and places every tick label, at the saved size
     return fig

@@ -14,6 +14,7 @@ from ablations.report.comparison import comparison
 from ablations.report.glossary import GLOSSARY, glossary_markdown
 from ablations.report.quality_sections import summarize_quality
 from ablations.report.tables import split
+from tests.report.conftest import recorded_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 # Words the README and the reports lean on without saying what they are.
@@ -26,7 +27,7 @@ LEANED_ON = ("knot", "known answer", "curve seeds", "k in steps", "Holm level", 
 def test_every_column_of_what_each_choice_buys_has_an_entry(synthetic):
     table = synthetic(sweeps=("norm", "kv", "pos"))
     measured, quality, _ = split(table)
-    frame = buys_frame(table, comparison(measured), summarize_quality(table)[0], worth(table))
+    frame = buys_frame(table, comparison(measured), summarize_quality(table)[0], worth(table), recorded_inputs())
     shown = [c for c in frame.columns if c not in ("sweep", "variant", "order", "choice")]
     assert shown and not [c for c in shown if c not in GLOSSARY]
 

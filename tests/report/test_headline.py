@@ -22,11 +22,14 @@ from ablations.report.headline import (
     readme_text,
 )
 from ablations.report.tables import ReportError, load_table
+from ablations.results.report_inputs import read_report_inputs
 from blockbench import choices
 from components import ArchConfig, ModelConfig, llama2_block
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "results" / "reference"
+# What the reference's report reads beside its rows.
+INPUTS = read_report_inputs([REFERENCE])
 COPIES = [ROOT / "docs" / "findings.md"]
 HEADER = "| choice | params"
 
@@ -45,7 +48,7 @@ def shown_table(path: Path) -> str:
 
 @pytest.mark.parametrize("path", COPIES, ids=[p.name for p in COPIES])
 def test_every_copy_is_what_the_reference_builds(reference, path):
-    built = headline_table(reference)
+    built = headline_table(reference, INPUTS)
     assert shown_table(path) == built, (
         f"{path.relative_to(ROOT)}'s headline table is not what `python -m ablations.report.headline "
         f"results/reference` prints now:\n{built}\n(paste it over the table)")
@@ -60,7 +63,7 @@ def test_the_baseline_line_is_quoted_where_the_table_is(reference):
 def test_the_readmes_findings_are_what_its_sources_build_now():
     readme = (ROOT / "README.md").read_text()
     shown = readme.split(README_START, 1)[1].split(README_END, 1)[0].strip("\n")
-    built = readme_text(load_sources([ROOT / f for f in README_SOURCES]))
+    built = readme_text(*load_sources([ROOT / f for f in README_SOURCES]))
     assert shown == built, "README's findings are stale: python -m ablations.report.headline --readme --write"
     table = [ln for ln in shown.splitlines() if ln.startswith("| ")]
     assert table and len(table[0].split(" | ")) <= 7  # the README's table: at most 7 columns
@@ -69,13 +72,13 @@ def test_the_readmes_findings_are_what_its_sources_build_now():
 
 
 def test_one_row_per_flip_in_declaration_order_llama2_last(reference):
-    rows = headline_table(reference).splitlines()[2:]
+    rows = headline_table(reference, INPUTS).splitlines()[2:]
     names = [r.split(" | ")[0].lstrip("| ") for r in rows]
     moved = [choice for choice in choices() if choice.in_llama2]
     assert [n.split(" (")[0] for n in names[:-1]] == [choice.flip_text(choice.llama2) for choice in moved]
     # Llama-2's quality model also unties the embeddings: six changes, counted as six
     assert names[-1].startswith(f"all {number_word(len(moved) + 1)} (Llama-2's block)")
-    header = headline_table(reference).splitlines()[0].split(" | ")
+    header = headline_table(reference, INPUTS).splitlines()[0].split(" | ")
     for row in rows:  # every time cell and multiplier is a median with an interval, every loss cell has its verdict
         cells = dict(zip(header, row.split(" | "), strict=True))
         assert all("× [" in cells[key] for key in ("train step ×", "decode ×", "compute multiplier [CI]")), row
@@ -101,7 +104,7 @@ def test_flip_names_come_from_the_declarations():
 
 def test_the_command_prints_the_table_and_a_bad_folder_is_one_line(reference, capsys, tmp_path):
     assert main([str(REFERENCE), str(REFERENCE / "transfer")]) == 0
-    assert headline_table(reference) in capsys.readouterr().out
+    assert headline_table(reference, INPUTS) in capsys.readouterr().out
     assert main([str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing" in err[0]
@@ -112,4 +115,4 @@ def test_a_sweep_the_table_cannot_be_built_from_is_one_line(reference, capsys):
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "no timed rows of sweep 'pos'" in line
     with pytest.raises(ReportError, match="no decode rows"):
-        headline_table(reference[reference["mode"] != "decode"])
+        headline_table(reference[reference["mode"] != "decode"], INPUTS)

@@ -18,7 +18,9 @@ from ablations.report.markdown import build_report, quality_section
 from ablations.report.quality_sections import summarize_quality
 from ablations.report.sizes import sizes_table
 from ablations.report.tables import load_table, split
+from ablations.results.report_inputs import write_report_inputs
 from blockbench import EVIDENCE, Claim, choice, choices
+from tests.report.conftest import recorded_inputs
 from tests.temporary_choice import temporary_choice
 
 LINK = re.compile(r"\]\((figures/[^)]+)\)")
@@ -31,8 +33,10 @@ CLAIMS = [text for declared in choices()
 
 
 def write(table: pd.DataFrame, folder: Path) -> Path:
+    """``table`` as a sweep leaves it: its rows, and the report's inputs beside them."""
     folder.mkdir(parents=True, exist_ok=True)
     table.to_csv(folder / "results.csv", index=False)
+    write_report_inputs(folder, recorded_inputs())
     return folder
 
 
@@ -118,7 +122,8 @@ def test_a_report_without_figures_draws_none_keeps_none_stale_and_says_how_to_dr
     assert {p.suffix for p in (source / "figures").iterdir()} == set(SUFFIXES)  # every format save writes
     folder = tmp_path / "sweep"
     folder.mkdir()
-    (folder / "results.csv").write_bytes((source / "results.csv").read_bytes())
+    for record in ("results.csv", "report_inputs.json"):
+        (folder / record).write_bytes((source / record).read_bytes())
     (folder / "figures").mkdir()
     for stale in ("norm-ratios.png", "norm-ratios.svg"):
         (folder / "figures" / stale).write_bytes(b"from an earlier build")

@@ -14,6 +14,7 @@ import pytest
 from ablations.report.markdown import build_report
 from ablations.results.summary_schema import SCHEMA, SUMMARY, VERSION
 from ablations.tools.compare import main as compare
+from tests.report.conftest import recorded_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "results" / "reference"
@@ -22,7 +23,7 @@ REFERENCE = ROOT / "results" / "reference"
 @pytest.fixture(scope="module")
 def written(synthetic, tmp_path_factory) -> tuple[Path, dict]:
     folder = tmp_path_factory.mktemp("summary")
-    build_report(folder, synthetic(sweeps=("norm", "kv", "pos")), draw_figures=False)
+    build_report(folder, synthetic(sweeps=("norm", "kv", "pos")), draw_figures=False, inputs=recorded_inputs())
     return folder, json.loads((folder / SUMMARY).read_text())
 
 

@@ -25,6 +25,7 @@ from ablations.report.verdicts import (
     time_phrase,
     verdict_block,
 )
+from tests.report.conftest import recorded_inputs
 
 MARGIN = 0.02
 
@@ -77,7 +78,7 @@ def _block(table: pd.DataFrame, smoke: bool = False) -> list[str]:
     measured, quality, _ = split(table)
     summary = summarize_quality(table)[0] if not quality.empty else None
     return verdict_block(answers(table, comparison(measured), summary,
-                                 worth(table) if not quality.empty else pd.DataFrame()), smoke)
+                                 worth(table) if not quality.empty else pd.DataFrame()), MARGIN, smoke)
 
 
 def test_the_block_from_rows_holds_each_flip_once_with_the_rows_numbers(synthetic):
@@ -103,7 +104,7 @@ def test_a_smoke_runs_block_gives_no_verdicts(synthetic):
 
 
 def test_the_block_opens_the_report(synthetic, tmp_path):
-    build_report(tmp_path, synthetic(sweeps=("norm", "kv", "pos")), draw_figures=False)
+    build_report(tmp_path, synthetic(sweeps=("norm", "kv", "pos")), draw_figures=False, inputs=recorded_inputs())
     text = (tmp_path / "REPORT.md").read_text().splitlines()
     assert text[2] == "## Verdicts"
 
@@ -111,7 +112,7 @@ def test_the_block_opens_the_report(synthetic, tmp_path):
 def test_a_built_report_has_no_prose_line_over_the_limit_and_its_top_tier_first(synthetic, tmp_path):
     from ablations.report.formatting import PROSE_WIDTH
 
-    build_report(tmp_path, synthetic(sweeps=("norm", "kv", "pos")), draw_figures=False)
+    build_report(tmp_path, synthetic(sweeps=("norm", "kv", "pos")), draw_figures=False, inputs=recorded_inputs())
     lines = (tmp_path / "REPORT.md").read_text().splitlines()
     prose = [ln for ln in lines if not ln.startswith(("|", "#", "![")) and len(ln) > PROSE_WIDTH]
     assert not prose, prose[0]
@@ -191,7 +192,7 @@ def test_a_reports_regime_line_names_its_regime_and_where_the_references_answer_
     (regime,) = [line for line in lines if line.startswith("A loss verdict holds for its regime")]
     assert "(here d=" in regime and "README.md#what-it-found" in regime
     found = answers(*_parts(synthetic(sweeps=("norm", "kv", "pos"))))
-    (own,) = [line for line in verdict_block(found, answer_link=False) if line.startswith("A loss verdict")]
+    (own,) = [line for line in verdict_block(found, MARGIN, answer_link=False) if line.startswith("A loss verdict")]
     assert "what-it-found" not in own  # the README's own block is the answer
 
 
