@@ -13,9 +13,9 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from ablations.config.corpora import CORPORA
 from ablations.config.generated_variants import BASELINE, LLAMA2, TIED, UNTIED, flip_name, ladder, leave_one_out, modern
 from ablations.config.paths import conf_dir
+from ablations.config.schema import CORPORA
 from blockbench import choices, ladder_choices, llama2_choices
 
 

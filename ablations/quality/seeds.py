@@ -34,8 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ablations.config.schema import TrainConfig
-from ablations.quality.inference import ALPHA, RUNG_SWEEP, PairedTest, holm, minimum_detectable_effect
-from ablations.quality.look_schedule import planned_looks
+from ablations.quality.inference import ALPHA, RUNG_SWEEP, PairedTest, holm, minimum_detectable_effect, planned_looks
 from components.config import ConfigError
 
 FIXED, BASELINE, FOUND, BOUNDED, BUDGET = "fixed", "baseline", "difference", "bounded", "budget"

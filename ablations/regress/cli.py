@@ -34,9 +34,8 @@ from ablations.regress.cases import CASE_SETS
 from ablations.regress.check import DEFAULT_OUT, run_check
 from ablations.regress.history import run_history
 from ablations.regress.plugin_trees import with_plugin
-from ablations.regress.revisions import INTENDED_MARKER
+from ablations.regress.revisions import INTENDED_MARKER, SetupError
 from ablations.regress.selection import chosen_cases
-from ablations.regress.setup_error import SetupError
 
 PROG = prog("regress")
 

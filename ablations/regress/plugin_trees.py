@@ -21,8 +21,7 @@ import tomllib
 from pathlib import Path
 
 from ablations.config.errors import UsageError
-from ablations.regress.revisions import REPO, git, resolve
-from ablations.regress.setup_error import SetupError
+from ablations.regress.revisions import REPO, SetupError, git, resolve
 from ablations.regress.trees import Tree
 
 GROUP = "blockbench.choices"  # components.plugins.GROUP, named here without importing the timed package

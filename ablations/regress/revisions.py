@@ -7,12 +7,15 @@ import subprocess
 from pathlib import Path
 
 from ablations.config.paths import ROOT
-from ablations.regress.setup_error import SetupError
 
 REPO = ROOT  # the repository: regress needs a source checkout
 # A commit whose message carries this says its slowdown is intended: with --honour-marker the check reports
 # the regression and exits 0.
 INTENDED_MARKER = "[perf-intended]"
+
+
+class SetupError(Exception):
+    """The comparison cannot start: bad revision, a tree that does not import. One line for the user."""
 
 
 def git(*args: str, repo: Path = REPO) -> str:

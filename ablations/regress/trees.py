@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from ablations.regress.revisions import REPO, git, resolve
-from ablations.regress.setup_error import SetupError
+from ablations.regress.revisions import REPO, SetupError, git, resolve
 from ablations.regress.tree_compat import declarations_of
 
 # The packages whose code is timed; everything else (torch, the harness, the case definitions) is shared.

@@ -13,8 +13,7 @@ import importlib.util
 from pathlib import Path
 
 from ablations.config.plan import SweepEnd
-from ablations.config.schema import LoggerConfig
-from ablations.config.trackers import TRACKERS
+from ablations.config.schema import TRACKERS, LoggerConfig
 from ablations.results.table import TABLE
 from components.config import ConfigError
 

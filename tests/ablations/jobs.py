@@ -20,7 +20,13 @@ QUICK_POINT = ["train.enabled=false", "profile.shapes=[1x16]", "profile.decode_c
 
 
 def job_config(folder: Path, *overrides: str, num: int = 0) -> DictConfig:
-    """Job ``num``'s config with its Hydra node, as a multirun into ``folder`` under ``overrides`` receives it."""
+    """Job ``num``'s config with its Hydra node, as a multirun into ``folder`` under ``overrides`` receives it; the
+    folder holds the report's inputs, as the sweep writes them before its first point."""
+    from ablations.results.report_inputs import write_report_inputs
+    from ablations.sweep.report_inputs import report_inputs
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_report_inputs(folder, report_inputs())
     cfg = compose_smoke(*QUICK_POINT, f"hydra.sweep.dir={folder}", *overrides, hydra=True)
     with open_dict(cfg):
         cfg.hydra.mode = RunMode.MULTIRUN

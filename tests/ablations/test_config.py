@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from ablations.cli import plan_run
-from ablations.config.corpora import CORPORA
 from ablations.config.errors import UsageError
 from ablations.config.generated_sweeps import all_sweep, horizons, sweep_lines, transfer_rungs
 from ablations.config.generated_variants import ladder, leave_one_out, modern
+from ablations.config.schema import CORPORA
 from blockbench import choices, llama2_choices
 
 # The sweeps written as files; the generated ones follow from the declarations.

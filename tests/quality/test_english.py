@@ -182,8 +182,8 @@ def test_the_texts_are_found_by_the_import_system(english):
 
 
 def test_the_reader_knows_every_declared_corpus():
-    """data.corpus's values are declared once (ablations.config.corpora); the reader must know each."""
-    from ablations.config.corpora import CORPORA
+    """data.corpus's values are declared once (ablations.config.schema); the reader must know each."""
+    from ablations.config.schema import CORPORA
     from ablations.quality.corpus_files import ENGLISH, STDLIB
 
     assert {STDLIB, ENGLISH} == set(CORPORA)

@@ -31,8 +31,7 @@ from ablations.regress import (
 )
 from ablations.regress.cases import CI_CASES, all_cases, block_variants, select
 from ablations.regress.paired import verdict
-from ablations.regress.revisions import REPO, resolve
-from ablations.regress.setup_error import SetupError
+from ablations.regress.revisions import REPO, SetupError, resolve
 from ablations.regress.trees import Tree, base_tree, head_tree
 
 PROG = [sys.executable, "-m", "ablations.regress"]

@@ -77,7 +77,7 @@ def test_each_declared_tracker_has_its_config_and_writer_and_nothing_else_does()
     import importlib
 
     from ablations.config.paths import conf_dir
-    from ablations.config.trackers import TRACKERS
+    from ablations.config.schema import TRACKERS
 
     assert {p.stem for p in (conf_dir() / "logger").glob("*.yaml")} == set(TRACKERS)
     for name, tracker in TRACKERS.items():
