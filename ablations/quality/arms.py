@@ -7,6 +7,7 @@ result rather than a failure.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
@@ -86,6 +87,9 @@ def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans
     trains every length, and each other length's seed goes into the ledger too (``ablations.quality.branches``)."""
     tc = tc if tc is not None else protocol
     aid = arm.id if tc is protocol else arm_id(arm.q, tc, corpus.sha256)
+    # The point's own lengths at another rate (a scan's or the check's seed), not a budget's: each length's rows say
+    # that length, the branches' included.
+    own = tc is protocol or dataclasses.replace(tc, lr=protocol.lr) == protocol
     found = ledger.get(aid, seed)
     if found is None:
         steps = lengths(tc)
@@ -110,7 +114,7 @@ def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans
             at_id = aid if length == tc.steps else arm_id(arm.q, at, corpus.sha256)
             if length != tc.steps and ledger.get(at_id, seed) is not None:
                 continue
-            seeded = _seeded(arm, seed, at, at_id, own_length=tc is protocol)
+            seeded = _seeded(arm, seed, at, at_id, own_length=own)
             _seed_rows(seeded, trained, at, spans, arm, corpus.unit, extras,
                        elapsed if length == run.steps else None, run.steps)
             ledger.put(at_id, seed, seeded.rows)
@@ -118,6 +122,8 @@ def train_seed(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans
                 found = seeded.rows
     else:
         found = reused(found, arm.base)
+        if own:  # a branch a run at another rate left labelled with that run's length
+            found = [dict(r, train_steps=int(tc.steps)) for r in found]
     rows.rows.extend(found)
     for r in found:
         if r["metric"] == "val_loss" and r["mode"] == "final" and r.get("status") == "ok" and tc is protocol:

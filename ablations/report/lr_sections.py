@@ -16,19 +16,23 @@ import pandas as pd
 from ablations.quality.learning_rate import budget_key
 
 SCAN_LOSS, TUNED = "lr_scan_loss", "lr_tuned"
+# A horizon sweep scans each training length on its own (under wsd one run per rate trains them all): its rows, means
+# and choices are kept apart by it.
+LENGTH = "train_steps"
 # The sweep the shared-rate answer comes from, and the one that scans each arm's rate.
 SHARED_SWEEP, TUNED_SWEEP = "all", "lr_scan"
 
 
 def scan_rows(q: pd.DataFrame) -> pd.DataFrame:
-    """The scan seeds' final losses: one row per arm, budget, rate and seed."""
+    """The scan seeds' final losses: one row per arm, training length, budget, rate and seed."""
     rows = q[(q["metric"] == SCAN_LOSS)].copy() if "metric" in q else pd.DataFrame()
     if rows.empty:
         return rows
-    for col in ("lr", "value", "budget", "seed"):
-        rows[col] = pd.to_numeric(rows[col], errors="coerce")
+    for col in ("lr", "value", "budget", "seed", LENGTH):
+        rows[col] = pd.to_numeric(rows[col], errors="coerce") if col in rows else math.nan
     rows["budget"] = rows["budget"].fillna(1.0)
-    return rows.drop_duplicates(["variant", "budget", "lr", "seed"])
+    rows[LENGTH] = rows[LENGTH].fillna(0)
+    return rows.drop_duplicates(["variant", LENGTH, "budget", "lr", "seed"])
 
 
 def scan_table(q: pd.DataFrame) -> pd.DataFrame | None:
@@ -38,22 +42,26 @@ def scan_table(q: pd.DataFrame) -> pd.DataFrame | None:
     rows = scan_rows(q)
     if rows.empty:
         return None
-    means = rows.groupby(["variant", "budget", "lr"], sort=False)["value"].agg(
+    means = rows.groupby(["variant", LENGTH, "budget", "lr"], sort=False)["value"].agg(
         lambda v: v.mean() if v.notna().all() else math.inf)
     tuned = q[q["metric"] == TUNED] if "metric" in q else q
+    tuned_steps = (pd.to_numeric(tuned[LENGTH], errors="coerce").fillna(0) if LENGTH in tuned
+                   else pd.Series(0, index=tuned.index))
+    several = rows[LENGTH].nunique() > 1
     out = []
-    for (variant, budget), g in means.groupby(level=["variant", "budget"], sort=False):
-        losses = g.droplevel(["variant", "budget"]).sort_index()
-        chosen = tuned[(tuned["variant"] == variant) & (pd.to_numeric(tuned["budget"], errors="coerce").fillna(1.0)
-                                                        == budget)]
+    for (variant, steps, budget), g in means.groupby(level=["variant", LENGTH, "budget"], sort=False):
+        losses = g.droplevel(["variant", LENGTH, "budget"]).sort_index()
+        chosen = tuned[(tuned["variant"] == variant) & (tuned_steps == steps)
+                       & (pd.to_numeric(tuned["budget"], errors="coerce").fillna(1.0) == budget)]
         best = float(chosen["value"].iloc[0]) if not chosen.empty else float(losses.idxmin())
         edge = best in (losses.index.min(), losses.index.max())
-        mine = rows[(rows["variant"] == variant) & (rows["budget"] == budget)]
+        mine = rows[(rows["variant"] == variant) & (rows[LENGTH] == steps) & (rows["budget"] == budget)]
         per_rate = mine.groupby("lr")["seed"].nunique()
         more = ", ".join(f"{r:.3g}" for r in per_rate.index[per_rate == per_rate.max()])
         seeds = (f"{per_rate.min()}" if per_rate.min() == per_rate.max()
                  else f"{per_rate.min()} ({per_rate.max()} at {more})")
-        row: dict[str, object] = {"arm": variant, "budget": f"{budget:g}×"}
+        row: dict[str, object] = {"arm": variant, **({"steps": int(steps)} if several else {}),
+                                  "budget": f"{budget:g}×"}
         for rate in sorted(set(rows["lr"])):
             loss = losses.get(rate)
             row[f"{rate:.3g}"] = ("" if loss is None else "∞" if math.isinf(loss)
@@ -61,7 +69,7 @@ def scan_table(q: pd.DataFrame) -> pd.DataFrame | None:
         row["rate chosen"] = f"{best:.3g}" + (" (on the edge)" if edge else "")
         row["scan seeds"] = seeds
         if budget == 1.0:
-            row["evaluation seeds there"] = _evaluated(q, str(variant), best)
+            row["evaluation seeds there"] = _evaluated(q, str(variant), best, steps if several else None)
         out.append(row)
     frame = pd.DataFrame(out).fillna("")
     if (frame["budget"] == "1×").all():
@@ -69,11 +77,15 @@ def scan_table(q: pd.DataFrame) -> pd.DataFrame | None:
     return frame
 
 
-def _evaluated(q: pd.DataFrame, variant: str, rate: float) -> str:
-    """The arm's evaluation seeds at the rate chosen: their mean final loss and count, which the scan seeds' mean
-    there promised (a winner's curse shows as a fresh mean well above it)."""
+def _evaluated(q: pd.DataFrame, variant: str, rate: float, steps: float | None = None) -> str:
+    """The arm's evaluation seeds at the rate chosen (at ``steps``, where the sweep trained several lengths): their
+    mean final loss and count, which the scan seeds' mean there promised (a winner's curse shows as a fresh mean well
+    above it)."""
     f = q[(q["metric"] == "val_loss") & (q["mode"] == "final") & (q["variant"] == variant)
-          & (q["status"].fillna("ok") == "ok")].drop_duplicates(["seed"])
+          & (q["status"].fillna("ok") == "ok")]
+    if steps is not None:
+        f = f[pd.to_numeric(f[LENGTH], errors="coerce") == steps]
+    f = f.drop_duplicates(["seed"])
     f = f[pd.to_numeric(f["lr"], errors="coerce").sub(rate).abs() < 1e-12]
     if f.empty:
         return "—"

@@ -8,6 +8,7 @@ import math
 import random
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
@@ -287,3 +288,28 @@ def test_the_fresh_seed_check_fails_a_rate_that_loses_more_than_the_margin(tmp_p
     out = capsys.readouterr().out
     assert "| gpt2 | 2.175 | 2.215 | -0.0400 |" in out and "loses more than 0.02 for: rope" in out
     assert main([str(tmp_path / "chosen"), str(tmp_path / "other"), "--margin", "0.05"]) == 0
+
+
+def test_a_horizon_sweeps_scan_table_keeps_each_length_apart():
+    """Under wsd one run per rate trains every length, and each length is scanned on its own: the table has a row
+    per arm and length, each with its own means, choice and evaluation seeds (not one row of the lengths pooled)."""
+    from ablations.report.lr_sections import scan_table
+
+    def seeds(steps: int, losses: dict[float, float], chosen: float) -> list[dict]:
+        base = dict(sweep="horizon", variant="gpt2", train_steps=steps, status="ok", budget=None)
+        rows = [dict(base, metric="lr_scan_loss", mode="final", lr=lr, seed=seed, value=loss + (seed - 100) * 0.002)
+                for lr, loss in losses.items() for seed in (100, 101)]
+        rows.append(dict(base, metric="lr_tuned", lr=chosen, value=chosen, seed=None))
+        rows += [dict(base, metric="val_loss", mode="final", lr=chosen, seed=s, value=losses[chosen] + 0.01)
+                 for s in (0, 1, 2)]
+        return rows
+
+    q = pd.DataFrame(seeds(1100, {4e-3: 1.58, 8e-3: 1.52, 16e-3: 1.56}, 8e-3)
+                     + seeds(2200, {4e-3: 1.40, 8e-3: 1.36, 16e-3: 1.35}, 16e-3))
+    table = scan_table(q).set_index("steps")
+    assert list(table.index) == [1100, 2200]
+    assert table.loc[1100, "0.008"] == "**1.521**" and table.loc[2200, "0.016"] == "**1.351**"
+    assert table.loc[1100, "evaluation seeds there"] == "1.530 (3)"
+    assert table.loc[2200, "evaluation seeds there"] == "1.360 (3)"
+    one = scan_table(q[q["train_steps"] == 2200])
+    assert "steps" not in one  # one length: no steps column
