@@ -69,7 +69,17 @@ def regime_line(worth: pd.DataFrame) -> str | None:
     rows = worth[worth["expected"].isna()] if not worth.empty else worth
     if rows.empty:
         return None
-    curves = rows.drop_duplicates(["sweep", "d_model", "corpus", "train_steps"])
-    parts = [f"{_where(r)}: {r['bytes_per_param']:.3g} bytes per parameter, the baseline's loss dropping "
-             f"{r['drop_per_doubling']:.2f} per doubling of compute" for _, r in curves.iterrows()]
-    return "Where each curve reads its multipliers: " + "; ".join(parts) + " (nats per token)."
+    # In training order, shortest first: the rows come in point order, which a point's id sets.
+    curves = rows.drop_duplicates(["sweep", "d_model", "corpus", "train_steps"]).sort_values(
+        ["sweep", "d_model", "train_steps"], kind="stable")
+    parts = [f"{_where(r)}: {r['bytes_per_param']:.3g} bytes per parameter, " + _drop(r["drop_per_doubling"])
+             for _, r in curves.iterrows()]
+    unit = " (nats per token)" if curves["drop_per_doubling"].notna().any() else ""
+    return "Where each curve reads its multipliers: " + "; ".join(parts) + unit + "."
+
+
+def _drop(per_doubling: float) -> str:
+    """The baseline's loss drop per doubling, or why there is none (a curve of fewer than two budgets)."""
+    if pd.isna(per_doubling):
+        return "no drop per doubling of compute (the curve has no 2× knot)"
+    return f"the baseline's loss dropping {per_doubling:.2f} per doubling of compute"

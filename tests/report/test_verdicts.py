@@ -244,3 +244,13 @@ def test_a_horizon_sweep_without_its_curve_is_read_at_its_longest_length_never_p
               if "RMSNorm" in a.choice]
     assert rms.loss is not None and rms.loss.diff == pytest.approx(0.05, abs=0.03)  # 200 steps' Δ alone
     assert "200 steps" in rms.loss.where
+
+
+def test_where_each_curve_reads_its_multipliers_goes_shortest_first():
+    """The regime line lists a horizon's curves by length, whatever order their points' ids put the rows in."""
+    from ablations.report.known_answers import regime_line
+
+    curves = pd.DataFrame([dict(expected=math.nan, sweep="horizon", d_model=64, corpus="abc", train_steps=steps,
+                                bytes_per_param=steps / 55, drop_per_doubling=0.1) for steps in (1100, 2200, 440)])
+    line = regime_line(curves)
+    assert line.index("440 steps") < line.index("1100 steps") < line.index("2200 steps")
