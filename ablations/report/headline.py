@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -21,12 +22,12 @@ from ablations.quality import transfer
 from ablations.quality.worth import MISSES, known_verdict, untrusted, worth
 from ablations.report.buys import buys_frame
 from ablations.report.comparison import comparison
-from ablations.report.formatting import markdown_table
+from ablations.report.formatting import markdown_table, signed
 from ablations.report.quality_sections import summarize_quality
 from ablations.report.tables import BASELINE, ReportError, load_table, split
 from ablations.report.timing_sections import headline_cells
 from ablations.report.transfer_section import transfer_lines
-from ablations.report.verdicts import answers, verdict_block
+from ablations.report.verdicts import Answer, Loss, answers, verdict_block
 from ablations.results.report_inputs import ReportInputs, missing, read_report_inputs
 
 SWEEP = "all"
@@ -86,20 +87,46 @@ def headline_table(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP
     return markdown_table(headline_frame(table, inputs, sweep, multipliers))
 
 
-def readme_table(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP,
+def readme_table(table: pd.DataFrame, inputs: ReportInputs, found: list[Answer], sweep: str = SWEEP,
                  multipliers: pd.DataFrame | None = None) -> str:
-    """The README's findings table: ``README_COLUMNS`` of the headline, the multiplier without its annotations
-    (docs/findings.md shows the whole table)."""
+    """The README's findings table: ``README_COLUMNS`` of the headline for the cost, and the loss and compute
+    multiplier of the answer the verdicts read (``found``: each arm at its own rate, at the settled or longest
+    horizon), not the headline sweep's own; a choice only the answer reads gets a row of its own, before Llama-2's
+    block (docs/findings.md shows the whole headline table)."""
     frame = headline_frame(table, inputs, sweep, multipliers)[list(README_COLUMNS)].copy()
-    frame["compute multiplier [CI]"] = frame["compute multiplier [CI]"].str.replace(r" \(.*$", "", regex=True)
+    losses = {a.choice: a.loss for a in in_answer_regime(found)}
+    extra = pd.DataFrame([{"choice": c} for c in losses if c not in set(frame["choice"])], columns=frame.columns)
+    frame = pd.concat([frame.iloc[:-1], extra, frame.iloc[-1:]], ignore_index=True).fillna("—")
+    frame["Δ loss [CI]"] = [_loss_cell(losses.get(c)) for c in frame["choice"]]
+    frame["compute multiplier [CI]"] = [losses[c].k if c in losses and losses[c].k else "—" for c in frame["choice"]]
     return markdown_table(frame)
 
 
-def verdict_lines(table: pd.DataFrame, inputs: ReportInputs) -> list[str]:
-    """The verdict block (``ablations.report.verdicts``) of every sweep in ``table``, as the README shows it."""
+def _loss_cell(loss: Loss | None) -> str:
+    if loss is None:
+        return "—"
+    return f"{signed(loss.diff)} [{signed(loss.lo)}, {signed(loss.hi)}] {loss.verdict}"
+
+
+def found_answers(table: pd.DataFrame) -> list[Answer]:
+    """Every choice's answer the verdict block reads from ``table`` (``verdicts.answers``)."""
     measured, quality, _ = split(table)
     summary = summarize_quality(table)[0] if not quality.empty else None
-    found = answers(table, comparison(measured), summary, worth(table) if not quality.empty else pd.DataFrame())
+    return answers(table, comparison(measured), summary, worth(table) if not quality.empty else pd.DataFrame())
+
+
+def in_answer_regime(found: list[Answer]) -> list[Answer]:
+    """The answers whose loss is read in the regime most of them share (the answer's: the verdict block's lines
+    name any other), so that one table column never mixes regimes."""
+    regimes = Counter(a.loss.where for a in found if a.loss is not None)
+    if not regimes:
+        return []
+    regime = regimes.most_common(1)[0][0]
+    return [a for a in found if a.loss is not None and a.loss.where == regime]
+
+
+def verdict_lines(found: list[Answer], inputs: ReportInputs) -> list[str]:
+    """The verdict block (``ablations.report.verdicts``) of ``found``, as the README shows it."""
     # The README has its own heading, and is the answer.
     return verdict_block(found, inputs.no_worse_margin, answer_link=False)[2:]
 
@@ -132,21 +159,24 @@ def baseline_line(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataF
     return line
 
 
-def known_answers_sentence(table: pd.DataFrame, sweep: str = SWEEP, multipliers: pd.DataFrame | None = None) -> str:
-    """The known answers in one sentence, for the README: how many hold, linked to where each is listed."""
+def known_answers_sentence(table: pd.DataFrame, found: list[Answer], sweep: str = SWEEP) -> str:
+    """The known answers in one sentence, for the README: GPT-2's block timed against itself in the headline sweep,
+    and how many of the compute multiplier's hold on the curves of the sweeps the answer's losses come from, linked
+    to where each is listed."""
     rows = _rows(table, sweep)
     cmp = comparison(split(rows[rows["sweep"] == sweep])[0])
     b = cmp[cmp["variant"] == BASELINE]
     timing_holds = all(lo <= 1 <= hi for lo, hi in b[["train_ci_lo", "train_ci_hi"]].to_numpy()) and \
         all(lo <= 1 <= hi for lo, hi in b[["decode_ci_lo", "decode_ci_hi"]].dropna().to_numpy())
-    if multipliers is None:
-        multipliers = multipliers_of(table, sweep)
-    cal = multipliers[(multipliers["sweep"] == sweep) & multipliers["expected"].notna()] if not multipliers.empty \
-        else multipliers
+    trained = list(dict.fromkeys(a.trained_in for a in in_answer_regime(found) if a.trained_in is not None))
+    curves = [m[(m["sweep"] == s) & m["expected"].notna()] for s in trained
+              if not (m := multipliers_of(table, s)).empty]
+    cal = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
     held = len(cal) - len(untrusted(cal)) if not cal.empty else 0
     timing = ("GPT-2's block timed against itself reads 1 within its interval" if timing_holds
               else "**GPT-2's block timed against itself misses 1**")
-    curve = (f"the compute multiplier's {held} of {len(cal)} known answers hold" if not cal.empty else
+    where = f" on the {' and '.join(trained)} sweep's curves" if trained else ""
+    curve = (f"the compute multiplier's {held} of {len(cal)} known answers hold{where}" if not cal.empty else
              "no known answers for the compute multiplier")
     return f"Known answers: {timing}; {curve} ([what they are]({FINDINGS_KNOWN}))."
 
@@ -156,33 +186,12 @@ def _shouted(verdict: str) -> str:
     return verdict.upper() if verdict == MISSES else verdict
 
 
-def early_training_line(table: pd.DataFrame, verdicts: list[str], sweep: str = SWEEP) -> str:
-    """What the findings table's quality columns read: the sweep's own regime, named as early training only where
-    the ``verdicts`` above read another."""
-    rows = table[table["sweep"] == sweep]
-    measured, quality, _ = split(rows)
-    if quality.empty:
-        return ""
-    summary = summarize_quality(rows)[0]
-    found = answers(rows, comparison(measured), summary, worth(rows))
-    regimes = list(dict.fromkeys(a.loss.where for a in found if a.loss is not None))
-    said = "\n".join(verdicts)
-    if not regimes or all(regime in said for regime in regimes):
-        return ""
-    return (f"**Early training**: the table's Δ loss and compute multiplier are the `{sweep}` sweep's, at "
-            f"{'; '.join(regimes)}; what a choice buys moves as training goes on, and the verdicts above read it "
-            "further.")
-
-
 def readme_text(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP) -> str:
-    """What the README's "What it found" holds between its markers: the verdicts, the regime of the table below, the
-    known answers in a sentence, the findings table."""
-    multipliers = multipliers_of(table, sweep)
-    verdicts = verdict_lines(table, inputs)
-    early = early_training_line(table, verdicts, sweep)
-    return "\n".join([*verdicts, *([early, ""] if early else []),
-                      known_answers_sentence(table, sweep, multipliers), "",
-                      readme_table(table, inputs, sweep, multipliers)])
+    """What the README's "What it found" holds between its markers: the verdicts, the known answers in a sentence,
+    the findings table (cost from ``sweep``, loss from the verdicts' answer)."""
+    found = found_answers(table)
+    return "\n".join([*verdict_lines(found, inputs), known_answers_sentence(table, found, sweep), "",
+                      readme_table(table, inputs, found, sweep)])
 
 
 # The README's findings lie between these two lines; ``--readme --write`` replaces what is between them.

@@ -36,7 +36,7 @@ def summary_of(found: list[Answer], sweeps: list[str], smoke: bool) -> dict[str,
             fields = asdict(a.loss)
             loss = {"diff": fields["diff"], "lo": _finite(fields["lo"]), "hi": _finite(fields["hi"]),
                     "verdict": "withheld (smoke profile)" if smoke else fields["verdict"], "seeds": fields["seeds"],
-                    "unit": fields["unit"], "regime": fields["where"], "compute_multiplier": fields["k"]}
+                    "unit": fields["unit"], "regime": a.loss.regime, "compute_multiplier": fields["k"]}
         choices.append({"choice": a.choice, "sweeps": list(a.sweeps), "train_step": [_ratio(r) for r in a.train],
                         "decode_step": [_ratio(r) for r in a.decode], "loss": loss})
     return {"schema_version": VERSION, "sweeps": sweeps, "smoke": smoke, "choices": choices}

@@ -54,6 +54,8 @@ GLOSSARY_PAGE = "blob/main/docs/glossary.md"
 HORIZON_PAGE = "blob/main/results/reference/horizon_tuned/README.md"
 # Where the reference's answer is: the README's findings, each arm at its own rate where k has stopped moving.
 ANSWER_PAGE = "blob/main/README.md#what-it-found"
+# The reference report, where the README's block sends the choices past its first lines.
+REFERENCE_REPORT = "blob/main/results/reference/REPORT.md"
 
 
 def repository_url(page: str) -> str:
@@ -107,7 +109,13 @@ class Loss:
     seeds: int
     unit: str
     k: str | None  # the compute multiplier's text, where one was read
-    where: str  # the regime: width, steps, bytes per parameter
+    where: str  # the regime every arm of the sweep shares: width, steps, bytes per parameter, rate protocol
+    rate: str = ""  # the two arms' own rates, where each trained at its own ("lr 0.004, GPT-2 0.008")
+
+    @property
+    def regime(self) -> str:
+        """The whole regime of this one comparison: the shared part and the arms' own rates."""
+        return f"{self.where}, {self.rate}" if self.rate else self.where
 
 
 @dataclass(frozen=True)
@@ -180,7 +188,8 @@ def sentence(answer: Answer, margin: float, regime: bool = True) -> str:
     if any(time_kind(r) not in (NO_DIFFERENCE, OVERHEAD) for r in answer.decode):
         parts.append(time_phrase("decode step", answer.decode))
     if answer.loss is not None:
-        parts.append(loss_phrase(answer.loss, margin) + (f" at {answer.loss.where}" if regime else ""))
+        at = answer.loss.regime if regime else answer.loss.rate
+        parts.append(loss_phrase(answer.loss, margin) + (f" at {at}" if at else ""))
     said = "; ".join(parts) if parts else "not measured"
     return f"- **{answer.choice}**: {said} (sweep {', '.join(answer.sweeps)})."
 
@@ -368,31 +377,33 @@ def _loss(summary: pd.DataFrame | None, worth: pd.DataFrame, table: pd.DataFrame
         bpp = f", {trained:.2g} bytes/param" if math.isfinite(trained) else ""
         steps = _steps(table, sweep, by_sweep[sweep])
         where = f"d={int(r['d_model'])}{steps}{bpp}" if pd.notna(r.get("d_model")) else "the quality model"
-        where += _rates(table, sweep, by_sweep[sweep]) + _schedule(table, sweep)
+        protocol, rate = _rates(table, sweep, by_sweep[sweep])
+        where += protocol + _schedule(table, sweep)
         if sweep == horizon.SWEEP and settled is not None:
             where += f", {settled.phrase()}"
         n = int(r["diff_n"]) if pd.notna(r.get("diff_n")) else 0
         unit = str(r["unit"]) if isinstance(r.get("unit"), str) else "nats/byte"
         return Loss(float(r["diff"]), float(r["diff_lo"]), float(r["diff_hi"]), str(r["verdict"]), n, unit, k,
-                    where), sweep
+                    where, rate), sweep
     return None, None
 
 
-def _rates(table: pd.DataFrame, sweep: str, variant: str) -> str:
-    """The learning rates the two arms trained at, from their final-loss rows: one shared rate, or each its own."""
+def _rates(table: pd.DataFrame, sweep: str, variant: str) -> tuple[str, str]:
+    """The learning rates the two arms trained at, from their final-loss rows: the protocol every arm shares (one
+    shared rate, or each its own) and, for the latter, this comparison's two rates."""
     f = table[(table["sweep"] == sweep) & (table["metric"] == "val_loss") & (table["mode"] == "final")]
     if "lr" not in f:
-        return ""
+        return "", ""
     own, base = (f[f["variant"] == v] for v in (variant, GPT2))
     rates = [sorted(pd.to_numeric(arm["lr"], errors="coerce").dropna().unique()) for arm in (own, base)]
     if not all(rates):
-        return ""
+        return "", ""
     sources = f.get("lr_source", pd.Series(dtype=object)).dropna().astype(str)
     tuned = sources.str.startswith((SCANNED, TUNED)).any()
     if rates[0] == rates[1] and len(rates[0]) == 1 and not tuned:
-        return f", one shared lr {rates[0][0]:g}"
+        return f", one shared lr {rates[0][0]:g}", ""
     own_text, base_text = (", ".join(f"{r:g}" for r in arm) for arm in rates)
-    return f", each arm its own lr ({own_text}; GPT-2 {base_text})"
+    return ", each arm its own lr", f"lr {own_text} (GPT-2 {base_text})"
 
 
 def _schedule(table: pd.DataFrame, sweep: str) -> str:
@@ -430,7 +441,9 @@ def verdict_block(found: list[Answer], margin: float, smoke: bool = False, answe
              + f"[glossary]({glossary_url()}).")
     lines = [sentence(a, margin, regime=not one) for a in shown]
     more = len(found) - MAX_LINES
-    tail = [f"{more} more choice(s) in the tables below and in summary.json.", ""] if more > 0 else []
+    where = "the tables below" if answer_link else f"[the reference report]({repository_url(REFERENCE_REPORT)})"
+    rest = " and ".join(a.choice for a in found[MAX_LINES:])
+    tail = [f"{more} more choice(s), {rest}, in {where} and in summary.json.", ""] if more > 0 else []
     if regimes:
         here = f" (here {next(iter(regimes))})" if one else ""
         tail += [f"A loss verdict holds for its regime{here}: what a choice buys moves with how far training has gone "
