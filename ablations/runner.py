@@ -51,6 +51,7 @@ from ablations.track.runs import save_point_config
 from blockbench import choices
 from components import ArchConfig
 from components.config import ConfigError
+from components.declarations import outside_the_decoder
 
 log = logging.getLogger("ablations")
 
@@ -120,7 +121,8 @@ def plan_point(cfg: DictConfig, folder: Path | None = None) -> Plan:
     matched = bool(cfg.match_params)
     pair = Pair(variant_label(arch, matched), arch, str(cfg.baseline.name), baseline_from(cfg, arch), matched)
     timing = TimingPlan(pair, machine, profile, int(cfg.seed),
-                        untimed_because(machine.launcher, bool(cfg.allow_parallel_timing))) if cfg.measure else None
+                        untimed_because(machine.launcher, bool(cfg.allow_parallel_timing), pair)) if cfg.measure \
+        else None
     quality = None
     if train.enabled:
         ranks = distributed.requested()
@@ -176,8 +178,14 @@ def point_columns(plan: Plan) -> dict[str, Any]:
     }
 
 
-def untimed_because(launcher: str, allow_parallel_timing: bool) -> str:
-    """Why latency is not timed at a point: other points or processes run beside it and would be timed too."""
+def untimed_because(launcher: str, allow_parallel_timing: bool, pair: Pair | None = None) -> str:
+    """Why latency is not timed at a point: other points or processes run beside it and would be timed too, or
+    ``pair``'s two blocks are the same block (what the variant moves lies outside the timed decoder)."""
+    outside = outside_the_decoder(pair.arch, pair.baseline) if pair is not None else []
+    if outside:
+        return (f"{', '.join(outside)} acts outside the timed decoder, so its block timed against "
+                f"{pair.baseline_name}'s would be the same block, an A/A: latency, throughput and decode timing are "
+                "SKIPPED (FLOPs, memory and parameters still run; the quality runs take it).")
     if distributed.world_size() > 1:
         return (f"torchrun runs {distributed.world_size()} processes side by side, so their timings would measure "
                 "each other: latency, throughput and decode timing are SKIPPED (FLOPs, memory and parameters still "

@@ -30,6 +30,8 @@ HOOKS = ("positions", "norm", "ffn", "attention", "qkv", "qk", "scores", "branch
          "init", "flag")
 # The hooks whose module is one group's value: a second group there would never be built, so it is refused.
 OWNED_HOOKS = ("positions", "norm", "ffn", "attention")
+# The hooks on the language model around the decoder: the timed unit (``Decoder``) never builds their modules.
+LM_HOOKS = ("embedding", "logits")
 
 
 # What in a run's results a claim is read from; the report has one reading per name (``ablations.report.claims``):

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from components.choice import LM_HOOKS
 from components.declared_set import DECLARED
 from components.plugins import load_plugins
 
@@ -72,6 +74,21 @@ def hook_classes(arch: ArchConfig, hook: str) -> list[type]:
 def hook_modules(arch: ArchConfig, hook: str) -> list[nn.Module]:
     """The modules the choices plugged into ``hook`` build for ``arch``, in declaration order."""
     return [cls(arch) for cls in hook_classes(arch, hook)]
+
+
+def outside_the_decoder(arch: ArchConfig, baseline: ArchConfig) -> list[str]:
+    """What sets ``arch`` apart from ``baseline`` where everything it moves lies outside the decoder (a group on an
+    ``LM_HOOKS`` hook, the tied embeddings): ``["embed_scale=sqrt_d"]``; empty where the two decoders differ, or
+    nothing differs. Their decoders are then the same block, so a timing of one against the other is an A/A."""
+    moved = [declared for declared in choices() if getattr(arch, declared.group) != getattr(baseline, declared.group)]
+    if any(declared.hook not in LM_HOOKS for declared in moved):
+        return []
+    if replace(arch.model, tie_embeddings=baseline.model.tie_embeddings) != baseline.model:
+        return []
+    said = [f"{declared.group}={getattr(arch, declared.group).name}" for declared in moved]
+    if arch.model.tie_embeddings != baseline.model.tie_embeddings:
+        said.append(f"model.tie_embeddings={str(arch.model.tie_embeddings).lower()}")
+    return said
 
 
 def import_built_ins(package: str, path: list[str]) -> None:

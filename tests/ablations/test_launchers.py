@@ -59,3 +59,21 @@ def test_the_parent_of_a_parallel_sweep_reads_each_points_outcome_from_its_file(
     err = capsys.readouterr().err
     assert "2 point(s): 2 ok, 0 failed, 0 skipped" in err
     assert set(pd.read_csv(tmp_path / "results.csv")["variant"]) == {"gpt2", "rmsnorm"}
+
+
+def test_a_variant_that_moves_nothing_in_the_timed_decoder_is_not_timed(tmp_path, as_job, caplog, monkeypatch):
+    """Untied embeddings change the language model, not the decoder the timing measures: the two timed blocks would
+    be the same block, an A/A read as the choice's cost, so the point skips timing and says why."""
+    from tests.ablations.untimed import untimed
+
+    untimed(monkeypatch)
+    cfg = job_config(tmp_path, "variant=untied")
+    as_job(cfg)
+    with caplog.at_level(logging.WARNING, logger="ablations"):
+        assert runner.run_job(cfg) == "ok"
+    (point,) = (tmp_path / "points").glob("*.csv")
+    table = pd.read_csv(point)
+    assert not TIMED & set(table["metric"])
+    assert {"flops", "params"} <= set(table["metric"])
+    (skipped,) = [r.getMessage() for r in caplog.records if "timing are SKIPPED" in r.getMessage()]
+    assert skipped.startswith("model.tie_embeddings=false acts outside the timed decoder")
