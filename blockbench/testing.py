@@ -11,7 +11,8 @@ the same function on every built-in value, so a plugin's choice is held to exact
     def test_relu2_takes_every_consumer():
         check_choice("ffn", ["relu2"])
 
-A failure is an ``AssertionError`` naming the group, the value and the consumer.
+A failure is an ``AssertionError`` naming the group, the value and the consumer. ``arch_with(group=value)`` builds
+the small block the checks build, for a plugin's numerical tests.
 """
 
 from __future__ import annotations
@@ -69,6 +70,13 @@ def tiny(**groups: Any) -> ArchConfig:
     return ArchConfig(model=ModelConfig(d_model=_D, n_layers=_LAYERS, n_heads=_HEADS, max_seq_len=_SEQ), **groups)
 
 
+def arch_with(**values: str) -> ArchConfig:
+    """The block ``check_choice`` builds (d=32, 4 heads, 2 layers, 32 positions) with each named group at a value,
+    sized as every check sizes it (an attention value that shares K/V heads gets 2), checked: what a plugin's own
+    numerical tests build, ``arch_with(ffn="relu2")``."""
+    return tiny().replace(**{group: choice(group).at_size(value, 2) for group, value in values.items()}).validate()
+
+
 def check_composes(declared: Choice, value: str) -> None:
     """``GROUP=VALUE`` composes through Hydra (a value without a file in ``conf/`` is generated from the
     declaration) into the group's own schema, and reads back as that value."""
@@ -89,7 +97,7 @@ def check_builds_labels_counts_and_reads_back(declared: Choice, value: str) -> N
     from ablations.results.store import COLUMNS
     from ablations.results.variant_labels import variant_label
 
-    arch = tiny(**{declared.group: declared.at_size(value, 2)}).validate()
+    arch = arch_with(**{declared.group: value})
     model = build_decoder(arch)
     x = torch.randn(2, 5, _D)
     assert model(x).shape == x.shape, f"{declared.group}={value}: the decoder changed the hidden states' shape"

@@ -9,16 +9,11 @@ import pytest
 import torch
 from blockbench_relu2_softcap.softcap import SoftCapConfig
 
-from blockbench import ArchConfig, ConfigError, ModelConfig, choice
-from blockbench.testing import check_choice
+from blockbench import ArchConfig, ConfigError
+from blockbench.testing import arch_with, check_choice
 from components import CausalSelfAttention, KVCache, build_decoder
 
 D, HEADS, SEQ = 32, 4, 12
-
-
-def arch_with(**values: str) -> ArchConfig:
-    base = ArchConfig(model=ModelConfig(d_model=D, n_layers=2, n_heads=HEADS, max_seq_len=64))
-    return base.replace(**{g: choice(g).at_size(v, 2) for g, v in values.items()}).validate()
 
 
 def randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:

@@ -8,16 +8,11 @@ import math
 import torch
 from blockbench_scalenorm import ScaleNorm
 
-from blockbench import NORMS, ArchConfig, ModelConfig, Step, choice, norm
-from blockbench.testing import check_choice
+from blockbench import NORMS, Step, norm
+from blockbench.testing import arch_with, check_choice
 from components import build_decoder
 
 D = 32
-
-
-def arch_with(**values: str) -> ArchConfig:
-    base = ArchConfig(model=ModelConfig(d_model=D, n_layers=2, n_heads=4, max_seq_len=64))
-    return base.replace(**{g: choice(g).at_size(v, 2) for g, v in values.items()}).validate()
 
 
 def randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
