@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -67,8 +68,7 @@ class Ledger:
             frame = pd.read_csv(path)
         except (pd.errors.EmptyDataError, pd.errors.ParserError):
             return None  # not a seed this version wrote whole: train it again
-        return [{k: v for k, v in r.items() if not (isinstance(v, float) and v != v)} for r in
-                frame.to_dict("records")]
+        return without_empty_cells(frame.to_dict("records"))
 
     def put(self, arm: str, seed: int, rows: list[dict]) -> None:
         if self.folder is None:
@@ -81,11 +81,16 @@ class Ledger:
         write_atomic(path, lambda f: pd.DataFrame(rows).to_csv(f, index=False))
 
 
+def without_empty_cells(rows: Iterable[dict]) -> list[dict]:
+    """Rows without the cells a CSV read back as NaN: a seed's rows as the ledger keeps them."""
+    return [{k: v for k, v in r.items() if not (isinstance(v, float) and v != v)} for r in rows]
+
+
 # Base keys a seed's ledger rows may lack (written before the column existed) that its arm id implies: the same arm
 # id is the same training, so the reading point's value is the seed's.
 PLAN_KEYS = ("train_steps", "schedule")
 # Labels that say which point reads a seed and why its arm trains at its rate: always the reading point's, so a seed
-# another sweep trained (a ledger carried over, ``reuse_scans``) is recorded as this sweep's comparison.
+# another sweep trained (a ledger carried over, ``reuse_seeds``) is recorded as this sweep's comparison.
 READER_KEYS = ("sweep", "point", "lr_source")
 
 

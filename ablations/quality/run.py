@@ -55,6 +55,8 @@ LR_FACTORS = (0.5, 1.0, 2.0)
 # (``train.check_budgets``) apart again, so that no curve is built from them.
 BUDGET_METRICS = {"val_loss": "budget_loss", "train_wall_time": "budget_wall_time"}
 CHECK_METRICS = {"val_loss": "check_loss", "train_wall_time": "budget_wall_time"}
+# The learning-rate check's final losses, apart from the seed's own.
+LR_CHECK_METRICS = {"val_loss": "lr_check_loss"}
 
 
 def run_quality(plan: QualityPlan, rows: Rows, device: torch.device, folder: Path | None = None) -> str:
@@ -171,5 +173,5 @@ def _lr_check(arm: Arm, seed: int, protocol: TrainConfig, corpus: Corpus, spans:
         tc = replace(protocol, lr=float(protocol.lr) * factor)
         for r in train_seed(arm, seed, protocol, corpus, spans, device, ledger, Rows(base={}), tc):
             if r["metric"] == "val_loss" and r["mode"] == "final":
-                rows.rows.append(dict(r, metric="lr_check_loss", mode="lr_check", point=arm.base["point"],
+                rows.rows.append(dict(r, metric=LR_CHECK_METRICS["val_loss"], mode="lr_check", point=arm.base["point"],
                                       train_steps=int(protocol.steps)))  # a branch's run carries its origin's steps

@@ -10,7 +10,6 @@ import logging
 import math
 from dataclasses import replace
 
-import pandas as pd
 import torch
 
 from ablations.config.schema import TrainConfig
@@ -22,12 +21,8 @@ from ablations.quality.lr_scan import HALF_OCTAVE, Scan, scan
 from ablations.results.rows import Rows
 
 log = logging.getLogger("ablations")
-# A scan seed's rows, renamed so that no verdict or curve reads them as an evaluation seed's; each with the mode it
-# had as the seed's own row.
+# A scan seed's rows, renamed so that no verdict or curve reads them as an evaluation seed's.
 SCAN_METRICS = {"val_loss": "lr_scan_loss", "train_wall_time": "lr_scan_wall_time"}
-SEED_MODES = {"val_loss": "final", "train_wall_time": "quality"}
-# The labels a scan adds to a seed's rows (``scan_arm``), not the seed's own.
-SCAN_LABELS = ("budget", "lr_source", "point")
 
 
 def budget_train(tc: TrainConfig, factor: float) -> TrainConfig:
@@ -97,27 +92,3 @@ def scan_arm(arm: Arm, factor: float, start: list[float] | None, corpus: Corpus,
                status="ok", error="on edge" if found.on_edge else None, **labels)
     rows.rows.extend(chosen.rows)
     return found
-
-
-
-def restore_scans(rows: pd.DataFrame, ledger: Ledger) -> int:
-    """Put the scan seeds a finished run's rows hold (``lr_scan_loss`` and ``lr_scan_wall_time``, by ``arm`` and
-    ``seed``) back into ``ledger`` as the seed rows a scan reads, so a rerun (another stage, more confirmation seeds)
-    trains only the rates and seeds it lacks. The arm id is the training's whole identity, so a restored seed is the
-    seed the rerun would train; its ``git_rev`` and times stay its own. A seed already in the ledger is left alone;
-    the number restored is returned."""
-    back = {scanned: metric for metric, scanned in SCAN_METRICS.items()}
-    scans = rows[rows["metric"].isin(list(back)) & rows["arm"].notna() & rows["seed"].notna()]
-    restored = 0
-    for (arm, seed), seed_rows in scans.groupby(["arm", "seed"], sort=True):
-        if ledger.get(str(arm), int(seed)) is not None:
-            continue
-        records = []
-        for r in seed_rows.drop(columns=[c for c in SCAN_LABELS if c in seed_rows]).to_dict("records"):
-            metric = back[r["metric"]]
-            records.append({k: v for k, v in {**r, "metric": metric, "mode": SEED_MODES[metric]}.items()
-                            if not (isinstance(v, float) and v != v)})
-        if any(r["metric"] == "val_loss" for r in records):  # a seed without its final loss is not a scan's seed
-            ledger.put(str(arm), int(seed), records)
-            restored += 1
-    return restored

@@ -1,6 +1,5 @@
 """A point run with ``train.lr_scan``: every scan seed's loss and the choice are rows, the evaluation seeds train at
-the rate chosen, and a finished run's scan seeds put into a fresh sweep folder let a rerun there scan without training
-any of them again (``ablations.quality.tuning.restore_scans``)."""
+the rate chosen (a finished run's seeds put back into a ledger: ``tests/quality/test_reuse_seeds.py``)."""
 
 from __future__ import annotations
 
@@ -9,11 +8,8 @@ import torch
 
 import ablations.quality.arms as arms
 from ablations.quality.learning_rate import SCANNED
-from ablations.quality.ledger import Ledger
 from ablations.quality.lr_scan import guarded
-from ablations.quality.reuse_scans import main as reuse_scans
 from ablations.quality.run import run_quality
-from ablations.quality.tuning import restore_scans
 from ablations.results.rows import Rows
 from ablations.runner import plan_point
 from tests.quality.helpers import composed
@@ -62,31 +58,6 @@ def test_a_scanning_point_records_each_scan_seed_and_evaluates_at_the_rate_chose
     assert {r["seed"] for r in finals} == set(tc.seeds)
     assert all(r["lr"] == chosen["value"] and r["lr_source"].startswith(SCANNED) for r in finals)
     assert len(trained) == len(scanned) + len(tc.seeds)
-
-
-def test_a_runs_scan_seeds_restored_into_a_fresh_folder_are_not_trained_again(tmp_path, monkeypatch):
-    _, first, _ = _scan(tmp_path / "first")
-    table = pd.DataFrame(first)
-    table.to_csv(tmp_path / "first" / "results.csv", index=False)
-    assert reuse_scans([str(tmp_path / "first"), str(tmp_path / "second")]) == 0
-    assert restore_scans(table, Ledger(tmp_path / "second")) == 0  # already there: nothing put twice
-    _, again, trained = _scan(tmp_path / "second", monkeypatch)
-    tc = plan_point(composed(*SHORT)).quality.train
-    assert all(seed in tc.seeds for seed, _ in trained)  # only the evaluation seeds trained
-    def scans(rows):
-        return sorted((r["lr"], r["seed"], round(r["value"], 12)) for r in rows if r["metric"] == "lr_scan_loss")
-    assert scans(again) == scans(first)
-    assert [r["value"] for r in again if r["metric"] == "lr_tuned"] == [r["value"] for r in first
-                                                                          if r["metric"] == "lr_tuned"]
-
-
-def test_reuse_scans_says_in_one_line_when_a_folder_holds_no_scan(tmp_path, capsys):
-    (tmp_path / "rows").mkdir()
-    pd.DataFrame([{"metric": "val_loss", "value": 1.0, "variant": "gpt2", "sweep": "norm"}]).to_csv(
-        tmp_path / "rows" / "results.csv", index=False)
-    assert reuse_scans([str(tmp_path / "rows"), str(tmp_path / "sweep")]) != 0
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "lr_scan_loss" in err[0]
 
 
 def test_an_eager_step_reruns_two_seeds_to_the_same_losses_bit_for_bit():

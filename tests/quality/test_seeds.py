@@ -312,7 +312,7 @@ def test_a_ledger_seed_without_a_later_column_takes_the_value_its_arm_id_implies
 
 
 def test_a_seed_another_sweep_trained_is_recorded_as_the_reading_sweeps():
-    """A ledger carried from one sweep to another (``reuse_scans``, a copied folder): the seed's rows say the reading
+    """A ledger carried from one sweep to another (``reuse_seeds``, a copied folder): the seed's rows say the reading
     point's sweep, file and why its arm trains at its rate, so the reading sweep's comparisons find them; the seed's
     numbers and revision stay its own."""
     from ablations.quality.ledger import reused
