@@ -36,8 +36,10 @@ def collect(folder: Path, columns: list[str] | None = None) -> pd.DataFrame:
     return without_repeated_seeds(pd.concat(frames, ignore_index=True))
 
 
-# A seed's rows are the same wherever they appear: its arm (model, training, corpus), the seed, and which row.
-SEED_ROW_KEY = ["arm", "seed", "metric", "mode", "step", "seq_len", "position", "statistic", "lr"]
+# A seed's rows are the same wherever they appear: its arm (model, training, corpus), the seed, and which row. A
+# budget row is also a reading: one wsd run is 2.83x one horizon's steps and 1.41x the next's (3,111 steps of 1,100
+# and of 2,200), a knot of both curves, so its budget is part of which row it is.
+SEED_ROW_KEY = ["arm", "seed", "metric", "mode", "step", "seq_len", "position", "statistic", "lr", "budget"]
 
 
 def without_repeated_seeds(table: pd.DataFrame) -> pd.DataFrame:

@@ -98,3 +98,21 @@ def test_reuse_seeds_says_in_one_line_when_a_folder_holds_no_seed(tmp_path, caps
     assert reuse_seeds([str(tmp_path / "rows"), str(tmp_path / "sweep")]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no quality seed" in err[0]
+
+
+def test_one_run_read_as_a_knot_of_two_curves_stays_in_both(tmp_path):
+    """A wsd run of 3,111 steps is 2.83x one horizon's 1,100 steps and 1.41x the next's 2,200: the same arm and seed,
+    read by two points at two budgets. The table keeps one copy of a seed's own rows, and both readings."""
+    from ablations.results.table import collect
+
+    seed = {"arm": "a3111", "seed": 0, "mode": "budget", "lr": 0.008, "value": 1.29, "variant": "gpt2"}
+    points = tmp_path / "points"
+    points.mkdir()
+    for name, steps, budget in (("p1100", 1100, 2.8284271247461903), ("p2200", 2200, 1.4142135623730951)):
+        own = {"arm": "b", "seed": 0, "mode": "final", "metric": "val_loss", "value": 1.5, "variant": "gpt2"}
+        pd.DataFrame([{**seed, "metric": "budget_loss", "point": name, "train_steps": steps, "budget": budget},
+                      {**own, "point": name}]).to_csv(points / f"{name}.csv", index=False)
+    table = collect(tmp_path)
+    readings = table[table["metric"] == "budget_loss"]
+    assert sorted(readings["train_steps"]) == [1100, 2200]
+    assert len(table[table["metric"] == "val_loss"]) == 1
