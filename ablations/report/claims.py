@@ -33,17 +33,23 @@ from ablations.report.readings import (
     verdict,
     where,
 )
+from ablations.report.verdicts import at_settled_horizon
 from blockbench import Choice, Claim, choices
 from components.baselines import BASELINES
 
 
 def claims_table(table: pd.DataFrame, cmp: pd.DataFrame, quality: pd.DataFrame | None,
-                 sizes: pd.DataFrame) -> pd.DataFrame:
-    """One row per declared claim: claim, measured here, published (with source), reading.
+                 sizes: pd.DataFrame, worth: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per declared claim: claim, measured here, published (with source), reading. With the multipliers
+    (``worth``) a horizon sweep is read where the verdicts read it (``verdicts.at_settled_horizon``), never at
+    whichever of its lengths comes first.
 
     The claim, its published figures and its evidence are the choice's declaration: a group's claim is read by
     ``READINGS[claim.evidence]``, a value's (``value_claims``) by ``VALUE_READINGS[claim.evidence]``, else from the
     value's flip."""
+    if worth is not None:
+        reading = at_settled_horizon(table, quality, worth)
+        table, quality = reading.table, reading.summary
     rows = []
     for choice in choices():
         claims = [(choice.claim, None)] if choice.claim is not None else []

@@ -272,7 +272,7 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
         lines += ["## Performance model against measurement", ""] + validation_section(measured, inputs)[0]
     lines += failures_section(bad)
     lines += ["## Appendix: method and setup", ""] + HOW_TO_READ + setup_section(table, sources)
-    lines += claims_section(claims.claims_table(table, cmp, summary[0], sizes), smoke)
+    lines += claims_section(claims.claims_table(table, cmp, summary[0], sizes, worth), smoke)
     # Not this run's measurement: the published models' sizes, after everything the run measured.
     lines += ["## Full-size models, computed on the meta device", "", sizes_markdown(sizes), ""]
     path = folder / REPORT

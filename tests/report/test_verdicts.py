@@ -254,3 +254,25 @@ def test_where_each_curve_reads_its_multipliers_goes_shortest_first():
                                 bytes_per_param=steps / 55, drop_per_doubling=0.1) for steps in (1100, 2200, 440)])
     line = regime_line(curves)
     assert line.index("440 steps") < line.index("1100 steps") < line.index("2200 steps")
+
+
+def test_the_claims_read_a_horizon_sweep_where_the_verdicts_do():
+    """A claim reads its choice's loss at the answer's horizon (here the longest, no curve to settle it), not at the
+    first length the table lists."""
+    from ablations.quality.learning_rate import TUNED
+    from ablations.report.claims import claims_table
+    from ablations.report.sizes import sizes_table
+    from tests.report.conftest import quality_rows
+
+    rows = [dict(r, sweep="horizon", baseline="gpt2", lr_source=f"{TUNED}: test", train_steps=steps,
+                 step=steps if r["mode"] == "final" else r.get("step"))
+            for steps, rms in ((100, 1.70), (400, 1.62))
+            for r in quality_rows("norm", "gpt2", 1.75) + quality_rows("norm", "rmsnorm", rms)]
+    table = pd.DataFrame(rows)
+    measured, _, _ = split(table)
+    summary = summarize_quality(table)[0]
+    claims = claims_table(table, comparison(measured), summary, sizes_table(), pd.DataFrame())
+    read = claims[claims["claim"].str.contains("RMSNorm")]["measured in this run"].item()
+    longest = summary[(summary["variant"] == "rmsnorm") & (summary["metric"] == "val_loss")
+                      & (pd.to_numeric(summary["train_steps"]) == 400)]["mean"].item()
+    assert f"val loss {longest:.4f}" in read
