@@ -38,7 +38,8 @@ READER_LABELS = ("budget", "lr_source", "point")
 
 def seed_records(table: pd.DataFrame) -> dict[tuple[str, int], list[dict]]:
     """Each (arm, seed) the rows hold, as the ledger record a run would have written: its own rows where the table
-    has them, else its renamed final loss and wall time. A seed without a final loss that trained is left out."""
+    has them, else its renamed final loss and wall time. A seed with no final loss (one that failed) is left out; a
+    diverged one is an outcome, kept as its run recorded it."""
     if not {"arm", "seed", "metric", "mode"} <= set(table):
         return {}
     keyed = table[table["arm"].notna() & table["seed"].notna()]
@@ -56,7 +57,7 @@ def seed_records(table: pd.DataFrame) -> dict[tuple[str, int], list[dict]]:
         records[(str(arm), int(seed))] = without_empty_cells({**r, "mode": SEED_MODES[r["metric"]]}
                                                              for r in back.to_dict("records"))
     return {key: rows for key, rows in records.items() if any(
-        r["metric"] == "val_loss" and r["mode"] == "final" and r.get("status", "ok") == "ok" for r in rows)}
+        r["metric"] == "val_loss" and r["mode"] == "final" and r.get("status", "ok") != "failed" for r in rows)}
 
 
 def restore_seeds(table: pd.DataFrame, ledger: Ledger) -> int:

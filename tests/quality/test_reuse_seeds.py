@@ -81,12 +81,14 @@ def test_a_scans_seeds_put_back_are_not_scanned_again(tmp_path, monkeypatch):
         for r in table.to_dict("records") if r["metric"] in ("lr_scan_loss", "lr_tuned"))
 
 
-def test_a_seed_that_failed_is_not_put_back(tmp_path):
+def test_a_seed_that_failed_is_not_put_back_and_one_that_diverged_is(tmp_path):
     table = pd.DataFrame([{"arm": "a", "seed": 0, "metric": "error", "mode": "quality", "status": "failed"},
+                          {"arm": "c", "seed": 1, "metric": "val_loss", "mode": "final", "value": 9.0,
+                           "status": "diverged"},
                           {"arm": "b", "seed": 0, "metric": "budget_loss", "mode": "budget", "value": 2.0,
                            "status": "ok", "budget": 2.0, "point": "p"}])
     records = seed_records(table)
-    assert list(records) == [("b", 0)]
+    assert list(records) == [("c", 1), ("b", 0)]
     (row,) = records[("b", 0)]
     assert (row["metric"], row["mode"], row["value"]) == ("val_loss", "final", 2.0) and "budget" not in row
 
