@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("rows", type=Path, metavar="ROWS_DIR", help="a folder whose results.csv holds quality seeds")
     parser.add_argument("sweep", type=Path, metavar="SWEEP_DIR", help="the sweep folder (hydra.sweep.dir) to fill")
     args = parser.parse_args(argv)
+    if args.sweep.exists() and not args.sweep.is_dir():
+        raise UsageError(f"{args.sweep}: SWEEP_DIR is a file; give a sweep folder (hydra.sweep.dir), new or existing")
     try:
         table = load(args.rows)
     except TableError as exc:

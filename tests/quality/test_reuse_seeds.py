@@ -118,3 +118,13 @@ def test_one_run_read_as_a_knot_of_two_curves_stays_in_both(tmp_path):
     readings = table[table["metric"] == "budget_loss"]
     assert sorted(readings["train_steps"]) == [1100, 2200]
     assert len(table[table["metric"] == "val_loss"]) == 1
+
+
+def test_reuse_seeds_says_in_one_line_when_the_sweep_folder_is_a_file(tmp_path, capsys):
+    (tmp_path / "rows").mkdir()
+    pd.DataFrame([{"arm": "b", "seed": 0, "metric": "val_loss", "mode": "final", "value": 1.0}]).to_csv(
+        tmp_path / "rows" / "results.csv", index=False)
+    (tmp_path / "file").write_text("")
+    assert reuse_seeds([str(tmp_path / "rows"), str(tmp_path / "file")]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "SWEEP_DIR is a file" in err[0]
