@@ -16,15 +16,15 @@ import importlib
 import sys
 from dataclasses import dataclass
 
+from ablations.config.command_start import reexec_with_tuned_malloc, start, take_plugins
 from ablations.config.errors import PROG, CommandError, error_line
-from ablations.config.plugin_args import start, take_plugins
 
 
 @dataclass(frozen=True)
 class Command:
     module: str  # the module whose ``main(argv)`` is the command
     summary: str  # its line in ``blockbench --help``
-    # A timing command: first restart as ``python -m <malloc> ARGS`` with glibc's tuned allocator (tuned_malloc).
+    # A timing command: first restart as ``python -m <malloc> ARGS`` with glibc's tuned allocator.
     malloc: str = ""
 
 
@@ -79,8 +79,6 @@ def main(argv: list[str] | None = None) -> int:
         print(error_line(name, exc.message), file=sys.stderr)
         return exc.status
     if cmd.malloc:
-        from ablations.measure.tuned_malloc import reexec_with_tuned_malloc
-
         reexec_with_tuned_malloc(cmd.malloc, rest)
     rest = start(name, rest)  # every plugin imported before the command's modules read the declared choices
     return importlib.import_module(cmd.module).main(rest)

@@ -16,7 +16,7 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from ablations.config.checks import check_run, resolve_device, resolve_dtype
+from ablations.config.checks import baseline_from, check_run, resolve_device, resolve_dtype
 from ablations.config.columns import row_values
 from ablations.config.errors import Fault, os_error_line
 from ablations.config.plan import (
@@ -30,7 +30,6 @@ from ablations.config.plan import (
     settings_of,
     with_family,
 )
-from ablations.config.read_arch import baseline_from
 from ablations.measure.graphs import check_graphs
 from ablations.measure.intervals import rounds_rule_of
 from ablations.measure.point import measure_point

@@ -80,7 +80,7 @@ def arch_with(**values: str) -> ArchConfig:
 def check_composes(declared: Choice, value: str) -> None:
     """``GROUP=VALUE`` composes through Hydra (a value without a file in ``conf/`` is generated from the
     declaration) into the group's own schema, and reads back as that value."""
-    from ablations.config.read_arch import arch_from
+    from ablations.config.checks import arch_from
     from ablations.config.run_config import RunConfig
 
     cfg = compose([f"{declared.group}={value}", "train=smoke"])
@@ -166,8 +166,8 @@ def check_regression_cases(declared: Choice, value: str) -> None:
 
 def check_generated_variants(declared: Choice, value: str) -> None:
     """Every generated variant that sets the group (``variant=NAME``) composes to what its name says."""
+    from ablations.config.checks import arch_from
     from ablations.config.generated_variants import all_variants
-    from ablations.config.read_arch import arch_from
 
     for v in all_variants():
         if v.values.get(declared.group) != value or declared.group in v.settings:

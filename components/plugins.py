@@ -2,7 +2,7 @@
 
 Imported once per process, on the first ``choices()`` (or ``load_plugins``), after blockbench's own declarations:
 an installed distribution's entry point in the group ``blockbench.choices``, or a module named by
-``plugins=[pkg.mod,...]`` on any command (``ablations.config.plugin_args``), passed on in ``$BLOCKBENCH_PLUGINS`` to
+``plugins=[pkg.mod,...]`` on any command (``ablations.config.command_start``), passed on in ``$BLOCKBENCH_PLUGINS`` to
 the processes a command starts. What a plugin declares or registers is attributed to it
 (``components.declared_set.registering_as``), so a duplicate is refused naming both sources; the plugins loaded are
 recorded in the declared set's state (``components.declared_set.DECLARED``).
@@ -23,7 +23,7 @@ import sys
 from components.declared_set import DECLARED, Plugin, registering_as
 
 GROUP = "blockbench.choices"
-ENV = "BLOCKBENCH_PLUGINS"  # also ablations.config.plugin_args.ENV, which names it without importing torch
+ENV = "BLOCKBENCH_PLUGINS"  # also ablations.config.command_start.ENV, which names it without importing torch
 
 
 class PluginError(Exception):

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import torch
 
+from ablations.config.command_start import reexec_with_tuned_malloc
 from ablations.config.plan import QualityPlan
 from ablations.measure.intervals import median_interval
 from ablations.measure.quality_step import QualityStep
-from ablations.measure.tuned_malloc import reexec_with_tuned_malloc
 from ablations.predict.quality_seed import composed
 from ablations.quality.precision import matmul_peak
 from ablations.quality.train_step import step_flops

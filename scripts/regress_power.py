@@ -36,10 +36,10 @@ sys.path.insert(0, str(REPO))
 import components  # noqa: E402
 from ablations.measure.flops import analytic_forward_flops  # noqa: E402
 from ablations.measure.intervals import median_interval  # noqa: E402
+from ablations.measure.shapes import BLOCK_SHAPE, D_MODEL  # noqa: E402
 from ablations.regress.architecture import arch  # noqa: E402
 from ablations.regress.cases import select  # noqa: E402
 from ablations.regress.paired import case_confidence, pooled_rows, tests_in  # noqa: E402
-from ablations.regress.shapes import BLOCK_SHAPE, D_MODEL  # noqa: E402
 
 # The GPT-2 block's forward FLOPs per token at the check's block shape (d=512, 1x256).
 BLOCK_FLOPS = analytic_forward_flops(arch(components), *BLOCK_SHAPE) // (BLOCK_SHAPE[0] * BLOCK_SHAPE[1])

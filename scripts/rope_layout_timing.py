@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
+from ablations.config.command_start import reexec_with_tuned_malloc
 from ablations.measure.intervals import fewest_rounds, median_interval
-from ablations.measure.tuned_malloc import reexec_with_tuned_malloc
+from ablations.measure.shapes import BLOCK_SHAPE, D_MODEL, GQA_KV_HEADS, MAX_SEQ_LEN, N_HEADS
 from ablations.regress.paired import case_confidence, time_case, verdict
-from ablations.regress.shapes import BLOCK_SHAPE, D_MODEL, GQA_KV_HEADS, MAX_SEQ_LEN, N_HEADS
 from ablations.regress.subjects import Subject, timed_call
 from components import ModelConfig, build_decoder, llama2_block
 

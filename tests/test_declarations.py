@@ -13,8 +13,8 @@ import dataclasses
 import pytest
 
 from ablations.cli import CONF_DIR
+from ablations.config.checks import arch_from
 from ablations.config.generated_variants import all_variants, leave_one_out
-from ablations.config.read_arch import arch_from
 from ablations.results.identity import point_identity
 from ablations.results.store import config_hash
 from ablations.results.variant_labels import variant_label

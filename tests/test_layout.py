@@ -136,7 +136,7 @@ def test_the_checks_catch_a_cycle_and_forbidden_imports(broken_tree: Path):
 # and only these modules read it: the entry points, the config package's rules and plan, a point's identity (its
 # hash is of the resolved config), and the predictor, which composes its own.
 DOOR = {"ablations.cli", "ablations.runner", "ablations.sweep.compose", "ablations.sweep.run",
-        "ablations.config.checks", "ablations.config.read_arch", "ablations.config.plan", "ablations.results.identity",
+        "ablations.config.checks", "ablations.config.plan", "ablations.results.identity",
         "ablations.predict.__main__", "ablations.predict.quality_seed"}
 
 
@@ -176,3 +176,16 @@ def test_the_structure_follows_the_config_and_finds_a_name_with_two_meanings():
     reached, depth = structure.config_travel(trees, ("pkg.run", "run_job", "cfg"))
     assert reached == {("pkg.run", "run_job"), ("pkg.run", "plan_point"), ("pkg.run", "read")} and depth == 2
     assert structure.several_meanings(trees) == {"cfg": {frozenset({"DictConfig"}), frozenset({"Arch"})}}
+
+
+# A module is split by job, not to a line cap: one too short to hold a job of its own joins the module its readers
+# read it with. A package's ``__init__`` and a command's ``__main__`` (what ``python -m`` runs) are exempt.
+SHORTEST = 30
+
+
+def test_no_module_is_too_short_to_hold_a_job():
+    root = ROOT.parent
+    short = [f"{path.relative_to(root)} ({len(path.read_text().splitlines())} lines)"
+             for package in ("ablations", "components", "blockbench") for path in sorted((root / package).rglob("*.py"))
+             if path.name not in {"__init__.py", "__main__.py"} and len(path.read_text().splitlines()) < SHORTEST]
+    assert not short, f"modules under {SHORTEST} lines: merge each into the module its readers use: {short}"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ablations.config import plugin_args
+from ablations.config import command_start
 from ablations.config.errors import UsageError
 from blockbench import choice
 from components import plugins
@@ -73,7 +73,7 @@ def test_the_page_runs_it_as_it_runs():
 
 def test_plugins_takes_module_names_not_paths():
     with pytest.raises(UsageError) as err:
-        plugin_args.parse("src/blockbench_scalenorm")
+        command_start.parse("src/blockbench_scalenorm")
     said = "plugins=src/blockbench_scalenorm: 'src/blockbench_scalenorm' is not a module name"
     assert str(err.value) == said and said in PAGE.read_text(encoding="utf-8")
 

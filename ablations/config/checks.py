@@ -1,4 +1,6 @@
-"""Turn a composed config into what the runner needs, and reject what cannot run, in one line each.
+"""Turn a composed config into what the runner needs, and reject what cannot run, in one line each: the model it
+describes (``arch_from``) and the baseline it names (``baseline_from``) read into ``components``' dataclasses, at the
+point's sizes.
 
 Hydra's schema already rejected unknown options, wrong types and unknown keys, except those added with ``+``
 (``check_keys``). What is left is every rule that spans fields, checked for every point of a sweep before the
@@ -13,10 +15,28 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
-from ablations.config.read_arch import arch_from, baseline_from
 from ablations.config.run_config import RunConfig
-from components import ArchConfig
+from blockbench import choices
+from components import ArchConfig, ModelConfig
+from components.baselines import baseline_of
 from components.config import ConfigError
+from components.matched_params import match_params
+
+
+def arch_from(cfg: DictConfig) -> ArchConfig:
+    """The components' ``ArchConfig`` described by a composed run config: the sizes and every declared choice."""
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    model.pop("gqa_kv_heads", None)
+    groups = {choice.group: choice.config(**OmegaConf.to_container(cfg[choice.group], resolve=True))
+              for choice in choices()}
+    arch = ArchConfig(model=ModelConfig(**model), **groups)
+    return match_params(arch) if cfg.get("match_params") else arch
+
+
+def baseline_from(cfg: DictConfig, arch: ArchConfig) -> ArchConfig:
+    """The baseline a composed run config names (``baseline=gpt2|llama2``), at the point's sizes."""
+    return baseline_of(arch, str(cfg.baseline.name), int(cfg.model.gqa_kv_heads))
+
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

@@ -69,7 +69,7 @@ class ProfileConfig:
     min_rounds: int | None = None
     max_rounds: int | None = None
     # Which measurements the target holds at: ``headline`` (the largest forward/train shape and the longest decode
-    # context, ``ablations.measure.headline_shapes``: what the report's speed table reads; the rest run the fixed
+    # context, ``ablations.measure.shapes``: what the report's speed table reads; the rest run the fixed
     # rounds) or ``every``.
     precision_scope: str = "headline"
     prefill_max_tokens: int = 4096

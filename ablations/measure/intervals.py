@@ -144,7 +144,7 @@ def rounds_rule_of(p: ProfileConfig, fixed_rounds: int | None = None, headline: 
 
     Sequential when ``profile.target_halfwidth`` is set (``min_rounds`` and ``max_rounds`` then required) and the
     measurement is in its scope: every one under ``precision_scope=every``, the headline ones only
-    (``ablations.measure.headline_shapes``, what the report's speed table reads) under ``headline``. Otherwise exactly
+    (``ablations.measure.shapes``, what the report's speed table reads) under ``headline``. Otherwise exactly
     ``fixed_rounds`` (the profile's ``rounds`` by default): the other shapes feed the every-shape grid and the
     figures, where a few percent more spread changes no reading, so their rounds are not worth the target's.
     """

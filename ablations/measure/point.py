@@ -23,11 +23,11 @@ from ablations.measure import graphs
 from ablations.measure.backends import sdpa_backends
 from ablations.measure.ceilings import Ceilings, run_ceilings
 from ablations.measure.components_alone import measure_components
-from ablations.measure.headline_shapes import headline_decode, headline_shape
 from ablations.measure.intervals import rounds_rule_of
 from ablations.measure.memory import cuda_peak_bytes, parameter_bytes, saved_activation_bytes
 from ablations.measure.op_count import dispatched_ops
 from ablations.measure.paired_rows import add_paired, paired_with
+from ablations.measure.shapes import headline_decode, headline_shape
 from ablations.measure.timing import time_call
 from ablations.measure.work_rows import add_backend_rows, add_ceiling_rows, add_flop_rows, add_work_rows
 from ablations.results.rows import Rows, Summary

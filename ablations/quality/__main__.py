@@ -16,8 +16,7 @@ import pandas as pd
 from ablations.config.errors import UsageError, command, prog
 from ablations.quality.inference import ALPHA
 from ablations.quality.seeds import STOPS
-from ablations.quality.stats import summarize
-from ablations.quality.widths import by_variant_then_width, several_lengths, several_widths
+from ablations.quality.stats import by_variant_then_width, several_lengths, several_widths, summarize
 from ablations.results.table import TableError, load
 
 

@@ -2,11 +2,11 @@
 
 import sys
 
-from ablations.measure.tuned_malloc import reexec_with_tuned_malloc
+from ablations.config.command_start import reexec_with_tuned_malloc
 
 reexec_with_tuned_malloc("ablations.regress")
 
-from ablations.config.plugin_args import start  # noqa: E402
+from ablations.config.command_start import start  # noqa: E402
 
 sys.argv[1:] = start("regress", sys.argv[1:])  # plugins imported before the command's modules read the choices
 

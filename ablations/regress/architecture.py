@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import ModuleType
 
-from ablations.regress.shapes import MODEL_SIZES
+from ablations.measure.shapes import MODEL_SIZES
 from ablations.regress.tree_compat import declarations_of, undeclared_arch
 
 

@@ -8,8 +8,7 @@ from types import ModuleType
 
 import torch
 
-from ablations.regress.architecture import arch
-from ablations.regress.shapes import (
+from ablations.measure.shapes import (
     ATTN_SHAPE,
     BLOCK_SHAPE,
     D_MODEL,
@@ -19,6 +18,7 @@ from ablations.regress.shapes import (
     NORM_SHAPE,
     POS_SHAPE,
 )
+from ablations.regress.architecture import arch
 from ablations.regress.subjects import Subject, decode_step, timed_call
 from ablations.regress.tree_compat import one_layer_cache
 from blockbench import choice

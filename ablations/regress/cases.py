@@ -1,7 +1,7 @@
 """What the regression check times: each component variant, and the timed block under each sweep's variants.
 
 A case is built from one tree's ``components`` module (``ablations.regress.builders``), so the base and the head
-each run their own code on the same shapes (``ablations.regress.shapes``), seed and inputs; every case also says how
+each run their own code on the same shapes (``ablations.measure.shapes``), seed and inputs; every case also says how
 to renew its state between rounds (``ablations.regress.subjects``).
 """
 
@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from ablations.config.columns import name_in
-from ablations.regress.architecture import split_overrides
-from ablations.regress.builders import attn_case, block_case, ffn_case, norm_case, pos_case, pos_timed
-from ablations.regress.shapes import (
+from ablations.measure.shapes import (
     ATTN_SHAPE,
     BLOCK_SHAPE,
     D_MODEL,
@@ -27,6 +25,8 @@ from ablations.regress.shapes import (
     NORM_SHAPE,
     POS_SHAPE,
 )
+from ablations.regress.architecture import split_overrides
+from ablations.regress.builders import attn_case, block_case, ffn_case, norm_case, pos_case, pos_timed
 from ablations.regress.subjects import Subject
 from blockbench import Choice, choice, choices
 from components import ArchConfig, ModelConfig, llama2_values

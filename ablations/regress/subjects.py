@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ablations.regress.shapes import D_MODEL
+from ablations.measure.shapes import D_MODEL
 
 
 @dataclass

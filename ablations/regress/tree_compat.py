@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ablations.regress.shapes import MODEL_SIZES
+from ablations.measure.shapes import MODEL_SIZES
 
 
 def declarations_of(components: ModuleType) -> ModuleType:

@@ -1,7 +1,7 @@
 """The comparison: one row per sweep and case, numbers only, that every table, claim and figure reads.
 
 Per variant: the paired latency ratios (forward and train at the sweep's headline shape, decode at its
-longest context, ``ablations.measure.headline_shapes``) with their 95% intervals and quartiles, tokens/s, FLOPs,
+longest context, ``ablations.measure.shapes``) with their 95% intervals and quartiles, tokens/s, FLOPs,
 utilisation, activation and KV bytes, and the same quantities of the baseline row of its sweep for the ratios
 and the A/A noise floor.
 """
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ablations.config.columns import row_columns
-from ablations.measure.headline_shapes import headline_decode, headline_shape
+from ablations.measure.shapes import headline_decode, headline_shape
 
 
 def pick(g: pd.DataFrame, metric: str, mode: str | None = None, batch: float | None = None,
@@ -32,7 +32,7 @@ def pick(g: pd.DataFrame, metric: str, mode: str | None = None, batch: float | N
 
 
 def largest_shape(g: pd.DataFrame) -> tuple[float, float] | None:
-    """The forward/train headline shape (``ablations.measure.headline_shapes.headline_shape``) among the measured
+    """The forward/train headline shape (``ablations.measure.shapes.headline_shape``) among the measured
     ones."""
     rows = g[g["mode"].isin(("forward", "train")) & g["batch"].notna() & g["seq_len"].notna()]
     shape = headline_shape(zip(rows["batch"], rows["seq_len"], strict=True))
@@ -40,7 +40,7 @@ def largest_shape(g: pd.DataFrame) -> tuple[float, float] | None:
 
 
 def longest_decode(g: pd.DataFrame) -> tuple[float, float] | None:
-    """(batch, context) of the headline decode point (``ablations.measure.headline_shapes.headline_decode``)."""
+    """(batch, context) of the headline decode point (``ablations.measure.shapes.headline_decode``)."""
     rows = g[(g["mode"] == "decode") & g["seq_len"].notna()]
     point = headline_decode(zip(rows["batch"], rows["seq_len"], strict=True))
     return None if point is None else (float(point[0]), float(point[1]))

@@ -1,7 +1,12 @@
-"""What each figure of a sweep's section says under it, after its title: how to read it (``figures.FIGURES`` pairs
-each with its builder; the report prints it in italics with a link to the SVG)."""
+"""A report's figures apart from the plotting: what each says under it, after its title, how to read it
+(``figures.FIGURES`` pairs each with its builder; the report prints it in italics with a link to the SVG), and the
+files of its ``figures/`` folder. A report built without figures must not import matplotlib, and must still leave no
+figure from an earlier build beside a REPORT.md that does not show it."""
 
 from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
 
 # Said under every figure of paired ratios.
 PAIRED = ("Every point is the variant's time over its baseline's (the block the sweep pairs with: `gpt2` unless it "
@@ -62,3 +67,13 @@ CAPTIONS = {
         "Holm holds it to (it excludes 0 exactly when the verdict names a difference). x is each variant's own "
         "parameter count; every width trains on the same tokens."),
 }
+
+
+SUFFIXES = (".png", ".svg")  # what ``ablations.report.figures.save`` writes for each figure
+
+
+def remove_stale(folder: Path, keep: Collection[Path] = ()) -> None:
+    """Delete every figure file in ``folder`` that is not in ``keep``; other files stay."""
+    for path in folder.glob("*"):
+        if path.suffix in SUFFIXES and path not in keep:
+            path.unlink()

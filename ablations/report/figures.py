@@ -17,8 +17,7 @@ import matplotlib
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ablations.report.figure_captions import CAPTIONS
-from ablations.report.figure_files import remove_stale
+from ablations.report.figure_captions import CAPTIONS, remove_stale
 from ablations.report.figure_style import STYLE, report_colours
 from ablations.report.quality_figures import extrapolation, loss_by_position, lr_scan, scale_effects, training_curves
 from ablations.report.timing_figures import (

@@ -19,7 +19,7 @@ from ablations.quality.worth import worth as worth_of
 from ablations.report.answer_tables import answer_tables
 from ablations.report.buys import buys_section
 from ablations.report.comparison import comparison
-from ablations.report.figure_files import remove_stale
+from ablations.report.figure_captions import remove_stale
 from ablations.report.flips import flip_labels
 from ablations.report.formatting import UNDER_MEASURED, markdown_table, wrap_prose
 from ablations.report.known_answers import trust_lines

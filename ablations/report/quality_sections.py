@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from ablations.quality.widths import by_variant_then_width, several_lengths, several_widths
+from ablations.quality.stats import by_variant_then_width, several_lengths, several_widths
 from ablations.report.formatting import (
     fmt_ci,
     fmt_count,

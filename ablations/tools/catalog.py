@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ablations.config.command_start import load, take_plugins
 from ablations.config.errors import command, prog
-from ablations.config.plugin_args import load, take_plugins
 
 
 def catalog_lines() -> list[str]:

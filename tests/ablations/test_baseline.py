@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 from ablations.cli import CONF_DIR, plan_run
-from ablations.config.read_arch import arch_from, baseline_from
+from ablations.config.checks import arch_from, baseline_from
 from ablations.quality.stats import summarize
 from ablations.results.identity import point_identity
 from ablations.results.variant_labels import variant_label

@@ -124,10 +124,10 @@ def test_the_target_holds_at_the_headline_unless_the_scope_is_every():
 
 def test_a_point_spends_its_target_on_the_headline_shape_and_decode_only(monkeypatch):
     """The rules a point hands its paired timings: sequential at the headline forward/train shape and the longest
-    decode context at its largest batch (``ablations.measure.headline_shapes``, what the report reads), fixed
+    decode context at its largest batch (``ablations.measure.shapes``, what the report reads), fixed
     elsewhere."""
     from ablations.measure import point
-    from ablations.measure.headline_shapes import headline_decode, headline_shape
+    from ablations.measure.shapes import headline_decode, headline_shape
     from tests.ablations.untimed import point_rows, untimed
 
     untimed(monkeypatch)

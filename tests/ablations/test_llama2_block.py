@@ -12,12 +12,12 @@ import pytest
 import torch
 
 import components
+from ablations.config.checks import arch_from
 from ablations.config.columns import row_values
-from ablations.config.read_arch import arch_from
+from ablations.measure.shapes import GQA_KV_HEADS as REGRESS_GQA_KV_HEADS
 from ablations.predict import scenarios
 from ablations.regress.architecture import arch as regress_arch
 from ablations.regress.cases import block_variants as regress_block_variants
-from ablations.regress.shapes import GQA_KV_HEADS as REGRESS_GQA_KV_HEADS
 from ablations.report import flip_sets
 from ablations.results.variant_labels import variant_label
 from blockbench import choice, llama2_choices

@@ -1,4 +1,4 @@
-"""Plugins (``components.plugins``, ``ablations.config.plugin_args``): found, refused in one line when they clash
+"""Plugins (``components.plugins``, ``ablations.config.command_start``): found, refused in one line when they clash
 or fail, recorded in rows, in a point's identity only where they shape it; and an uninstalled copy of the example plugin
 working through ``plugins=`` (the installed one: ``tests/ablations/test_plugin_install.py``, extended tier).
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ablations.config import plugin_args
+from ablations.config import command_start
 from ablations.config.errors import UsageError, command
 from blockbench import choice as choice_of
 from blockbench import choices
@@ -104,7 +104,7 @@ def test_two_plugins_registering_one_value_name_each_other_and_leave_nothing_hal
 def test_a_plugin_that_fails_to_import_is_one_line_and_exit_2(isolated, capsys):
     name = module(isolated, "plug_broken", "import not_a_module_anywhere\n")
     with pytest.raises(SystemExit) as info:
-        plugin_args.start("report", [f"plugins=[{name}]", "DIR"])
+        command_start.start("report", [f"plugins=[{name}]", "DIR"])
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert err == ("blockbench report: error: plugin plug_broken failed to import: ModuleNotFoundError: No module "
@@ -113,18 +113,18 @@ def test_a_plugin_that_fails_to_import_is_one_line_and_exit_2(isolated, capsys):
 
 @pytest.mark.parametrize("value,allowed", [("[a.b, c]", ["a.b", "c"]), ("a.b", ["a.b"]), ("a,b", ["a", "b"])])
 def test_plugins_takes_a_list_of_modules(value, allowed):
-    assert plugin_args.parse(value) == allowed
+    assert command_start.parse(value) == allowed
 
 
 @pytest.mark.parametrize("value", ["[]", "[a-b]", "1x"])
 def test_a_bad_plugins_value_is_one_line(value):
     with pytest.raises(UsageError) as info:
-        plugin_args.parse(value)
+        command_start.parse(value)
     assert "\n" not in info.value.message and info.value.message.startswith(f"plugins={value}: ")
 
 
 def test_the_environment_variable_is_named_once():
-    assert plugin_args.ENV == plugins.ENV
+    assert command_start.ENV == plugins.ENV
 
 
 def test_a_broken_installed_plugin_is_skipped_with_a_warning_and_named_where_input_is_bad(isolated, monkeypatch,

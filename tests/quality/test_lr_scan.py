@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
+from ablations.config.checks import arch_from
 from ablations.config.generated_sweeps import all_sweep, horizon_sweep, lr_scan_sweep
 from ablations.config.generated_variants import TIED, UNTIED, all_variants
 from ablations.config.paths import conf_dir
-from ablations.config.read_arch import arch_from
 from ablations.config.schema import TrainConfig, TunedRates
 from ablations.quality.learning_rate import SHARED, TUNED, UNTUNED, arm_rate, budget_rate
 from ablations.quality.lr_scan import (

@@ -13,9 +13,9 @@ import torch
 
 import components
 from ablations.measure.flops import analytic_forward_flops, count_flops
+from ablations.measure.shapes import D_MODEL
 from ablations.regress.added_work import with_added_work
 from ablations.regress.architecture import arch
-from ablations.regress.shapes import D_MODEL
 from ablations.regress.trees import Tree
 from components import model as model_module
 

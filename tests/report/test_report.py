@@ -116,7 +116,7 @@ def test_every_figure_is_written_non_empty_and_linked(built):
 
 def test_a_report_without_figures_draws_none_keeps_none_stale_and_says_how_to_draw_them(built, tmp_path,
                                                                                          monkeypatch):
-    from ablations.report.figure_files import SUFFIXES
+    from ablations.report.figure_captions import SUFFIXES
 
     source, text = built
     assert {p.suffix for p in (source / "figures").iterdir()} == set(SUFFIXES)  # every format save writes

@@ -1,10 +1,18 @@
-"""``plugins=[pkg.mod,...]``: the argument every ``blockbench`` command takes, read before the command's modules are
+"""What every ``blockbench`` command does before its own modules import.
+
+``plugins=[pkg.mod,...]``: the argument every command takes, read before the command's modules are
 imported (they read the declared choices as they import: the Hydra schema, the generated configs and sweeps).
 
 The modules named join ``$BLOCKBENCH_PLUGINS`` (``components.plugins``), so the processes the command starts (the
 tuned allocator's re-exec, Hydra's launchers, the regression check's children) import them too; then they are
 imported here, and one that fails stops the command with one line and exit status 2. Imports nothing of the
 harness until a command names a plugin or runs: ``blockbench --help`` stays free of torch.
+
+A timing command first restarts itself with glibc's allocator tuned (``reexec_with_tuned_malloc``): glibc returns and
+refaults large buffers between calls, which makes memory-bound timings measure the page faults instead of the
+kernels (to see what it does on a machine: run a sweep with ``BLOCKBENCH_MALLOC=off`` and without, then
+``blockbench compare OFF_RUN TUNED_RUN``). glibc reads its tunables only at start-up, hence the restart;
+``BLOCKBENCH_MALLOC=off`` keeps the default allocator (the setting is recorded per row).
 """
 
 from __future__ import annotations
@@ -16,6 +24,15 @@ from ablations.config.errors import CommandError, UsageError, error_line
 
 KEY = "plugins"
 ENV = "BLOCKBENCH_PLUGINS"  # components.plugins.ENV: read there, named here without importing torch
+TUNED = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 31)}
+
+
+def reexec_with_tuned_malloc(module: str, argv: list[str] | None = None) -> None:
+    """Restart as ``python -m module ARGV`` (this process's arguments by default) with the tunables set, unless
+    they are set or tuning is off."""
+    if os.environ.get("BLOCKBENCH_MALLOC", "tuned") == "tuned" and any(k not in os.environ for k in TUNED):
+        os.environ.update({k: os.environ.get(k, v) for k, v in TUNED.items()})
+        os.execv(sys.executable, [sys.executable, "-m", module, *(sys.argv[1:] if argv is None else argv)])
 
 
 def parse(value: str) -> list[str]:
