@@ -257,7 +257,7 @@ def _attn_sized(attn: AttnConfig, kv_heads: int) -> AttnConfig:
 ATTN = declare(Choice(
     display={"mha": "MHA", "gqa": "GQA", "mqa": "MQA", "mla": "MLA", "window": "sliding window"},
     group="attn", title="KV heads / query heads", config=AttnConfig, registry=ATTENTIONS, gpt2="mha",
-    llama2="gqa", hook="attention", order=40,
+    llama2="gqa", hook="attn", order=40,
     rung=4, sized=_attn_sized, flip_values=("gqa", "mla"), matches=_attn_matches, sweep=False,
     # 64 of the small model's 1024 tokens: a window that the kv sweep's contexts (up to 4096) run well past.
     setting_flips={"window": {"window": 64}},

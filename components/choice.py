@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 # tests/components/test_hooks.py holds to these names. The block and attention ask for the modules of a hook
 # (``components.declarations.hook_modules``) and never branch on a choice's name; a hook no declared choice fills at
 # a point's values costs nothing (the same modules, init draws and code paths as without it).
-HOOKS = ("positions", "norm", "ffn", "attention", "qkv", "qk", "scores", "branch", "block", "embedding", "logits",
+HOOKS = ("pos", "norm", "ffn", "attn", "qkv", "qk", "scores", "branch", "block", "embedding", "logits",
          "init", "flag")
 # The hooks whose module is one group's value: a second group there would never be built, so it is refused.
-OWNED_HOOKS = ("positions", "norm", "ffn", "attention")
+OWNED_HOOKS = ("pos", "norm", "ffn", "attn")
 # The hooks on the language model around the decoder: the timed unit (``Decoder``) never builds their modules.
 LM_HOOKS = ("embedding", "logits")
 

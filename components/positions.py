@@ -239,7 +239,7 @@ def build_positions(arch: ArchConfig) -> nn.Module:
 POS = declare(Choice(
     display={"learned": "learned", "rope": "RoPE", "none": "NoPE", "alibi": "ALiBi"},
     group="pos", title="positions", config=PosConfig, registry=POSITIONS, gpt2="learned", llama2="rope",
-    hook="positions", order=10,
+    hook="pos", order=10,
     rung=2,
     about={"learned": "a learned absolute table added at the input",
            "rope": "RoPE: Q and K rotated inside attention (`pos.layout=half|interleaved`, `pos.theta`)",

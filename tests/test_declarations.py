@@ -53,6 +53,13 @@ def test_the_declarations_are_consistent():
         testing.check_declaration(declared)
 
 
+def test_a_group_that_owns_its_hook_shares_its_name():
+    """An owned hook builds one group's module, so it is named as the group is (``pos=rope`` fills ``pos``); a shared
+    hook (``qk``, ``scores``, ``flag``, ...) is a place several groups may plug into, named for the place."""
+    owners = {declared.hook: declared.group for declared in choices() if declared.owns_hook}
+    assert owners and all(hook == group for hook, group in owners.items()), owners
+
+
 def test_a_group_is_declared_with_what_it_alone_can_say():
     @dataclasses.dataclass
     class TinyConfig:

@@ -120,5 +120,5 @@ def device(name: str) -> Hardware:
 
 def _attention(arch: ArchConfig) -> str:
     """The attention as variant labels name it (``mha``, ``gqa4``, ``mla``, ``gqa8-w4096``): what sizes the cache."""
-    choice = next(choice for choice in choices() if choice.hook == "attention")
+    choice = next(choice for choice in choices() if choice.hook == "attn")
     return name_in(choice, arch)

@@ -2,7 +2,7 @@
 ``qkv`` (Primer's depthwise convolutions on Q, K and V), ``scores`` (a transform of the attention scores),
 ``branch`` (a module on each branch's output before the residual add), ``block`` (how the branches join the
 residual, of which a point takes one: OLMo 2's norms after the branches, against transformers' layer), ``init``
-(DeepNet's β), an ``attention`` value that alternates local and global layers (Gemma 2), and on the language model
+(DeepNet's β), an ``attn`` value that alternates local and global layers (Gemma 2), and on the language model
 ``embedding`` (Gemma's √d scale) and ``logits`` (Gemma-2's final soft cap). Each is free when unused: a
 declared choice at a value that builds nothing leaves the model's modules, its init draws, its outputs and
 attention's fused SDPA path exactly as a model built without the choice."""
