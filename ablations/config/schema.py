@@ -71,7 +71,7 @@ class ProfileConfig:
     # Which measurements the target holds at: ``headline`` (the largest forward/train shape and the longest decode
     # context, ``ablations.measure.shapes``: what the report's speed table reads; the rest run the fixed
     # rounds) or ``every``.
-    precision_scope: str = "headline"
+    target_scope: str = "headline"
     prefill_max_tokens: int = 4096
     # Matrix-multiply peak for utilisation: an NxN @ NxN product in the run's dtype.
     peak_matmul_n: int = 2048

@@ -143,16 +143,16 @@ def rounds_rule_of(p: ProfileConfig, fixed_rounds: int | None = None, headline: 
     """The rounds rule of a profile for one paired measurement.
 
     Sequential when ``profile.target_halfwidth`` is set (``min_rounds`` and ``max_rounds`` then required) and the
-    measurement is in its scope: every one under ``precision_scope=every``, the headline ones only
+    measurement is in its scope: every one under ``target_scope=every``, the headline ones only
     (``ablations.measure.shapes``, what the report's speed table reads) under ``headline``. Otherwise exactly
     ``fixed_rounds`` (the profile's ``rounds`` by default): the other shapes feed the every-shape grid and the
     figures, where a few percent more spread changes no reading, so their rounds are not worth the target's.
     """
     keys = ("target_halfwidth", "min_rounds", "max_rounds")
     target, low, high = (getattr(p, k) for k in keys)
-    scope = p.precision_scope
+    scope = p.target_scope
     if scope not in SCOPES:
-        raise ConfigError(f"profile.precision_scope={scope} is not one of {', '.join(SCOPES)}")
+        raise ConfigError(f"profile.target_scope={scope} is not one of {', '.join(SCOPES)}")
     rounds = int(p.rounds if fixed_rounds is None else fixed_rounds)
     if target is None:
         if low is not None or high is not None:

@@ -2,7 +2,7 @@
 the sizes every regression case is timed at.
 
 The headline is declared here so that the measurement spends its precision where the report looks: the profile's
-``target_halfwidth`` is held at these (``profile.precision_scope=headline``), and the report picks the same cells
+``target_halfwidth`` is held at these (``profile.target_scope=headline``), and the report picks the same cells
 from a results table (``ablations.report.comparison``).
 
 The regression sizes are those of the pytest-benchmark suite (``tests/benchmarks``): a d=512 block at 256 tokens,

@@ -31,7 +31,7 @@ NEUTRAL_RUN_SETTINGS = {"baseline": {"name": "gpt2"}}
 NEUTRAL_PROFILE_SETTINGS = {"target_halfwidth": None, "min_rounds": None, "max_rounds": None,
                             # a point written without the scope held its target everywhere: where the headline
                             # scope skips, it was measured more precisely than asked, never less
-                            "precision_scope": "headline",
+                            "target_scope": "headline",
                             # newer measurement families, on: a point written without one lacks only its rows
                             "quality_step": True, "components": True,
                             # decode timed eagerly, as every point before graphs was

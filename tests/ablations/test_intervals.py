@@ -112,14 +112,14 @@ def test_paired_timing_stops_when_asked():
 
 def test_the_target_holds_at_the_headline_unless_the_scope_is_every():
     settings = {"rounds": 8, "target_halfwidth": 0.03, "min_rounds": 8, "max_rounds": 48}
-    headline_scope = ProfileConfig(name="test", **{**settings, "precision_scope": "headline"})
+    headline_scope = ProfileConfig(name="test", **{**settings, "target_scope": "headline"})
     assert rounds_rule_of(headline_scope, headline=True).target_halfwidth == 0.03
     other = rounds_rule_of(headline_scope, fixed_rounds=16, headline=False)
     assert other.looks == [16] and other.target_halfwidth is None
-    every = ProfileConfig(name="test", **{**settings, "precision_scope": "every"})
+    every = ProfileConfig(name="test", **{**settings, "target_scope": "every"})
     assert rounds_rule_of(every, headline=False).max_rounds == 48
-    with pytest.raises(ConfigError, match=re.escape("profile.precision_scope=some is not one of headline, every")):
-        rounds_rule_of(ProfileConfig(name="test", **{**settings, "precision_scope": "some"}))
+    with pytest.raises(ConfigError, match=re.escape("profile.target_scope=some is not one of headline, every")):
+        rounds_rule_of(ProfileConfig(name="test", **{**settings, "target_scope": "some"}))
 
 
 def test_a_point_spends_its_target_on_the_headline_shape_and_decode_only(monkeypatch):
