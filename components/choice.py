@@ -15,23 +15,82 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from torch import nn
+
 from components.declared_set import DuplicateError, current_source
 from components.registry import Registry
 
 if TYPE_CHECKING:
     from components.config import ArchConfig
 
-# Where a choice's module plugs in. What a class on each hook provides (how it is built and called, its ``work`` and
-# traits) is written once, in docs/plugins.md ("What each hook's class provides"), whose table
-# tests/components/test_hooks.py holds to these names. The block and attention ask for the modules of a hook
+
+
+@dataclass(frozen=True)
+class Interface:
+    """What the harness calls by name on a class registered on a hook, checked when the class is registered
+    (``check_interface``), so a class that lacks one fails there in one line, not mid-run. How each is built and
+    called is docs/plugins.md's ("What each hook's class provides"); tests/components/test_hooks.py holds that table to
+    these names and methods."""
+
+    methods: tuple[str, ...] = ("forward",)  # defined by the class itself, not left to ``nn.Module``'s placeholder
+    module: bool = True  # built and held by the model: an ``nn.Module``
+    work: bool = False  # states what one call costs (``work``)
+    nothing: bool = False  # builds nothing: every value is registered as None
+
+
+# Where a choice's module plugs in, and what it is called by. The block and attention ask for the modules of a hook
 # (``components.declarations.hook_modules``) and never branch on a choice's name; a hook no declared choice fills at
 # a point's values costs nothing (the same modules, init draws and code paths as without it).
-HOOKS = ("pos", "norm", "ffn", "attn", "qkv", "qk", "scores", "branch", "block", "embedding", "logits",
-         "init", "flag")
+INTERFACES = {
+    "pos": Interface(methods=("embed", "rotation", "score_bias"), work=True),
+    "norm": Interface(work=True),
+    "ffn": Interface(work=True),
+    "attn": Interface(work=True),
+    "qkv": Interface(work=True),
+    "qk": Interface(work=True),
+    "scores": Interface(work=True),
+    "branch": Interface(work=True),
+    "block": Interface(methods=("norms", "forward"), module=False, work=True),
+    "embedding": Interface(),
+    "logits": Interface(),
+    "init": Interface(methods=("__call__",), module=False),
+    "flag": Interface(methods=(), module=False, nothing=True),
+}
+HOOKS = tuple(INTERFACES)
 # The hooks whose module is one group's value: a second group there would never be built, so it is refused.
 OWNED_HOOKS = ("pos", "norm", "ffn", "attn")
 # The hooks on the language model around the decoder: the timed unit (``Decoder``) never builds their modules.
 LM_HOOKS = ("embedding", "logits")
+CONTRACT = 'docs/plugins.md, "What each hook\'s class provides"'
+
+
+class InterfaceError(TypeError):
+    """A value registered on a hook with a class that lacks what the hook calls; the message is one line."""
+
+
+def _defines(cls: type, name: str) -> bool:
+    return any(name in vars(k) for k in cls.__mro__ if k not in (object, nn.Module))
+
+
+def check_interface(hook: str, key: str, value: str, obj: object) -> None:
+    """Raise ``InterfaceError`` naming ``key=value`` where ``obj`` is not what ``hook`` calls (``INTERFACES``)."""
+    need = INTERFACES[hook]
+    where = f"{key}={value}: the {hook} hook"
+    if obj is None:
+        if hook in OWNED_HOOKS:
+            raise InterfaceError(f"{where} builds its group's one module, so every value needs a class, not None "
+                                 f"({CONTRACT})")
+        return
+    if need.nothing:
+        raise InterfaceError(f"{where} builds nothing: register every value as None, e.g. REGISTRY.add({value!r}, "
+                             f"None), and read arch.<group> where it matters ({CONTRACT})")
+    if not isinstance(obj, type):
+        raise InterfaceError(f"{where} takes a class, got {type(obj).__name__} {obj!r} ({CONTRACT})")
+    if need.module and not issubclass(obj, nn.Module):
+        raise InterfaceError(f"{where} builds a module: {obj.__name__} must subclass torch.nn.Module ({CONTRACT})")
+    missing = [m for m in (*need.methods, *(("work",) if need.work else ())) if not _defines(obj, m)]
+    if missing:
+        raise InterfaceError(f"{where} calls {', '.join(missing)}, which {obj.__name__} does not define ({CONTRACT})")
 
 
 # What in a run's results a claim is read from; the report has one reading per name (``ablations.report.claims``):

@@ -11,12 +11,13 @@ Outside ``components`` these names are imported from ``blockbench``, the one pat
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from components.choice import LM_HOOKS
+from components.choice import LM_HOOKS, check_interface
 from components.declared_set import DECLARED
 from components.plugins import load_plugins
 
@@ -30,8 +31,15 @@ if TYPE_CHECKING:
 def declare(choice: Choice) -> Choice:
     """Add a choice to the declared set (called once, at import, by the module that implements it, or a plugin).
 
-    A choice without an ``order`` goes after every group declared so far; the one returned has it."""
-    return DECLARED.add(choice)
+    A choice without an ``order`` goes after every group declared so far; the one returned has it. Every value of
+    its registry, registered now or later, is held to its hook's interface (``choice.check_interface``)."""
+    declared = DECLARED.add(choice)
+    try:
+        declared.registry.bind(functools.partial(check_interface, declared.hook, declared.registry.key))
+    except Exception:
+        DECLARED.remove(declared.group)
+        raise
+    return declared
 
 
 def choices() -> list[Choice]:

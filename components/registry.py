@@ -56,12 +56,23 @@ class Registry(Generic[T]):
         self.key = key
         self._entries: dict[str, T] = {}
         self._sources: dict[str, str] = {}
+        # What every class must provide once the registry's group is declared on a hook (``bind``).
+        self._check: Callable[[str, T], None] | None = None
+
+    def bind(self, check: Callable[[str, T], None]) -> None:
+        """Hold every value, those registered so far and those to come, to ``check(name, obj)``: the interface of
+        the hook the registry's group was declared on (``components.declarations.declare``)."""
+        for name, obj in self._entries.items():
+            check(name, obj)
+        self._check = check
 
     def register(self, name: str) -> Callable[[T], T]:
         def add(obj: T) -> T:
             if name in self._entries:
                 raise DuplicateError(f"{self.key}={name} is registered twice: by {self._sources[name]} and by "
                                      f"{current_source()}")
+            if self._check is not None:
+                self._check(name, obj)
             self._entries[name] = obj
             self._sources[name] = current_source()
             return obj

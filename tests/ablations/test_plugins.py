@@ -92,9 +92,37 @@ def test_a_duplicate_is_one_line_naming_both_sources(isolated, body, said):
     assert str(info.value) == said
 
 
+@pytest.mark.parametrize("body,said", [
+    ("from blockbench import FFNS\nFFNS.register('relu4')(object)\n",
+     "ffn.name=relu4: the ffn hook builds a module: object must subclass torch.nn.Module"),
+    ("from torch import nn\nfrom blockbench import NORMS\n@NORMS.register('half')\nclass Half(nn.Module):\n"
+     "    def forward(self, x):\n        return x / 2\n",
+     "norm.name=half: the norm hook calls work, which Half does not define"),
+    ("from torch import nn\nfrom blockbench import POSITIONS\n@POSITIONS.register('p')\nclass P(nn.Module):\n"
+     "    def embed(self, x, offset=0):\n        return x\n    @classmethod\n    def work(cls, arch, step):\n"
+     "        return None\n",
+     "pos.name=p: the pos hook calls rotation, score_bias, which P does not define"),
+    ("from dataclasses import dataclass\nfrom blockbench import Choice, Registry, declare\n"
+     "@dataclass\nclass C:\n    name: str = 'a'\nr = Registry('lean.name'); r.add('a', None); r.add('b', int)\n"
+     "declare(Choice(group='lean', config=C, registry=r, gpt2='a', hook='flag', about={'a': 'x', 'b': 'y'}))\n",
+     "lean.name=b: the flag hook builds nothing: register every value as None"),
+])
+def test_a_class_without_what_its_hook_calls_is_one_line_at_registration(isolated, body, said):
+    """A value is held to its hook's interface (``components.choice.INTERFACES``) when it is registered into a
+    declared group, or when the group that holds it is declared: the plugin fails to import, and nothing of it
+    stays declared."""
+    before = {c.group for c in choices()}
+    with pytest.raises(PluginError) as info:
+        plugins.load_explicit([module(isolated, "plug_iface", body)])
+    message = str(info.value)
+    assert message.startswith(f"plugin plug_iface failed to import: InterfaceError: {said}"), message
+    assert "\n" not in message and "What each hook's class provides" in message
+    assert {c.group for c in choices()} == before and "relu4" not in FFNS
+
+
 def test_two_plugins_registering_one_value_name_each_other_and_leave_nothing_half_declared(isolated):
     plugins.load_explicit([module(isolated, "plug_a", RELU3)])
-    second = "from blockbench import FFNS\nFFNS.register('relu4')(object)\n" + textwrap.dedent(RELU3)
+    second = "from blockbench import FFNS, GeluMLP\nFFNS.register('relu4')(GeluMLP)\n" + textwrap.dedent(RELU3)
     with pytest.raises(PluginError, match=r"ffn.name=relu3 is registered twice: by plugin plug_a \(plug_a\) and by "
                                           r"plugin plug_b \(plug_b\)$"):
         plugins.load_explicit([module(isolated, "plug_b", second)])

@@ -432,3 +432,19 @@ def test_the_plugin_guide_lists_every_hook_once_in_each_table():
         rows = [line.split("`")[1] for line in text.split(section)[1].split("\n## ")[0].splitlines()
                 if line.startswith("| `")]
         assert rows == list(HOOKS), section
+
+
+def test_the_contracts_table_names_what_each_hook_calls():
+    """Each method a hook's interface holds a class to (``components.choice.INTERFACES``, checked at registration)
+    is in that hook's row of the contracts' table, and the rows that say *work* are the hooks that require it."""
+    from pathlib import Path
+
+    from components.choice import INTERFACES
+
+    text = (Path(__file__).parents[2] / "docs" / "plugins.md").read_text()
+    section = text.split("## What each hook's class provides")[1].split("\n## ")[0]
+    rows = {line.split("`")[1]: line for line in section.splitlines() if line.startswith("| `")}
+    for hook, need in INTERFACES.items():
+        named = [m for m in need.methods if m != "__call__"]
+        assert all(f"`{m}(" in rows[hook] for m in named), (hook, named)
+        assert need.work == ("*work*" in rows[hook] or "`work(" in rows[hook]), hook
