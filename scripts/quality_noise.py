@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> None:
                        "mean_last2": sum(vals[-2:]) / 2, "windows": 0 if result.final_windows is None
                        else len(result.final_windows), "wall_s": wall, "cpu_s": cpu, "threads": args.threads}
                 # The curve's last evaluation before the end is on the subset; score the end on it too.
-                row["final_subset"] = float(window_losses(result.model, chunk_spans(curve_spans(spans, tc),
+                row["final_subset"] = float(window_losses(result.lm, chunk_spans(curve_spans(spans, tc),
                                                                                    tc.context), tc.batch).mean())
                 if result.final_windows is not None:
                     torch.save(result.final_windows, out / "windows" / f"{name}-{variant}-{seed}.pt")

@@ -46,9 +46,9 @@ class Subject:
     def __init__(self, arch: ArchConfig, device: torch.device, dtype: torch.dtype, seed: int, compiled: bool):
         torch.manual_seed(seed)
         self.arch = arch
-        self.model: Decoder = build_decoder(arch, device=device, dtype=dtype)
-        self.params = count_parameters(self.model)
-        self.run = torch.compile(self.model) if compiled else self.model
+        self.decoder: Decoder = build_decoder(arch, device=device, dtype=dtype)
+        self.params = count_parameters(self.decoder)
+        self.run = torch.compile(self.decoder) if compiled else self.decoder
         # Compiled graphs traced under inference mode poison later training calls with inference
         # tensors; no_grad is the compiled path's inference mode.
         self.no_grad = torch.no_grad if compiled else torch.inference_mode
@@ -63,7 +63,7 @@ class Subject:
         def fn() -> None:
             # Forward and backward of a scalar loss; the optimiser step is not part of the block's cost.
             self.run(x).float().square().mean().backward()
-            self.model.zero_grad(set_to_none=True)
+            self.decoder.zero_grad(set_to_none=True)
         return fn
 
 
@@ -98,7 +98,7 @@ def measure_point(plan: TimingPlan, rows: Rows) -> None:
         rows.base.update(params=variant.params, params_baseline=baseline.params,
                          baseline_kv_heads=baseline.arch.n_kv_heads)
     rows.add("params", variant.params, "count")
-    rows.add("param_bytes", parameter_bytes(variant.model), "B")
+    rows.add("param_bytes", parameter_bytes(variant.decoder), "B")
     shapes = [parse_shape(s, "profile.shapes") for s in p.shapes]
     decode_points = ([(context, batch) for context in p.decode_contexts for batch in p.decode_batch_sizes]
                      if p.decode else [])
@@ -160,7 +160,7 @@ def measure_point(plan: TimingPlan, rows: Rows) -> None:
             if p.memory:
                 with phase(rows, "memory", shape):
                     step = variant.train_step(x)
-                    rows.add("activation_bytes", saved_activation_bytes(variant.model, step), "B", mode="train",
+                    rows.add("activation_bytes", saved_activation_bytes(variant.decoder, step), "B", mode="train",
                              shape=shape)
                     peak_bytes = cuda_peak_bytes(step, device)
                     if peak_bytes is not None:
@@ -173,8 +173,8 @@ def measure_point(plan: TimingPlan, rows: Rows) -> None:
             tick(f"decode {batch}x{context}")
 
 
-def _fill_cache(model: Decoder, batch: int, context: int) -> KVCache:
-    cache = model.new_cache(batch, context + 1)
+def _fill_cache(decoder: Decoder, batch: int, context: int) -> KVCache:
+    cache = decoder.new_cache(batch, context + 1)
     cache.randomize_()  # spares a prefill of `context` tokens
     cache.pos = context
     return cache
@@ -199,7 +199,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     shape = Shape(batch, context)
     d = variant.arch.model.d_model
     subjects = (variant, baseline)
-    filled = [_fill_cache(s.model, batch, context) for s in subjects]
+    filled = [_fill_cache(s.decoder, batch, context) for s in subjects]
     # What a cache of ``context`` positions holds: a rolling (windowed) cache keeps only its window of them.
     kv_bytes = new_cache(variant.arch, batch, context, dtype=dtype, device="meta").nbytes
     rows.add("kv_cache_bytes", kv_bytes, "B", mode="decode", shape=shape)
@@ -218,7 +218,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
         # order, average placement out instead of freezing one draw of it into the ratio.
         caches[:] = [None, None]  # free last round's copies before drawing new memory
         for i in order:
-            _renew_storage(subjects[i].model)
+            _renew_storage(subjects[i].decoder)
             caches[i] = filled[i].clone()
 
     token = torch.randn(batch, 1, d, device=device, dtype=dtype)
@@ -252,7 +252,7 @@ def _measure_decode(rows: Rows, variant: Subject, baseline: Subject, context: in
     for name, subject, cache in (("decode_ops", variant, filled[0]), ("decode_baseline_ops", baseline, filled[1])):
         eager = cache.clone()
         eager.pos = context
-        rows.add(name, dispatched_ops(lambda m=subject.model, c=eager: m(token, c)), "ops", mode="decode",
+        rows.add(name, dispatched_ops(lambda m=subject.decoder, c=eager: m(token, c)), "ops", mode="decode",
                  shape=shape, note="operators one eager decode step dispatches, views left out: about one kernel "
                                    "launch each")
     if record_backends:

@@ -192,7 +192,7 @@ def result_rows(rows: Rows, result: TrainResult, tc: TrainConfig, spans: torch.T
     if not extras:
         return
     width = tc.context // tc.position_buckets
-    for ex in extrapolate(result.model, curve_spans(spans, tc), tc.context, list(tc.extrapolation), tc.batch):
+    for ex in extrapolate(result.lm, curve_spans(spans, tc), tc.context, list(tc.extrapolation), tc.batch):
         if ex.loss is None:
             rows.add("extrap_loss", math.nan, nats, mode="extrapolation", seq_len=ex.seq_len, statistic="cannot",
                      note=f"learned positions have no vector past position {tc.context - 1}")

@@ -23,24 +23,24 @@ class CompiledOrEager:
     RECOMPILE_LIMIT = 64
     broken = ""  # why compiling failed in this process, once it has
 
-    def __init__(self, model: LanguageModel) -> None:
+    def __init__(self, lm: LanguageModel) -> None:
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, self.RECOMPILE_LIMIT)
-        self.model, self.failed = model, CompiledOrEager.broken
-        self.compiled = model if self.failed else torch.compile(model)
+        self.lm, self.failed = lm, CompiledOrEager.broken
+        self.compiled = lm if self.failed else torch.compile(lm)
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         if self.failed:
-            return self.model(tokens)
+            return self.lm(tokens)
         try:
             return self.compiled(tokens)
         except Exception as exc:  # a compiler missing or refusing: the step is still the same step, eagerly
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             self.failed = CompiledOrEager.broken = f"{type(exc).__name__}: {first}"[:300]
             log.warning("torch.compile failed (%s): training eagerly", self.failed)
-            return self.model(tokens)
+            return self.lm(tokens)
 
 
-def training_forward(model: LanguageModel, tc: TrainConfig) -> Callable[[torch.Tensor], torch.Tensor]:
+def training_forward(lm: LanguageModel, tc: TrainConfig) -> Callable[[torch.Tensor], torch.Tensor]:
     """The model as the training steps call it: ``torch.compile``d with ``train.compile`` (one shape, so it compiles
     once; eager if that fails: ``CompiledOrEager``); evaluation calls the eager model, whose lengths vary."""
-    return CompiledOrEager(model) if tc.compile is True else model
+    return CompiledOrEager(lm) if tc.compile is True else lm

@@ -25,17 +25,17 @@ class Extrapolation:
     by_position: torch.Tensor | None
 
 
-def extrapolate(model: LanguageModel, spans: torch.Tensor, context: int, factors: list[int],
+def extrapolate(lm: LanguageModel, spans: torch.Tensor, context: int, factors: list[int],
                 batch: int) -> list[Extrapolation]:
-    """Score ``model`` at ``context * f`` for each factor; batches shrink with length to bound memory."""
-    limit = model.arch.model.max_seq_len
+    """Score ``lm`` at ``context * f`` for each factor; batches shrink with length to bound memory."""
+    limit = lm.arch.model.max_seq_len
     out = []
     for f in sorted(factors):
         length = context * f
         if length > limit:
             out.append(Extrapolation(f, length, None, None))
             continue
-        per_position = loss_by_position(model, chunk_spans(spans, length), max(1, batch // f))
+        per_position = loss_by_position(lm, chunk_spans(spans, length), max(1, batch // f))
         out.append(Extrapolation(f, length, float(per_position.mean()), per_position))
     return out
 

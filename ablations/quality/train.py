@@ -40,7 +40,7 @@ from components import ArchConfig, LanguageModel, build_lm, common_random_init
 
 @dataclass
 class TrainResult:
-    model: LanguageModel
+    lm: LanguageModel
     # (metric, step, value in nats per byte or token): train_loss averaged over the steps since the last entry,
     # val_loss.
     curve: list[tuple[str, int, float]] = field(default_factory=list)
@@ -93,7 +93,7 @@ class _Run:
     validation losses of every run it evaluated for, as (metric, step, value), and the train-loss averages)."""
 
     tc: TrainConfig
-    model: LanguageModel
+    lm: LanguageModel
     forward: Callable[[torch.Tensor], torch.Tensor]
     opt: torch.optim.Optimizer
     result: TrainResult
@@ -103,10 +103,10 @@ class _Run:
     since: int = 0
 
     @classmethod
-    def start(cls, model: LanguageModel, tc: TrainConfig, result: TrainResult | None = None) -> _Run:
+    def start(cls, lm: LanguageModel, tc: TrainConfig, result: TrainResult | None = None) -> _Run:
         span = round(tc.steps * float(tc.average_last or 0.0))
-        return cls(tc, model, training_forward(model, tc), make_optimizer(model, tc),
-                   result if result is not None else TrainResult(model), averaged=TailAverage(span) if span else None)
+        return cls(tc, lm, training_forward(lm, tc), make_optimizer(lm, tc),
+                   result if result is not None else TrainResult(lm), averaged=TailAverage(span) if span else None)
 
 
 def _scores(tc: TrainConfig, step: int) -> bool:
@@ -118,14 +118,14 @@ def _train(arch: ArchConfig, corpus: Corpus, tc: TrainConfig, seed: int, device:
            spans: torch.Tensor | None, progress: Callable[[str], None] | None,
            branches: Sequence[TrainConfig]) -> TrainResult:
     torch.manual_seed(seed)
-    model = build_lm(arch, device=device)
+    lm = build_lm(arch, device=device)
     if tc.common_init:
-        common_random_init(model, seed)
+        common_random_init(lm, seed)
     spans = spans if spans is not None else validation_spans(corpus, tc)
     data = _Data(corpus, train_starts(len(corpus.train), tc.context, tc.steps, tc.batch, seed),
                  chunk_spans(curve_spans(spans, tc), tc.context), chunk_spans(spans, tc.context), device, progress)
-    run = _Run.start(model, tc)
-    model.train()
+    run = _Run.start(lm, tc)
+    lm.train()
     _steps(run, 0, data, sorted(branches, key=decay_start))
     return run.result
 
@@ -148,16 +148,16 @@ def _steps(run: _Run, first: int, data: _Data, waiting: list[TrainConfig]) -> No
         # the ranks, which makes the step the single-process one (ablations.quality.distributed).
         w = to_device(windows(data.corpus.train, distributed.shard(data.starts[step]), tc.context + 1), data.device)
         result.data_seconds += time.perf_counter() - began
-        value = train_step.training_step(run.model, run.forward, run.opt, w, tc, data.device)
+        value = train_step.training_step(run.lm, run.forward, run.opt, w, tc, data.device)
         if step == first:  # the first call compiles, or fails to
             result.compile_failed = getattr(run.forward, "failed", "") or result.compile_failed
         if not math.isfinite(value):
             result.diverged_at, result.reason = step, f"training loss became {value} at step {step}"
             return _close(run, waiting)
         if run.averaged is not None and step >= tc.steps - run.averaged.span:
-            run.averaged.add(run.model)
+            run.averaged.add(run.lm)
             if step == tc.steps - 1:
-                run.averaged.load_into(run.model)
+                run.averaged.load_into(run.lm)
         result.step_seconds.append(time.perf_counter() - began)
         result.train_seconds += result.step_seconds[-1]
         result.tokens += w.shape[0] * tc.context * distributed.world_size()
@@ -174,11 +174,11 @@ def _steps(run: _Run, first: int, data: _Data, waiting: list[TrainConfig]) -> No
 def _evaluate(run: _Run, step: int, data: _Data) -> bool:
     tc, result = run.tc, run.result
     if step == tc.steps:
-        windows_loss = window_losses(run.model, data.final, tc.batch, autocast(tc, data.device))
+        windows_loss = window_losses(run.lm, data.final, tc.batch, autocast(tc, data.device))
         result.final_windows = windows_loss
         loss = result.final_val = float(windows_loss.mean())
     else:
-        loss = float(loss_by_position(run.model, data.val, tc.batch, autocast(tc, data.device)).mean())
+        loss = float(loss_by_position(run.lm, data.val, tc.batch, autocast(tc, data.device)).mean())
     run.log.append(("val_loss", step, loss))
     if data.progress:
         data.progress(f"step {step}/{tc.steps}: val {loss:.3f} nats/{data.corpus.unit}")
@@ -197,11 +197,11 @@ def _curve(tc: TrainConfig, log: list[tuple[str, int, float]], last: int) -> lis
 def _fork(run: _Run, tc: TrainConfig) -> _Run:
     """A branch of ``run`` at its current step: the model, the optimizer's state, the running train loss and what
     was recorded so far copied, the rest its own."""
-    model = copy.deepcopy(run.model)
+    lm = copy.deepcopy(run.lm)
     done = run.result
-    result = TrainResult(model, step_seconds=list(done.step_seconds), train_seconds=done.train_seconds,
+    result = TrainResult(lm, step_seconds=list(done.step_seconds), train_seconds=done.train_seconds,
                          tokens=done.tokens, data_seconds=done.data_seconds, compile_failed=done.compile_failed)
-    branch = _Run.start(model, tc, result)
+    branch = _Run.start(lm, tc, result)
     branch.opt.load_state_dict(copy.deepcopy(run.opt.state_dict()))
     branch.log = list(run.log)  # its curve keeps only its own scores (``_curve``)
     branch.running, branch.since = run.running, run.since
@@ -215,6 +215,6 @@ def _close(run: _Run, waiting: list[TrainConfig]) -> None:
     result.curve = _curve(run.tc, run.log, last)
     for tc in waiting:
         result.branches[tc.steps] = TrainResult(
-            result.model, curve=_curve(tc, run.log, last), diverged_at=result.diverged_at,
+            result.lm, curve=_curve(tc, run.log, last), diverged_at=result.diverged_at,
             reason=f"{result.reason} (in the stable phase this branch shares)", train_seconds=result.train_seconds,
             tokens=result.tokens, step_seconds=list(result.step_seconds), data_seconds=result.data_seconds)

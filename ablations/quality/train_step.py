@@ -20,7 +20,7 @@ from ablations.roofline.work import mode_work
 from components import ArchConfig, LanguageModel, build_lm, common_random_init
 
 
-def training_step(model: LanguageModel, forward: Callable[[torch.Tensor], torch.Tensor], opt: torch.optim.Optimizer,
+def training_step(lm: LanguageModel, forward: Callable[[torch.Tensor], torch.Tensor], opt: torch.optim.Optimizer,
                   w: torch.Tensor, tc: TrainConfig, device: torch.device) -> float:
     """One optimizer step on the windows ``w`` (batch, context + 1 ids): the forward (``forward``, from
     ``training_forward``) under ``autocast``, next-id cross-entropy, backward, gradient clipping at ``train.clip``,
@@ -35,9 +35,9 @@ def training_step(model: LanguageModel, forward: Callable[[torch.Tensor], torch.
         return value
     opt.zero_grad(set_to_none=True)
     loss.backward()
-    distributed.average_gradients(model)
+    distributed.average_gradients(lm)
     if tc.clip > 0:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
+        torch.nn.utils.clip_grad_norm_(lm.parameters(), tc.clip)
     opt.step()
     return value
 
@@ -66,16 +66,16 @@ class TimedStep:
     def __init__(self, arch: ArchConfig, tc: TrainConfig, seed: int, w: torch.Tensor, device: torch.device):
         torch.manual_seed(seed)
         self.arch = arch
-        self.model: LanguageModel = build_lm(arch, device=device)
+        self.lm: LanguageModel = build_lm(arch, device=device)
         if tc.common_init:
-            common_random_init(self.model, seed)
-        self.model.train()
-        self.forward = training_forward(self.model, tc)
-        self.opt = make_optimizer(self.model, with_rate(tc, STEP_LR))
+            common_random_init(self.lm, seed)
+        self.lm.train()
+        self.forward = training_forward(self.lm, tc)
+        self.opt = make_optimizer(self.lm, with_rate(tc, STEP_LR))
         self.tc, self.w, self.device = tc, w, device
 
     def __call__(self) -> float:
-        value = training_step(self.model, self.forward, self.opt, self.w, self.tc, self.device)
+        value = training_step(self.lm, self.forward, self.opt, self.w, self.tc, self.device)
         if not math.isfinite(value):  # training_step skipped the update; a timing of that would be no step's
             raise FloatingPointError(f"the quality model's training loss became {value}")
         return value

@@ -37,33 +37,33 @@ def curve_spans(spans: torch.Tensor, tc: TrainConfig) -> torch.Tensor:
 
 
 @torch.no_grad()
-def window_losses(model: LanguageModel, rows: torch.Tensor, batch: int,
+def window_losses(lm: LanguageModel, rows: torch.Tensor, batch: int,
                   precision: contextlib.AbstractContextManager | None = None) -> torch.Tensor:
     """Mean next-byte loss of each of ``rows`` (windows of length + 1 bytes), in nats; shape (len(rows),)."""
-    was_training = model.training
-    model.eval()
+    was_training = lm.training
+    lm.eval()
     out = []
     for i in range(0, len(rows), batch):
-        w = to_device(rows[i : i + batch], next(model.parameters()).device)
+        w = to_device(rows[i : i + batch], next(lm.parameters()).device)
         with precision or contextlib.nullcontext():
-            logits = model(w[:, :-1]).float()
+            logits = lm(w[:, :-1]).float()
         out.append(F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none").double().mean(1).cpu())
-    model.train(was_training)
+    lm.train(was_training)
     return torch.cat(out)
 
 
 @torch.no_grad()
-def loss_by_position(model: LanguageModel, rows: torch.Tensor, batch: int,
+def loss_by_position(lm: LanguageModel, rows: torch.Tensor, batch: int,
                      precision: contextlib.AbstractContextManager | None = None) -> torch.Tensor:
     """Mean next-byte loss at each position over ``rows`` of (length + 1) bytes, in nats; shape (length,)."""
-    was_training = model.training
-    model.eval()
+    was_training = lm.training
+    lm.eval()
     total = torch.zeros(rows.shape[1] - 1, dtype=torch.float64)
     for i in range(0, len(rows), batch):
-        w = to_device(rows[i : i + batch], next(model.parameters()).device)
+        w = to_device(rows[i : i + batch], next(lm.parameters()).device)
         with precision or contextlib.nullcontext():
-            logits = model(w[:, :-1]).float()
+            logits = lm(w[:, :-1]).float()
         nll = F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none")  # (b, length)
         total += nll.sum(0).double().cpu()
-    model.train(was_training)
+    lm.train(was_training)
     return total / len(rows)

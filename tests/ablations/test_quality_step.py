@@ -86,9 +86,9 @@ def test_the_timed_calls_are_optimizer_steps_of_the_two_quality_models(monkeypat
         counts = {int(s["step"]) for s in arm.opt.state.values()}
         assert counts == {1 + calls + profiled}
         fresh = qs.QualityStep(arm.arch, quality.train, int(cfg.seed), arm.w, CPU)
-        moved = [not torch.equal(p, q) for p, q in zip(arm.model.parameters(), fresh.model.parameters(), strict=True)]
+        moved = [not torch.equal(p, q) for p, q in zip(arm.lm.parameters(), fresh.lm.parameters(), strict=True)]
         assert all(moved)
-        assert all(torch.isfinite(p).all() for p in arm.model.parameters())
+        assert all(torch.isfinite(p).all() for p in arm.lm.parameters())
 
 
 def test_the_step_is_the_one_train_runs(monkeypatch):
@@ -108,17 +108,17 @@ def test_the_step_is_the_one_train_runs(monkeypatch):
     quality = plan_point(cfg).quality
     tc = with_rate(quality.train, arm_rate(quality.train, "gpt2").lr)  # the arm's own rate, as a point resolves it
     result = train_module.train(quality.arch, load_corpus(), tc, 0, CPU)
-    assert len(calls) == 3 and all(m is result.model for m in calls)
+    assert len(calls) == 3 and all(m is result.lm for m in calls)
     step = qs.quality_steps(plan_point(cfg).quality, CPU)[0]
     loss = step()
-    assert math.isfinite(loss) and len(calls) == 4 and calls[-1] is step.model
+    assert math.isfinite(loss) and len(calls) == 4 and calls[-1] is step.lm
 
 
 def test_a_loss_that_is_not_finite_stops_the_measurement():
     cfg = composed()
     step = qs.quality_steps(plan_point(cfg).quality, CPU)[0]
     with torch.no_grad():
-        next(step.model.parameters()).fill_(math.nan)
+        next(step.lm.parameters()).fill_(math.nan)
     with pytest.raises(FloatingPointError, match="quality model"):
         step()
 
@@ -149,7 +149,7 @@ def test_under_train_compile_the_first_step_is_timed_apart(monkeypatch):
     compiled = []
     monkeypatch.setattr(torch, "compile", lambda model: compiled.append(model) or model)
     _, rows, timed = _measured(monkeypatch, "train.compile=true", "train.precision=bfloat16")
-    assert compiled == [timed["a"].model, timed["b"].model]
+    assert compiled == [timed["a"].lm, timed["b"].lm]
     first = [r for r in rows if r["metric"] == "first_call_time"]
     assert len(first) == 1 and first[0]["mode"] == "quality_step" and first[0]["value"] > 0
     assert any(r["metric"] == "quality_step_latency_ratio" for r in rows)

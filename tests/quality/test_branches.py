@@ -58,7 +58,7 @@ def test_each_branch_is_the_shorter_run_trained_alone_bit_for_bit():
         assert forked.curve == alone.curve  # every train-loss average and validation score, exactly
         assert forked.final_val == alone.final_val
         assert len(forked.step_seconds) == branch.steps and forked.tokens == alone.tokens
-        for a, b in zip(forked.model.parameters(), alone.model.parameters(), strict=True):
+        for a, b in zip(forked.lm.parameters(), alone.lm.parameters(), strict=True):
             assert torch.equal(a, b)
     # the long run itself is untouched by its branches
     assert train(arch, corpus, tc, 0, torch.device("cpu")).curve == long.curve

@@ -52,7 +52,7 @@ def test_compile_wraps_the_training_forward_only_when_asked():
     model = build_lm(plan_point(cfg).quality.arch)
     assert training_forward(model, plan_point(cfg).quality.train) is model
     compiled = training_forward(model, plan_point(composed("train.compile=true")).quality.train)
-    assert isinstance(compiled, CompiledOrEager) and compiled.model is model
+    assert isinstance(compiled, CompiledOrEager) and compiled.lm is model
     assert isinstance(compiled.compiled, torch._dynamo.eval_frame.OptimizedModule)
     assert compiled.compiled._orig_mod is model
 
