@@ -111,9 +111,9 @@ class Settled:
 def settled_horizon(worth: pd.DataFrame, bpp: pd.Series) -> Settled | None:
     """The shortest horizon (``bpp``: bytes per parameter by steps) at which every choice's k in FLOPs lies within
     the longest horizon's 95% interval; the longest itself where no shorter one does. None without k at the longest
-    horizon for some choice."""
+    horizon for some choice, and for a sweep of one length (no shorter horizon to say whether k still moves)."""
     w = worth[(worth["sweep"] == SWEEP) & worth["expected"].isna()] if not worth.empty else worth
-    if w.empty or bpp.empty:
+    if w.empty or len(bpp) < 2:
         return None
     w = w.assign(train_steps=pd.to_numeric(w["train_steps"], errors="coerce"))
     longest = float(bpp.idxmax())

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ablations.quality import transfer
+from ablations.quality.horizon import Settled
 from ablations.quality.worth import MISSES, known_verdict, untrusted, worth
 from ablations.report.buys import buys_frame
 from ablations.report.comparison import comparison
@@ -27,17 +28,22 @@ from ablations.report.quality_sections import summarize_quality
 from ablations.report.tables import BASELINE, ReportError, load_table, split
 from ablations.report.timing_sections import headline_cells
 from ablations.report.transfer_section import transfer_lines
-from ablations.report.verdicts import Answer, Loss, answers, verdict_block
+from ablations.report.verdicts import Answer, Loss, answers, at_settled_horizon, verdict_block
 from ablations.results.report_inputs import ReportInputs, missing, read_report_inputs
 
 SWEEP = "all"
 # Where the README sends a reader for the known answers listed one by one.
 FINDINGS_KNOWN = "docs/findings.md#what-it-found-reference-run-cpu"
-# The folders the README's findings are built from: the reference, its transfer study, the H100 runs.
+# The folders the README's findings are built from: the reference, its transfer study, the full-schedule run at the
+# answer's horizon, the H100 runs.
 README_SOURCES = ("results/reference", "results/reference/all_tuned", "results/reference/lr_scan_horizon",
-                  "results/reference/horizon_tuned",
+                  "results/reference/horizon_tuned/cosine_40",
                   "results/reference/transfer",
                   "results/reference/cuda/norm", "results/reference/cuda/kv")
+# The horizon sweep whose lengths choose the answer's horizon (``verdicts.at_settled_horizon``). It trains under wsd,
+# a stand-in for full schedules at every length; the answer is read at the length it chose from the full cosine
+# schedule's run in README_SOURCES (``ablations.report.schedule_check`` compares the two).
+ANSWER_HORIZON = "results/reference/horizon_tuned"
 # The README's findings table: the headline's columns a reader needs first; docs/findings.md shows every column.
 README_COLUMNS = ("choice", "params", "train step ×", "decode ×", "Δ loss [CI]", "compute multiplier [CI]", "transfer")
 
@@ -108,11 +114,22 @@ def _loss_cell(loss: Loss | None) -> str:
     return f"{signed(loss.diff)} [{signed(loss.lo)}, {signed(loss.hi)}] {loss.verdict}"
 
 
-def found_answers(table: pd.DataFrame) -> list[Answer]:
-    """Every choice's answer the verdict block reads from ``table`` (``verdicts.answers``)."""
+def found_answers(table: pd.DataFrame, settled: Settled | None = None) -> list[Answer]:
+    """Every choice's answer the verdict block reads from ``table`` (``verdicts.answers``); ``settled``: the horizon
+    another table chose (``answer_horizon``)."""
     measured, quality, _ = split(table)
     summary = summarize_quality(table)[0] if not quality.empty else None
-    return answers(table, comparison(measured), summary, worth(table) if not quality.empty else pd.DataFrame())
+    return answers(table, comparison(measured), summary, worth(table) if not quality.empty else pd.DataFrame(),
+                   settled)
+
+
+def answer_horizon(folder: Path) -> Settled | None:
+    """The horizon the sweep in ``folder`` settles on (``verdicts.at_settled_horizon``); None where it has none."""
+    table = load_table(folder)
+    quality = split(table)[1]
+    if quality.empty:
+        return None
+    return at_settled_horizon(table, summarize_quality(table)[0], worth(table)).settled
 
 
 def in_answer_regime(found: list[Answer]) -> list[Answer]:
@@ -186,12 +203,18 @@ def _shouted(verdict: str) -> str:
     return verdict.upper() if verdict == MISSES else verdict
 
 
-def readme_text(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP) -> str:
+def readme_text(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP, settled: Settled | None = None) -> str:
     """What the README's "What it found" holds between its markers: the verdicts, the known answers in a sentence,
-    the findings table (cost from ``sweep``, loss from the verdicts' answer)."""
-    found = found_answers(table)
+    the findings table (cost from ``sweep``, loss from the verdicts' answer, read at ``settled``'s horizon when
+    given)."""
+    found = found_answers(table, settled)
     return "\n".join([*verdict_lines(found, inputs), known_answers_sentence(table, found, sweep), "",
                       readme_table(table, inputs, found, sweep)])
+
+
+def readme_findings(root: Path, sweep: str = SWEEP) -> str:
+    """``readme_text`` of ``README_SOURCES`` under ``root``, at the horizon ``ANSWER_HORIZON`` settles on."""
+    return readme_text(*load_sources([root / f for f in README_SOURCES]), sweep, answer_horizon(root / ANSWER_HORIZON))
 
 
 # The README's findings lie between these two lines; ``--readme --write`` replaces what is between them.
@@ -228,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(__file__).resolve().parents[2]
     try:
         if args.readme:
-            findings = readme_text(*load_sources([root / f for f in README_SOURCES]), args.sweep)
+            findings = readme_findings(root, args.sweep)
             if args.write:
                 readme = root / "README.md"
                 readme.write_text(with_findings(readme.read_text(), findings))

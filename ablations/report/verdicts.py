@@ -235,13 +235,16 @@ class Reading:
     settled: horizon.Settled | None
 
 
-def at_settled_horizon(table: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame) -> Reading:
+def at_settled_horizon(table: pd.DataFrame, summary: pd.DataFrame | None, worth: pd.DataFrame,
+                       settled: horizon.Settled | None = None) -> Reading:
     """The horizon sweep read at one length: where k has stopped moving (``horizon.settled_horizon``), or, without
     the baseline's curve to say where, the longest it trained (a verdict never pools Δs of several lengths); every
-    other sweep as it is."""
+    other sweep as it is. ``settled``: the horizon another table chose (a full-schedule run at the length the
+    stand-in schedule's horizon sweep settled on), read as given."""
     rows = table[table["sweep"] == horizon.SWEEP]
-    settled = (horizon.settled_horizon(worth, horizon.bytes_per_param(rows))
-               if len(rows) and summary is not None and not worth.empty else None)
+    if settled is None:
+        settled = (horizon.settled_horizon(worth, horizon.bytes_per_param(rows))
+                   if len(rows) and summary is not None and not worth.empty else None)
     lengths = pd.to_numeric(rows["train_steps"], errors="coerce").dropna() if "train_steps" in rows else pd.Series()
     if settled is None and lengths.nunique() < 2:
         return Reading(table, summary, worth, None)
@@ -267,11 +270,12 @@ def _bytes_per_param(table: pd.DataFrame, sweep: str) -> float:
 
 
 def answers(table: pd.DataFrame, cmp: pd.DataFrame, summary: pd.DataFrame | None,
-            worth: pd.DataFrame) -> list[Answer]:
+            worth: pd.DataFrame, settled: horizon.Settled | None = None) -> list[Answer]:
     """One answer per flip of GPT-2's block the table measured: Llama-2's changes (alone and together) first, in the
-    declarations' order, then the other choices'."""
+    declarations' order, then the other choices'. ``settled``: the horizon to read the horizon sweep at, where
+    another table chose it (``at_settled_horizon``)."""
     order = list(dict.fromkeys(table["sweep"].dropna().astype(str)))
-    reading = at_settled_horizon(table, summary, worth)
+    reading = at_settled_horizon(table, summary, worth, settled)
     table, summary, worth = reading.table, reading.summary, reading.worth
     names: dict[str, list[tuple[str, str]]] = {}
     orders: dict[str, int] = {}
@@ -407,10 +411,10 @@ def _rates(table: pd.DataFrame, sweep: str, variant: str) -> tuple[str, str]:
 
 
 def _schedule(table: pd.DataFrame, sweep: str) -> str:
-    """The rate's schedule where it is not the default cosine (rows written before the column say nothing)."""
+    """The rate's schedule, where the rows record it (rows written before the column say nothing)."""
     if "schedule" not in table:
         return ""
-    found = set(table.loc[table["sweep"] == sweep, "schedule"].dropna().astype(str)) - {"cosine"}
+    found = set(table.loc[table["sweep"] == sweep, "schedule"].dropna().astype(str))
     return f", {' and '.join(sorted(found))} schedule" if found else ""
 
 

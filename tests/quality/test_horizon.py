@@ -117,3 +117,12 @@ def test_no_headline_horizon_without_an_interval_at_the_longest():
     w = _worth({"rope": [1.3, 1.95, 2.0]})
     w.loc[w["train_steps"] == 400, "k_flops_hi"] = np.nan
     assert settled_horizon(w, BPP) is None
+
+
+def test_a_sweep_of_one_length_has_no_headline_horizon():
+    """With one length there is no shorter horizon to say whether k still moves, so none is named (a full-schedule
+    run at the length another sweep chose is read as it is)."""
+    w = _worth({"rope": [1.3, 1.95, 2.0]})
+    one = w[w["train_steps"] == 400]
+    assert settled_horizon(one, BPP[[400]]) is None
+    assert settled_horizon(w, BPP) is not None

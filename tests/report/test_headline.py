@@ -13,13 +13,11 @@ from ablations.report.flips import flip_name
 from ablations.report.formatting import number_word
 from ablations.report.headline import (
     README_END,
-    README_SOURCES,
     README_START,
     baseline_line,
     headline_table,
-    load_sources,
     main,
-    readme_text,
+    readme_findings,
 )
 from ablations.report.tables import ReportError, load_table
 from ablations.results.report_inputs import read_report_inputs
@@ -63,7 +61,7 @@ def test_the_baseline_line_is_quoted_where_the_table_is(reference):
 def test_the_readmes_findings_are_what_its_sources_build_now():
     readme = (ROOT / "README.md").read_text()
     shown = readme.split(README_START, 1)[1].split(README_END, 1)[0].strip("\n")
-    built = readme_text(*load_sources([ROOT / f for f in README_SOURCES]))
+    built = readme_findings(ROOT)
     assert shown == built, "README's findings are stale: python -m ablations.report.headline --readme --write"
     table = [ln for ln in shown.splitlines() if ln.startswith("| ")]
     assert table and len(table[0].split(" | ")) <= 7  # the README's table: at most 7 columns
