@@ -76,6 +76,10 @@ GLOSSARY: dict[str, str] = {
                      "roofline's train-step ratio for Llama-2-7B on one H100.",
     "bytes per parameter": "Training bytes over the baseline's parameters: how far a model has trained "
                            "(compute-optimal is about 20).",
+    "cosine schedule": "The learning rate warmed up, then decayed along a cosine to a tenth of its peak over the "
+                       "run's own steps: a full schedule, each length its own run.",
+    "wsd": "Warmup-stable-decay: the rate held after warm-up and decayed over the last fifth of the steps, so one run "
+           "trains every shorter length as a cool-down branch; a stand-in for full schedules.",
     "horizon": "One training length at a fixed width in the horizon sweep, told by its bytes per parameter.",
     "rung": "One model width of the transfer sweep (and of the ladder sweep, one choice added at a time).",
     "transfer": "The verdicts the same comparison reached at other widths and on other texts (the transfer sweep).",

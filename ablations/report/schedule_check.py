@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ablations.quality.horizon import bytes_per_param
-from ablations.quality.inference import paired_test
+from ablations.quality.inference import mean_ci, paired_test
 from ablations.quality.worth import worth
 from ablations.report.flips import flip_labels
 from ablations.report.formatting import markdown_table, signed
@@ -89,8 +89,8 @@ def _delta(variant: dict[int, float], base: dict[int, float], seeds: list[int]) 
 
 
 def _mean_interval(by_seed: dict[int, float]) -> tuple[float, float, float]:
-    test = paired_test(by_seed, dict.fromkeys(by_seed, 0.0))
-    return (test.mean, *test.interval(1 - LEVEL))
+    ci = mean_ci(list(by_seed.values()), LEVEL)
+    return ci.mean, ci.lo, ci.hi
 
 
 def gaps(stand_in: pd.DataFrame, full: pd.DataFrame) -> list[Gap]:

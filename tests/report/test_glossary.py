@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LEANED_ON = ("knot", "known answer", "curve seeds", "k in steps", "Holm level", "could have detected", "A/A",
              "noise floor", "ABBA", "rung", "horizon", "fast step", "point", "flip", "main job", "smoke profile",
              "extended tier", "roofline bound", "nats/byte", "verdict", "tuned rate", "scan seeds",
-             "overhead-bound")
+             "overhead-bound", "cosine schedule", "wsd")
 
 
 def test_every_column_of_what_each_choice_buys_has_an_entry(synthetic):
