@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from components.declared_set import DuplicateError, current_source
+from components.declared_set import DECLARED, DuplicateError, current_source
 from components.registry import Registry
 
 if TYPE_CHECKING:
@@ -240,6 +240,7 @@ class Choice:
     def describe(self, value: str, about: str, display: str | None = None, claim: Claim | None = None) -> None:
         """Say what a value registered into this group from outside its module is (a plugin's ``ffn=relu2``): its
         ``about`` line, how prose spells it, and a claim read from its flip, as the declaration says its own."""
+        DECLARED.refuse_if_frozen(f"{self.group}={value}'s description")
         if value not in self.registry:
             raise ValueError(f"{self.group}={value}: register it ({self.registry.key}) before describing it")
         if value in self.about:

@@ -24,6 +24,15 @@ class DuplicateError(ValueError):
     """A group or value declared where one of that name exists; the message names both sources."""
 
 
+class FrozenError(ValueError):
+    """A declaration, registration or description after the catalog froze (``DeclaredSet.freeze``): one line."""
+
+
+# Why the catalog refuses: once the plugins load, every point, schema and row reads one set of choices.
+FROZEN_RULE = ("the catalog froze when the plugins loaded; declare, register and describe in blockbench's components "
+               "or in a plugin module (plugins=[pkg.mod], or the entry-point group blockbench.choices)")
+
+
 @dataclass(frozen=True)
 class Plugin:
     """A loaded plugin: its name and version (the distribution's, or the module's for an uninstalled one), the
@@ -62,12 +71,15 @@ class DeclaredSet:
     plugins: dict[str, Plugin] = field(default_factory=dict)  # the plugins imported, by module, in load order
     broken: list[str] = field(default_factory=list)  # one line per installed entry point that failed to import
     plugins_started: bool = False  # whether the plugins were imported (once per process)
+    # Set once the plugins load (``components.plugins.load_plugins``): only the plugin loader adds after it.
+    frozen: bool = False
     # Who is declaring and registering now: blockbench's own modules, or ``plugin NAME (MODULE)`` while it imports.
     registering: str = BUILT_IN
 
     def add(self, choice: Choice) -> Choice:
         """``choice`` in the set, with its ``order`` filled in; a clash with a declared group is a ``DuplicateError``
-        naming both sources."""
+        naming both sources, a declaration after the freeze a ``FrozenError``."""
+        self.refuse_if_frozen(f"choice group {choice.group!r}")
         if choice.group in self.choices:
             raise DuplicateError(f"choice group {choice.group!r} is declared twice: by {self.sources[choice.group]} "
                                  f"and by {self.registering}")
@@ -88,6 +100,24 @@ class DeclaredSet:
         ordered = sorted(self.choices.values(), key=lambda declared: declared.order)
         self.choices = {declared.group: declared for declared in ordered}
         return choice
+
+    def freeze(self) -> None:
+        """No more groups, values or descriptions but through the plugin loader (``unfrozen``)."""
+        self.frozen = True
+
+    def refuse_if_frozen(self, what: str) -> None:
+        if self.frozen:
+            raise FrozenError(f"{what}: {FROZEN_RULE}")
+
+    @contextmanager
+    def unfrozen(self) -> Iterator[None]:
+        """Open the catalog for the block: the plugin loader importing a plugin named later in the process, and a
+        test's temporary declarations (``tests.temporary_choice``)."""
+        saved, self.frozen = self.frozen, False
+        try:
+            yield
+        finally:
+            self.frozen = saved
 
     def remove(self, group: str) -> None:
         """Take a group out of the set (what a plugin that failed half-way declared)."""

@@ -1,6 +1,7 @@
 """Plugins: a user's package that declares choices with the API the built-ins use, found without editing blockbench.
 
-Imported once per process, on the first ``choices()`` (or ``load_plugins``), after blockbench's own declarations:
+Imported once per process at a command's start (``load_catalog``, which then freezes the catalog), else on the first
+``choices()`` (or ``load_plugins``), after blockbench's own declarations:
 an installed distribution's entry point in the group ``blockbench.choices``, or a module named by
 ``plugins=[pkg.mod,...]`` on any command (``ablations.config.command_start``), passed on in ``$BLOCKBENCH_PLUGINS`` to
 the processes a command starts. What a plugin declares or registers is attributed to it
@@ -67,6 +68,17 @@ def load_plugins() -> None:
     load_explicit(named_in_env())
 
 
+def load_catalog(modules: list[str]) -> None:
+    """A command's one explicit point, before its own modules import: the installed plugins, then ``modules``, and the
+    catalog frozen (``DeclaredSet.freeze``): from here every schema, point and row reads one set of choices, and only
+    this loader adds to it (a plugin named later in the process). A process that starts elsewhere (a launcher's
+    worker, a notebook) loads at its first ``choices()`` and is not frozen: a plugin importing itself directly may
+    still be mid-declaration then."""
+    load_plugins()
+    load_explicit(modules)
+    DECLARED.freeze()
+
+
 def load_explicit(modules: list[str]) -> None:
     """Import modules named by ``plugins=`` (or ``$BLOCKBENCH_PLUGINS``); a failure is a ``PluginError``.
 
@@ -91,7 +103,7 @@ def _name_and_version(module: str) -> tuple[str, str]:
 def _import(module: str, name: str, version: str) -> None:
     before = DECLARED.mark()
     source = f"plugin {name} ({module})"
-    with registering_as(source):
+    with registering_as(source), DECLARED.unfrozen():  # the loader is the one door into a frozen catalog
         try:
             imported = importlib.import_module(module)
         except Exception as exc:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 
-from components.declared_set import DuplicateError, current_source
+from components.declared_set import DECLARED, DuplicateError, current_source
 
 T = TypeVar("T")
 
@@ -71,7 +71,8 @@ class Registry(Generic[T]):
             if name in self._entries:
                 raise DuplicateError(f"{self.key}={name} is registered twice: by {self._sources[name]} and by "
                                      f"{current_source()}")
-            if self._check is not None:
+            if self._check is not None:  # bound: its group is in the catalog
+                DECLARED.refuse_if_frozen(f"{self.key}={name}")
                 self._check(name, obj)
             self._entries[name] = obj
             self._sources[name] = current_source()

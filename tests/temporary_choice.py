@@ -27,7 +27,8 @@ def temporary_choice(**fields: Any) -> Iterator[Choice]:
     spec = dict(group="extra", config=ExtraConfig, registry=registry, gpt2="off", llama2="off", hook="flag",
                 order=max(choice.order for choice in choices()) + 1, title="extra thing",
                 about={"off": "no extra thing", "on": "the extra thing, switched on"})
-    extra = declare(Choice(**{**spec, **fields}))
+    with DECLARED.unfrozen():  # a test's group, declared after the plugins loaded and taken back on exit
+        extra = declare(Choice(**{**spec, **fields}))
     try:
         yield extra
     finally:
@@ -41,7 +42,8 @@ def kept() -> Iterator[None]:
     mark = DECLARED.mark()
     plugins, broken, started = dict(DECLARED.plugins), list(DECLARED.broken), DECLARED.plugins_started
     try:
-        yield
+        with DECLARED.unfrozen():
+            yield
     finally:
         DECLARED.back_to(mark)
         DECLARED.plugins, DECLARED.broken, DECLARED.plugins_started = plugins, broken, started

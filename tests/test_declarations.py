@@ -79,6 +79,47 @@ def test_a_group_is_declared_with_what_it_alone_can_say():
     assert "tiny" not in ArchConfig().groups
 
 
+def test_once_a_command_loads_the_plugins_the_catalog_is_frozen_but_to_the_plugin_loader(tmp_path, monkeypatch):
+    """After a command's start (``command_start.load``: ``components.plugins.load_catalog``) a group, a value into a
+    declared group and a value's description are refused in one line; a plugin named later in the process still
+    loads, through the loader; a free registry is no catalog's."""
+    import textwrap
+
+    from ablations.config import command_start
+    from components.declared_set import DECLARED, FrozenError
+    from components.plugins import load_explicit
+
+    @dataclasses.dataclass
+    class LateConfig:
+        name: str = "off"
+
+    late: Registry[None] = Registry("late.name")
+    late.add("off", None)
+    with kept():
+        monkeypatch.setattr(DECLARED, "plugins_started", False)
+        monkeypatch.delenv("BLOCKBENCH_PLUGINS", raising=False)
+        command_start.load()  # what every command does before its modules import
+        assert DECLARED.frozen
+        rule = "the catalog froze when the plugins loaded"
+        with pytest.raises(FrozenError, match=f"^choice group 'late': {rule}"):
+            declare(Choice(group="late", config=LateConfig, registry=late, hook="flag", about={"off": "nothing"}))
+        assert "late" not in [each.group for each in choices()]
+        with pytest.raises(FrozenError, match=f"^ffn.name=relu_late: {rule}"):
+            FFNS.add("relu_late", FFNS.get("gelu"))
+        assert "relu_late" not in FFNS
+        with pytest.raises(FrozenError, match=f"^ffn=gelu's description: {rule}"):
+            choice("ffn").describe("gelu", "said again")
+        late.add("on", None)  # not declared: no group of the catalog
+        (tmp_path / "late_plugin.py").write_text(textwrap.dedent("""
+            from blockbench import FFNS, GeluMLP
+            FFNS.register("relu_later")(GeluMLP)
+        """))
+        monkeypatch.syspath_prepend(str(tmp_path))
+        load_explicit(["late_plugin"])
+        assert "relu_later" in FFNS and DECLARED.frozen
+    assert "relu_later" not in FFNS
+
+
 def test_what_a_class_does_not_say_is_a_traits_default():
     assert traits(None) == Traits() and POSITIONS.traits("rope") == Traits()
     assert POSITIONS.traits("learned").bounded_length and FFNS.traits("geglu").gated  # inherited from SwiGLU's

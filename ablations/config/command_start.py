@@ -62,13 +62,13 @@ def take_plugins(argv: list[str]) -> list[str]:
 
 
 def load() -> None:
-    """Import the installed plugins and ``$BLOCKBENCH_PLUGINS``'s (``components.plugins.load_plugins``) now, where
-    a failure is still one line: a ``UsageError`` naming the plugin and its error."""
-    from components.plugins import PluginError, load_explicit, load_plugins, named_in_env
+    """Import the installed plugins and ``$BLOCKBENCH_PLUGINS``'s and freeze the catalog
+    (``components.plugins.load_catalog``) now, where a failure is still one line: a ``UsageError`` naming the plugin
+    and its error."""
+    from components.plugins import PluginError, load_catalog, named_in_env
 
     try:
-        load_plugins()
-        load_explicit(named_in_env())  # again: a module named after this process's first load
+        load_catalog(named_in_env())  # env again: a module named after this process's first load
     except PluginError as exc:
         raise UsageError(str(exc)) from None
 

@@ -13,6 +13,10 @@ with the multiple it must read (``expected``), what it checks (``checks``) and w
 - each between-knot budget (``train.check_budgets``): the baseline trained as a full schedule at a budget no knot
   has, read on its own seed's curve exactly as a variant is, the fit's error in its interval as in a variant's.
 
+Beside a verdict, k is also given at its loss difference's Holm level (``k_flops_holm_*``, ``holm_level``; ``worth``
+with the final-loss ``summary``): a 95% interval next to a Holm-level one would read as a verdict the loss test did not
+give. The known answers keep 95%: they check the interval's method, not a family's claims.
+
 A cyclic read of each seed's knot on the next seed's curve (this table's earlier calibration) cannot fail at a knot:
 over the cycle the seeds' differences cancel. It is not a known answer here.
 """
@@ -42,11 +46,13 @@ from ablations.results.table import baseline_variant
 # What a known-answer row checks, by kind: its ``checks`` column.
 LEFT_OUT = "knot left out"
 BETWEEN = "trained between knots"
+NO_READING = Multiplier(math.nan, math.nan, math.nan, 0)
 KEYS = ["sweep", "corpus", "d_model", "train_steps"]
 COLUMNS = [*KEYS, "variant", "baseline", "expected", "checks", "n", "censored", "k_steps", "k_steps_lo",
            "k_steps_hi", "k_flops", "k_flops_lo", "k_flops_hi", "bound", "open_lo", "open_hi", "flops_ratio",
            "step_ratio", "step_ratio_lo", "step_ratio_hi", "ttl", "ttl_lo", "ttl_hi", "fit_error", "calibrated",
-           "k_steps_text", "k_flops_text", "ttl_text", "bytes_per_param", "drop_per_doubling"]
+           "k_steps_text", "k_flops_text", "ttl_text", "holm_level", "k_flops_holm_lo", "k_flops_holm_hi",
+           "k_flops_holm_text", "k_steps_holm_text", "bytes_per_param", "drop_per_doubling"]
 
 
 def known_answers(worth: pd.DataFrame) -> pd.DataFrame:
@@ -127,10 +133,23 @@ def regime(base_final: pd.DataFrame, curves: dict[int, Curve]) -> dict[str, floa
     return {"bytes_per_param": bpp, "drop_per_doubling": drop}
 
 
+def holm_levels(summary: pd.DataFrame | None) -> dict[tuple, float]:
+    """Each final-loss comparison's confidence level, ``1 - alpha_adjusted`` (``ablations.quality.stats``), by
+    (sweep, corpus, quality width, steps, variant) as ``worth`` groups them."""
+    if summary is None or summary.empty or "alpha_adjusted" not in summary:
+        return {}
+    s = _group_keys(summary[(summary["metric"] == "val_loss") & summary["alpha_adjusted"].notna()])
+    return {(*key, str(variant)): 1 - float(alpha) for *key, variant, alpha
+            in s[[*KEYS, "variant", "alpha_adjusted"]].itertuples(index=False, name=None)}
+
+
 def _row(key: tuple, variant: str, base: str, k: Multiplier, flops_ratio: float, expected: float,
-         step: tuple[float, float, float], fit_error: float, where: dict[str, float], checks: str = "") -> dict:
+         step: tuple[float, float, float], fit_error: float, where: dict[str, float], checks: str = "",
+         holm: tuple[float, Multiplier] = (math.nan, NO_READING)) -> dict:
     sweep, corpus, width, steps = key
-    kf = k.scaled(flops_ratio) if not math.isnan(flops_ratio) else Multiplier(math.nan, math.nan, math.nan, 0)
+    kf = k.scaled(flops_ratio) if not math.isnan(flops_ratio) else NO_READING
+    level, k_holm = holm
+    kh = k_holm.scaled(flops_ratio) if not math.isnan(flops_ratio) else NO_READING
     ttl = time_to_loss(k, *step) if not math.isnan(step[0]) else TimeToLoss(math.nan, math.nan, math.nan)
     return {"sweep": sweep, "corpus": corpus, "d_model": width if width >= 0 else np.nan,
             "train_steps": steps if steps >= 0 else np.nan, "variant": variant, "baseline": base,
@@ -140,7 +159,16 @@ def _row(key: tuple, variant: str, base: str, k: Multiplier, flops_ratio: float,
             "step_ratio": step[0], "step_ratio_lo": step[1], "step_ratio_hi": step[2], "ttl": ttl.estimate,
             "ttl_lo": ttl.lo, "ttl_hi": ttl.hi, "fit_error": fit_error,
             "calibrated": k.contains(expected) if not math.isnan(expected) and k.judged() else np.nan,
-            "k_steps_text": k.text(), "k_flops_text": kf.text(), "ttl_text": ttl.text(), **where}
+            "k_steps_text": k.text(), "k_flops_text": kf.text(), "ttl_text": ttl.text(), "holm_level": level,
+            "k_flops_holm_lo": kh.lo, "k_flops_holm_hi": kh.hi, "k_flops_holm_text": kh.text() if kh.n else "",
+            "k_steps_holm_text": k_holm.text() if k_holm.n else "", **where}
+
+
+def k_beside_verdict(row: pd.Series, unit: str = "flops") -> str:
+    """k in ``unit`` (flops or steps) as a loss verdict's neighbour: at that verdict's Holm level where ``worth`` had
+    the summary, else its 95% interval."""
+    holm = row.get(f"k_{unit}_holm_text")
+    return str(holm) if isinstance(holm, str) and holm else str(row[f"k_{unit}_text"])
 
 
 def _curve_groups(table: pd.DataFrame):
@@ -158,8 +186,10 @@ def _curve_groups(table: pd.DataFrame):
             yield key, base, curves, final, g[(g["metric"] == "check_loss") & (g["variant"] == base)]
 
 
-def worth(table: pd.DataFrame) -> pd.DataFrame:
-    """The multipliers of every comparison in ``table`` whose baseline has a budget curve, with its known answers."""
+def worth(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The multipliers of every comparison in ``table`` whose baseline has a budget curve, with its known answers;
+    given the final-loss ``summary`` (``stats.summarize_quality``), each comparison's k also at its Holm level."""
+    levels = holm_levels(summary)
     out: list[dict] = []
     for key, base, curves, final, checks in _curve_groups(table):
         base_flops = pd.to_numeric(final.loc[final["variant"] == base, "train_flops_step"], errors="coerce").median() \
@@ -172,8 +202,11 @@ def worth(table: pd.DataFrame) -> pd.DataFrame:
             flops = pd.to_numeric(v["train_flops_step"], errors="coerce").median() if "train_flops_step" in v \
                 else math.nan
             point = v["point"].iloc[0] if "point" in v and len(v) else None
+            level = levels.get((*key, str(variant)), math.nan)
+            holm = (level, multiplier(curves, _finals(v), level, fit_error=error)) if not math.isnan(level) \
+                else (math.nan, NO_READING)
             out.append(_row(key, str(variant), base, multiplier(curves, _finals(v), fit_error=error),
-                            base_flops / flops, math.nan, _step_ratio(table, point), error, where))
+                            base_flops / flops, math.nan, _step_ratio(table, point), error, where, holm=holm))
         # The baseline's own rows: the same model, so its clock is the baseline timed against itself.
         for budget in interior_knots(curves):
             out.append(_row(key, f"baseline at {budget:.3g}× ({LEFT_OUT})", base, left_out(curves, budget), 1.0,

@@ -61,5 +61,5 @@ def answer_tables(found: list[Answer], frame: pd.DataFrame) -> list[str]:
     if quality is not None:
         lines += ["## Quality", "", "Δ loss: the final validation loss difference [Holm-level interval] and verdict; "
                   "compute multiplier: the training FLOPs GPT-2's block needs to reach the variant's loss, as a "
-                  "multiple [95% interval].", "", quality, ""]
+                  "multiple [its interval at the Δ's Holm level, so the two claim alike].", "", quality, ""]
     return lines

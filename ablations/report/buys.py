@@ -7,8 +7,8 @@ verdict (the choice's ``Claim.loss``, from the sources its claim cites). Rows:
 - cost: parameters against the baseline, training FLOPs per token, the train-step and decode time ratios with their
   95% intervals (the measurement block), KV-cache bytes per token;
 - quality: the final loss difference with its Holm-level interval and verdict (``ablations.quality.stats``), the
-  compute multiplier in FLOPs with its 95% interval and time to loss, measured at the quality model's shape on this
-  machine (``ablations.quality.worth``);
+  compute multiplier in FLOPs with its interval at the same Holm level and time to loss, measured at the quality
+  model's shape on this machine (``ablations.quality.worth``);
 - transfer: whether the verdict kept its sign over every rung and text of a ``transfer`` sweep in the table;
 - the published verdict and whether this run agrees (``agreement``).
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ablations.quality.worth import k_beside_verdict
 from ablations.report.flips import flip_name, flip_order
 from ablations.report.formatting import markdown_table, signed
 from ablations.report.known_answers import known_answer_table, regime_line
@@ -175,9 +176,9 @@ def _k_cell(w: pd.Series | None, q: pd.Series | None) -> str:
     Δ read others."""
     if w is None:
         return "—"
-    cell = str(w["k_flops_text"])
+    cell = k_beside_verdict(w)
     if not pd.isna(w["flops_ratio"]) and abs(float(w["flops_ratio"]) - 1) > 0.02:
-        cell += f" (in steps {w['k_steps_text']})"
+        cell += f" (in steps {k_beside_verdict(w, 'steps')})"
     n_delta = q.get("diff_n") if q is not None else None
     if n_delta is not None and not pd.isna(n_delta) and int(n_delta) != int(w["n"]):
         cell += f" ({int(w['n'])} curve seeds; Δ: {int(n_delta)})"
@@ -214,12 +215,13 @@ def _section(frame: pd.DataFrame, transfer: list[str], worth: pd.DataFrame, marg
         lines += ["One row per variant against its sweep's baseline. Time ratios: median with its 95% interval "
                   "(below 1 is faster); Δ loss: the final validation loss difference with its Holm-level interval "
                   "and verdict; compute multiplier: the training FLOPs the baseline needs to reach the variant's "
-                  "loss, as a multiple of the variant's, with its 95% interval over seeds (`>`/`<`: past the budgets "
-                  "trained, a bound); time to loss: how many times sooner in wall time the variant reaches the "
-                  "baseline's loss (multiplier in steps over the quality model's train-step time ratio), measured "
-                  "here; the same k over the roofline's train-step ratio for Llama-2-7B on one H100 SXM (k measured "
-                  "at the quality model's size and assumed to carry over: a scenario, labelled so). "
-                  "Published: what the sources the choice's claim cites say of the loss; a published \"no worse\" "
+                  "loss, as a multiple of the variant's, with its interval over seeds at the Δ's Holm level "
+                  "(`>`/`<`: past the budgets trained, a bound); time to loss: how many times sooner in wall time "
+                  "the variant reaches the baseline's loss (multiplier in steps over the quality model's "
+                  "train-step time ratio), measured here; the same k over the roofline's train-step ratio for "
+                  "Llama-2-7B on one H100 SXM (k measured at the quality model's size and assumed to carry over: a "
+                  "scenario, labelled so). Published: what the sources the choice's claim cites say of the loss; a "
+                  "published \"no worse\" "
                   f"agrees only where Δ's upper end rules out a harm above {margin:g} nats per token.", "",
                   body, ""]
     if known is not None:

@@ -62,7 +62,7 @@ GLOSSARY: dict[str, str] = {
              "budget (8) is spent.",
     "compute multiplier [CI]": "k: how many times the training FLOPs the baseline needs to reach the variant's "
                                "final loss, read on the baseline's loss-against-compute curve; above 1 the "
-                               "variant buys compute.",
+                               "variant buys compute. Beside a Δ its interval is at the Δ's Holm level.",
     "k in steps": "The compute multiplier counted in training steps instead of FLOPs; it differs where the arms' "
                   "FLOPs per step differ (GQA).",
     "curve seeds": "The seeds the baseline's compute curve is trained on (3 by default); k reads these, Δ may "

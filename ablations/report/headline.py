@@ -57,7 +57,7 @@ def multipliers_of(table: pd.DataFrame, sweep: str = SWEEP) -> pd.DataFrame:
     """The compute multipliers (``worth``) of the sweep's and the transfer sweep's comparisons, with their
     calibration rows; an empty frame where neither trained."""
     rows = _rows(table, sweep)
-    return worth(rows) if not split(rows)[1].empty else pd.DataFrame()
+    return worth(rows, summarize_quality(rows)[0]) if not split(rows)[1].empty else pd.DataFrame()
 
 
 def headline_frame(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP,
@@ -119,8 +119,8 @@ def found_answers(table: pd.DataFrame, settled: Settled | None = None) -> list[A
     another table chose (``answer_horizon``)."""
     measured, quality, _ = split(table)
     summary = summarize_quality(table)[0] if not quality.empty else None
-    return answers(table, comparison(measured), summary, worth(table) if not quality.empty else pd.DataFrame(),
-                   settled)
+    return answers(table, comparison(measured), summary,
+                   worth(table, summary) if not quality.empty else pd.DataFrame(), settled)
 
 
 def answer_horizon(folder: Path) -> Settled | None:

@@ -235,7 +235,7 @@ def build_report(folder: Path, table: pd.DataFrame | None = None, sources: list[
     measured, quality, bad = split(table)
     cmp = comparison(measured)
     summary = summarize_quality(table) if not quality.empty else (None, "")
-    worth = worth_of(table) if not quality.empty else pd.DataFrame()
+    worth = worth_of(table, summary[0]) if not quality.empty else pd.DataFrame()
     sizes = sizes_table()
     sweeps = list(dict.fromkeys(table.loc[table["status"].fillna("ok") == "ok", "sweep"].dropna()))
     if draw_figures:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ablations.quality import horizon
 from ablations.quality.learning_rate import SCANNED, TUNED
-from ablations.quality.worth import training_bytes_per_param
+from ablations.quality.worth import k_beside_verdict, training_bytes_per_param
 from ablations.report.flips import flip_name, flip_order, moved
 from ablations.report.formatting import signed
 from ablations.report.kernel_reading import kernel_note
@@ -375,7 +375,7 @@ def _loss(summary: pd.DataFrame | None, worth: pd.DataFrame, table: pd.DataFrame
             q = q[q["d_model"] == q["d_model"].max()]
         r = q.iloc[0]
         w = worth[(worth["sweep"] == sweep) & (worth["variant"] == by_sweep[sweep])] if not worth.empty else worth
-        k = str(w["k_flops_text"].iloc[0]) if len(w) else None
+        k = k_beside_verdict(w.iloc[0]) if len(w) else None
         trained = (float(w["bytes_per_param"].iloc[0]) if len(w) and "bytes_per_param" in w
                    and pd.notna(w["bytes_per_param"].iloc[0]) else _bytes_per_param(table, sweep))
         bpp = f", {trained:.2g} bytes/param" if math.isfinite(trained) else ""

@@ -13,6 +13,7 @@ from components.config import ConfigError
 from components.kernels import folded_sdpa, reference_sdpa, sdpa
 from components.kv_heads import ONE_IN_ALL, KVHeads, resolve_kv_heads
 from components.positions import apply_rotation
+from tests.temporary_choice import kept
 
 
 def _x(shape, seed=0):
@@ -62,17 +63,14 @@ def test_kv_heads_follow_the_registered_class_not_the_name():
     class Undeclared(CausalSelfAttention):
         pass
 
-    ATTENTIONS.add("one_kv", OneKV)
-    ATTENTIONS.add("undeclared", Undeclared)
-    try:
+    with kept():  # two values for this test: registered into the frozen catalog and taken back
+        ATTENTIONS.add("one_kv", OneKV)
+        ATTENTIONS.add("undeclared", Undeclared)
         assert resolve_kv_heads(AttnConfig("one_kv"), 8) == 1
         with pytest.raises(ConfigError, match=r"^attn\.n_kv_heads=2 contradicts attn=one_kv \(which has 1\); leave "):
             resolve_kv_heads(AttnConfig("one_kv", 2), 8)
         assert resolve_kv_heads(AttnConfig("undeclared"), 8) == 8
         assert resolve_kv_heads(AttnConfig("undeclared", 2), 8) == 2
-    finally:
-        ATTENTIONS.forget("one_kv")
-        ATTENTIONS.forget("undeclared")
 
 
 def test_gqa_with_all_kv_heads_is_exactly_mha(make_arch, rand_params):

@@ -19,7 +19,7 @@ from blockbench import Registry, Step, Work
 from components import ArchConfig, ConfigError, ModelConfig, build_decoder, build_lm
 from components.norms import RMSNorm
 from components.parallel import BlockConfig, ParallelResidual
-from tests.temporary_choice import ExtraConfig, temporary_choice
+from tests.temporary_choice import ExtraConfig, kept, temporary_choice
 
 TOL = dict(atol=1e-6, rtol=1e-6)
 
@@ -400,8 +400,8 @@ def test_an_attention_value_may_alternate_local_and_global_layers_as_gemma2_does
                       n_layers: int | None = None, **kw: object) -> attention.KVCache:
             return attention.KVCache.for_model(arch, batch_size, max_seq_len, n_layers, **kw)
 
-    attention.ATTENTIONS.add("local_global", LocalGlobal)
-    try:
+    with kept():  # a value for this test, taken back after it
+        attention.ATTENTIONS.add("local_global", LocalGlobal)
         alternating = built(tiny(attn="local_global"))
         local, full = built(tiny(attn="mha").replace(attn=attention.AttnConfig("mha", window=4)).validate()), \
             built(tiny(attn="mha"))
@@ -417,8 +417,6 @@ def test_an_attention_value_may_alternate_local_and_global_layers_as_gemma2_does
         cache = alternating.new_cache(2, 11)
         rows = [alternating(x[:, :5], cache), *(alternating(x[:, i:i + 1], cache) for i in range(5, 11))]
         torch.testing.assert_close(torch.cat(rows, dim=1), alternating(x), **TOL)
-    finally:
-        attention.ATTENTIONS.forget("local_global")
 
 
 def test_the_plugin_guide_lists_every_hook_once_in_each_table():

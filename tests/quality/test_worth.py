@@ -69,6 +69,36 @@ def test_a_variant_gets_its_multiplier_in_steps_and_flops():
     assert row["k_flops"] == pytest.approx(row["k_steps"])
 
 
+def test_beside_a_verdict_k_is_held_to_the_verdicts_holm_level():
+    """With the final-loss summary, each comparison's k is also read at ``1 - alpha_adjusted``, the level its Δ's
+    interval is at: at a stricter level it is wider and holds the 95% one; the known answers keep 95%."""
+    from ablations.quality.multiplier import multiplier
+    from ablations.quality.stats import summarize
+    from ablations.quality.worth import _curve_groups, _finals, k_beside_verdict
+
+    table = _table()
+    summary = summarize(table)
+    plain = worth(table, summary).set_index("variant").loc["rmsnorm"]
+    # One comparison: Holm's level is the unadjusted 95%, and the two readings are the same interval.
+    assert plain["holm_level"] == pytest.approx(0.95)
+    assert (plain["k_flops_holm_lo"], plain["k_flops_holm_hi"]) == pytest.approx((plain["k_flops_lo"],
+                                                                                   plain["k_flops_hi"]))
+    strict = summary.copy()
+    strict.loc[strict["metric"] == "val_loss", "alpha_adjusted"] = 0.01
+    w = worth(table, strict)
+    row = w.set_index("variant").loc["rmsnorm"]
+    _, _, curves, final, _ = next(_curve_groups(table))
+    expected = multiplier(curves, _finals(final[final["variant"] == "rmsnorm"]), 0.99)
+    assert row["holm_level"] == pytest.approx(0.99)
+    assert (row["k_flops_holm_lo"], row["k_flops_holm_hi"]) == pytest.approx(
+        (expected.lo * row["flops_ratio"], expected.hi * row["flops_ratio"]))
+    assert row["k_flops_holm_lo"] < row["k_flops_lo"] and row["k_flops_holm_hi"] > row["k_flops_hi"]
+    assert k_beside_verdict(row) == row["k_flops_holm_text"] != row["k_flops_text"]
+    assert k_beside_verdict(worth(table).set_index("variant").loc["rmsnorm"]) == row["k_flops_text"]
+    known = known_answers(w)
+    assert known["holm_level"].isna().all() and (known["k_flops_holm_text"] == "").all()
+
+
 def test_no_budgets_no_multipliers():
     assert worth(pd.DataFrame([*_point("gpt2")[1]]).query("metric != 'budget_loss'")).empty
 
