@@ -13,16 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from torch import nn
 
 from components.declared_set import DECLARED, DuplicateError, current_source
 from components.registry import Registry
 
-if TYPE_CHECKING:
-    from components.config import ArchConfig
 
+class Arch(Protocol):
+    """What a choice reads off an architecture: each declared group's config by name (``arch.norm``). The one
+    implementation, ``components.config.ArchConfig``, is built from the declared choices, so this module names it
+    by this shape rather than import it (no import cycle, type-only ones included)."""
+
+    def __getattr__(self, group: str) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -167,7 +171,7 @@ class Choice:
     rung: int | None = None
     # Whether an architecture has this choice at a value; default: the group's ``name`` equals it. Attention
     # overrides it because ``gqa`` with every head its own KV head is MHA.
-    matches: Callable[[ArchConfig, str], bool] | None = None
+    matches: Callable[[Arch, str], bool] | None = None
     # The values the predictor, the sizes table and the regression check flip GPT-2's block to (default: every
     # value but GPT-2's, less those whose class says ``reference_only``, as NoPE's does: ``registry.Traits``).
     flip_values: tuple[str, ...] | None = None
@@ -232,7 +236,7 @@ class Choice:
         switch = {"on": self.group, "off": f"no{self.group}"}
         return self.names.get(value, switch.get(value, value))
 
-    def has(self, arch: ArchConfig, value: str) -> bool:
+    def has(self, arch: Arch, value: str) -> bool:
         if self.matches is not None:
             return self.matches(arch, value)
         return getattr(arch, self.group).name == value

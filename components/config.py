@@ -20,15 +20,6 @@ from typing import TYPE_CHECKING, Any
 from components.declarations import choices as declared
 from components.registry import UnknownVariantError
 
-if TYPE_CHECKING:
-    from components.attention import AttnConfig
-    from components.bias import BiasConfig
-    from components.feedforward import FFNConfig
-    from components.norms import NormConfig
-    from components.parallel import BlockConfig
-    from components.positions import PosConfig
-    from components.qknorm import QKNormConfig
-
 
 class ConfigError(ValueError):
     """An architecture setting that cannot be built; the message names the key and what is allowed."""
@@ -58,17 +49,11 @@ class ArchConfig:
     """``model`` plus one config per declared choice (``arch.norm``, ``arch.pos``, ...), each at GPT-2's value
     unless given: ``ArchConfig(model=..., norm=NormConfig("rmsnorm"))``.
 
-    blockbench's own groups are annotated below, so a type checker and an editor follow ``arch.attn``; a plugin's
-    group is an attribute all the same (``arch.softcap``), typed ``Any``."""
+    Every group, blockbench's and a plugin's alike, is an attribute set from the catalog (``arch.attn``,
+    ``arch.softcap``), typed ``Any``: the group modules import this one, so it imports none of them, not even for
+    their types (no import cycle, type-only ones included)."""
 
     model: ModelConfig
-    pos: PosConfig
-    norm: NormConfig
-    ffn: FFNConfig
-    attn: AttnConfig
-    bias: BiasConfig
-    qknorm: QKNormConfig
-    block: BlockConfig
 
     def __init__(self, model: ModelConfig | None = None, **choices: Any) -> None:
         self.model = model if model is not None else ModelConfig()

@@ -17,7 +17,7 @@ import pkgutil
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from components.choice import LM_HOOKS, check_interface
+from components.choice import LM_HOOKS, Arch, check_interface
 from components.declared_set import DECLARED
 from components.plugins import load_plugins
 
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from torch import nn
 
     from components.choice import Choice
-    from components.config import ArchConfig
 
 
 def declare(choice: Choice) -> Choice:
@@ -68,7 +67,7 @@ def ladder_choices() -> list[Choice]:
     return sorted(llama2_choices(), key=lambda declared: (declared.rung is None, declared.rung or 0, declared.order))
 
 
-def hook_classes(arch: ArchConfig, hook: str) -> list[type]:
+def hook_classes(arch: Arch, hook: str) -> list[type]:
     """The classes the choices plugged into ``hook`` use for ``arch`` (a value registered as None has none)."""
     out = []
     for declared in choices():
@@ -79,12 +78,12 @@ def hook_classes(arch: ArchConfig, hook: str) -> list[type]:
     return out
 
 
-def hook_modules(arch: ArchConfig, hook: str) -> list[nn.Module]:
+def hook_modules(arch: Arch, hook: str) -> list[nn.Module]:
     """The modules the choices plugged into ``hook`` build for ``arch``, in declaration order."""
     return [cls(arch) for cls in hook_classes(arch, hook)]
 
 
-def outside_the_decoder(arch: ArchConfig, baseline: ArchConfig) -> list[str]:
+def outside_the_decoder(arch: Arch, baseline: Arch) -> list[str]:
     """What sets ``arch`` apart from ``baseline`` where everything it moves lies outside the decoder (a group on an
     ``LM_HOOKS`` hook, the tied embeddings): ``["embed_scale=sqrt_d"]``; empty where the two decoders differ, or
     nothing differs. Their decoders are then the same block, so a timing of one against the other is an A/A."""

@@ -11,10 +11,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from components.choice import Choice
+
+class Declared(Protocol):
+    """What the set reads of a declared choice (``components.choice.Choice``, which imports this module, so it is
+    named here by this shape: no import cycle, type-only ones included)."""
+
+    group: str
+    hook: str
+    order: int | None
+    registry: Any  # components.registry.Registry, which imports this module too
+    about: dict[str, str]
+    display: dict[str, str]
+    value_claims: dict[str, Any]
+
+    @property
+    def owns_hook(self) -> bool: ...
+
+
+D = TypeVar("D", bound=Declared)
 
 
 BUILT_IN = "blockbench"
@@ -66,7 +82,7 @@ class Mark:
 class DeclaredSet:
     """The declared choices and the plugins loaded into them: one per process, ``DECLARED``."""
 
-    choices: dict[str, Choice] = field(default_factory=dict)  # by group, in ``order``
+    choices: dict[str, Declared] = field(default_factory=dict)  # by group, in ``order``
     sources: dict[str, str] = field(default_factory=dict)  # who declared each group: ``blockbench`` or a plugin
     plugins: dict[str, Plugin] = field(default_factory=dict)  # the plugins imported, by module, in load order
     broken: list[str] = field(default_factory=list)  # one line per installed entry point that failed to import
@@ -76,7 +92,7 @@ class DeclaredSet:
     # Who is declaring and registering now: blockbench's own modules, or ``plugin NAME (MODULE)`` while it imports.
     registering: str = BUILT_IN
 
-    def add(self, choice: Choice) -> Choice:
+    def add(self, choice: D) -> D:
         """``choice`` in the set, with its ``order`` filled in; a clash with a declared group is a ``DuplicateError``
         naming both sources, a declaration after the freeze a ``FrozenError``."""
         self.refuse_if_frozen(f"choice group {choice.group!r}")
@@ -142,7 +158,7 @@ class DeclaredSet:
                 self.remove(declared.group)
 
 
-def _described(declared: Choice) -> Iterator[tuple[str, str, str]]:
+def _described(declared: Declared) -> Iterator[tuple[str, str, str]]:
     for table in ("about", "display", "value_claims"):
         yield from ((declared.group, table, value) for value in getattr(declared, table))
 

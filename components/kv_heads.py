@@ -7,15 +7,25 @@ Each value's module class declares its rule as ``kv_heads_rule`` (a ``KVHeads``)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from torch import nn
 
 from components.config import ConfigError
 from components.registry import Registry
 
-if TYPE_CHECKING:
-    from components.attention import AttnConfig
+
+class AttnSetting(Protocol):
+    """What this module and MLA's (``components.mla``) read of the ``attn`` group's config: ``AttnConfig``, whose
+    module imports both, so they name it by this shape (no import cycle, type-only ones included)."""
+
+    name: str
+    n_kv_heads: int | None
+    window: int | None
+    kv_lora_rank: int | None
+    qk_rope_head_dim: int | None
+    q_lora_rank: int | None
+
 
 ATTENTIONS: Registry[type[nn.Module]] = Registry("attn.name")
 
@@ -51,7 +61,7 @@ def kv_heads_rule(name: str) -> KVHeads:
     return getattr(cls, "kv_heads_rule", None) or UNDECLARED
 
 
-def resolve_kv_heads(attn: AttnConfig, n_heads: int) -> int:
+def resolve_kv_heads(attn: AttnSetting, n_heads: int) -> int:
     """``attn``'s KV heads at ``n_heads`` query heads, by its value's rule (``kv_heads_rule``)."""
     kv, rule = attn.n_kv_heads, kv_heads_rule(attn.name)
     if rule.count == CONFIGURED:

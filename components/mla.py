@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -54,13 +53,10 @@ from components.config import ArchConfig, ConfigError
 from components.declarations import choices
 from components.kernels import FOLD_MAX_QUERIES, step_mask
 from components.kv_cache import LatentCache
-from components.kv_heads import ATTENTIONS, PER_QUERY_HEAD, KVHeads
+from components.kv_heads import ATTENTIONS, PER_QUERY_HEAD, AttnSetting, KVHeads
 from components.norms import RMSNorm
 from components.positions import RopeTables, Rotation, ScoreBias, apply_rotation
 from components.work import Step, Work, attention_core, linear, norm
-
-if TYPE_CHECKING:
-    from components.attention import AttnConfig
 
 # DeepSeek-V2's ``rms_norm_eps`` (and Hugging Face's ``DeepseekV2RMSNorm`` default) for the latents' norms; the
 # block's own norms keep ``norm.eps``.
@@ -82,7 +78,7 @@ class MLASizes:
         return self.kv_lora_rank + self.rope_dim
 
 
-def mla_sizes(attn: AttnConfig, head_dim: int) -> MLASizes:
+def mla_sizes(attn: AttnSetting, head_dim: int) -> MLASizes:
     """``attn``'s MLA sizes, each None filled in DeepSeek-V2's proportions to the head size (128 per head there):
     a latent of 4 heads' width (512) and a decoupled RoPE key of half a head (64, rounded down to an even width of
     at least 2, since RoPE rotates pairs). ``q_lora_rank`` None keeps a full-rank query projection."""
@@ -101,7 +97,7 @@ _MLA_KEYS = {
 }
 
 
-def check_mla(attn: AttnConfig, arch: ArchConfig) -> None:
+def check_mla(attn: AttnSetting, arch: ArchConfig) -> None:
     """MLA's settings (``AttnConfig.check`` calls this for every attention value).
 
     Other values have no latent, so an MLA size set on them is refused rather than silently ignored (it would still

@@ -1,4 +1,5 @@
-"""The pipeline's layout stays true: no import cycle in ``ablations/``, and every stage imports only the
+"""The pipeline's layout stays true: no import cycle in ``ablations/``, ``components/`` or ``blockbench/`` (type-only
+ones included), and every stage imports only the
 stages below it (config <- results <- quality <- measure <- report, measure timing the quality model's training
 step; tools read results; the entry modules on top, and nothing imports the CLI; ``config.errors`` and
 ``config.paths`` below everything, ``paths`` on ``errors``); the top level holds only the entry points and the
@@ -82,6 +83,14 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
 
 def test_no_import_cycle_in_ablations():
     assert cycles(import_graph(ROOT)) == []
+
+
+def test_no_import_cycle_in_any_package_type_only_ones_included():
+    """Across ``ablations``, ``components`` and ``blockbench``, every import counted, one under ``TYPE_CHECKING`` or
+    inside a function too: a module typed by another that imports it names that one by a ``Protocol`` instead
+    (``components.choice.Arch``, ``components.declared_set.Declared``, ``components.kv_heads.AttnSetting``)."""
+    found = cycles(structure.import_graph(ROOT.parent, ("ablations", "components", "blockbench"))[1])
+    assert found == [], [" -> ".join(cycle) for cycle in found]
 
 
 def test_every_stage_imports_only_the_stages_below_it():
