@@ -194,7 +194,10 @@ def config_travel(trees: dict[str, ast.Module], start: tuple[str, str, str] = ("
 def several_meanings(trees: dict[str, ast.Module]) -> dict[str, set[frozenset[str]]]:
     """Each parameter name annotated, in different functions, with more than one of the project's own types (or the
     composed Hydra config): one name for two kinds of thing."""
-    own = {n.name for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.ClassDef)} | {"DictConfig"}
+    # A ``Protocol`` is the shape of a type a module cannot import (``components.choice.Arch``, ArchConfig's): the
+    # same kind of thing, so not a meaning of its own.
+    own = {n.name for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.ClassDef)
+           and not any(isinstance(b, ast.Name) and b.id == "Protocol" for b in n.bases)} | {"DictConfig"}
     # An annotation's own types are one meaning (``list[tuple[AtSize, Flip]]`` is one), ``X | None`` the same as ``X``.
     types: dict[str, set[frozenset[str]]] = defaultdict(set)
     for tree in trees.values():

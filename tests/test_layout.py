@@ -180,6 +180,9 @@ def test_the_structure_follows_the_config_and_finds_a_name_with_two_meanings():
                    "def read(config):\n    return 1\ndef other(cfg: Arch):\n    return cfg\n",
         "pkg.use": "def work(plan: 'Plan | None', arch: list['Arch']):\n    return plan\n"
                    "def build(plan: 'Plan'):\n    return plan\n",
+        # A Protocol is a type's shape, not a meaning of its own: ``cfg: Shape`` adds none.
+        "pkg.shape": "from typing import Protocol\nclass Shape(Protocol): ...\n"
+                     "def shaped(cfg: Shape):\n    return cfg\n",
     }
     trees = {name: ast.parse(text) for name, text in source.items()}
     reached, depth = structure.config_travel(trees, ("pkg.run", "run_job", "cfg"))

@@ -440,6 +440,8 @@ def verdict_block(found: list[Answer], margin: float, smoke: bool = False, answe
     intro = ("Each choice against GPT-2's block: time ratios with their 95% interval (below 1 faster); Δ final loss"
              + (f" in {next(iter(units))}" if len(units) == 1 else "")
              + " with its Holm-level interval"
+             + (", and what a gain is worth in the baseline's compute at that level" if any(
+                 a.loss is not None and a.loss.k and a.loss.verdict == BETTER for a in shown) else "")
              + (f", at {next(iter(regimes))}" if one else "")
              + f" (below 0 better; \"within ±{margin:g}\": the interval rules out more). Terms: "
              + f"[glossary]({glossary_url()}).")
