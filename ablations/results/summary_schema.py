@@ -48,7 +48,8 @@ SCHEMA: dict[str, Any] = {
                         "diff": {"type": "number"}, "lo": _NUMBER_OR_NULL, "hi": _NUMBER_OR_NULL,
                         "verdict": {"type": "string"}, "seeds": {"type": "integer"}, "unit": {"type": "string"},
                         "regime": {"type": "string"},
-                        "compute_multiplier": {"type": ["string", "null"]},
+                        "compute_multiplier": {"type": ["string", "null"], "description":
+                                               "k in FLOPs, its interval at the same Holm level as lo and hi"},
                     }}]},
             }}},
     },
