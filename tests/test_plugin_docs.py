@@ -78,9 +78,11 @@ def test_plugins_takes_module_names_not_paths():
     assert str(err.value) == said and said in PAGE.read_text(encoding="utf-8")
 
 
-def test_the_example_passes_its_own_tests_loaded_as_plugins_loads_it():
-    # src/ on the path and the module named in $BLOCKBENCH_PLUGINS: what `PYTHONPATH=src ... plugins=` leaves.
-    proc = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+def test_the_example_passes_its_own_tests_loaded_as_plugins_loads_it(tmp_path):
+    # src/ on the path and the module named in $BLOCKBENCH_PLUGINS: what `PYTHONPATH=src ... plugins=` leaves. The
+    # child's temporary folders are its own: a session numbered beside this one would rotate out the oldest folder of
+    # the shared root, which another worker of this run may still be writing in.
+    proc = run("-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'child'}", "tests",
                PYTHONPATH=f"{EXAMPLE / 'src'}{os.pathsep}{ROOT}", **{plugins.ENV: "blockbench_scalenorm"})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert re.search(r"^\d+ passed in ", proc.stdout, re.M), proc.stdout[-2000:]  # nothing skipped, failed or in error
