@@ -87,7 +87,7 @@ class DeclaredSet:
     plugins: dict[str, Plugin] = field(default_factory=dict)  # the plugins imported, by module, in load order
     broken: list[str] = field(default_factory=list)  # one line per installed entry point that failed to import
     plugins_started: bool = False  # whether the plugins were imported (once per process)
-    # Set once the plugins load (``components.plugins.load_plugins``): only the plugin loader adds after it.
+    # Set once a command loads its plugins (``components.plugins.load_catalog``): only the plugin loader adds after it.
     frozen: bool = False
     # Who is declaring and registering now: blockbench's own modules, or ``plugin NAME (MODULE)`` while it imports.
     registering: str = BUILT_IN
