@@ -53,11 +53,14 @@ def _rows(table: pd.DataFrame, sweep: str) -> pd.DataFrame:
     return table[table["sweep"].isin([sweep, transfer.SWEEP])]
 
 
-def multipliers_of(table: pd.DataFrame, sweep: str = SWEEP) -> pd.DataFrame:
+def multipliers_of(table: pd.DataFrame, sweep: str = SWEEP, summary: pd.DataFrame | None = None) -> pd.DataFrame:
     """The compute multipliers (``worth``) of the sweep's and the transfer sweep's comparisons, with their
-    calibration rows; an empty frame where neither trained."""
+    calibration rows; an empty frame where neither trained. ``summary``: those rows' final-loss summary
+    (``summarize_quality``), when the caller has it already; it sets each k's Holm level."""
     rows = _rows(table, sweep)
-    return worth(rows, summarize_quality(rows)[0]) if not split(rows)[1].empty else pd.DataFrame()
+    if split(rows)[1].empty:
+        return pd.DataFrame()
+    return worth(rows, summarize_quality(rows)[0] if summary is None else summary)
 
 
 def headline_frame(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP,
@@ -76,7 +79,7 @@ def headline_frame(table: pd.DataFrame, inputs: ReportInputs, sweep: str = SWEEP
         raise ReportError(f"sweep {sweep!r} has no decode rows: the headline's decode column needs them")
     summary = summarize_quality(rows)[0] if not split(rows)[1].empty else None
     if multipliers is None:
-        multipliers = multipliers_of(table, sweep)
+        multipliers = multipliers_of(table, sweep, summary)
     _, verdicts = transfer_lines(summary, rows, multipliers, inputs.no_worse_margin)
     frame = buys_frame(rows, cmp, summary, multipliers, inputs, verdicts)
     frame = frame[frame["sweep"] == sweep]
